@@ -1,0 +1,192 @@
+//! Statuses, the thread-local last error message, and the version string.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr, CString};
+
+use fencelock::ErrorKind;
+
+use crate::panic::boundary_or;
+
+/// The result of every fallible call. The numbers are stable: a value never changes meaning
+/// and is never reused. Read it as an integer (`fl_status` is a `uint32_t`): a newer library
+/// may return a status this header does not name yet; `fl_status_str()` handles any value.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum fl_status {
+    /// Success: the out-pointers have been written.
+    FL_OK = 0,
+    /// A NULL pointer, a text that is not valid UTF-8 where UTF-8 is required (URLs), a zero or
+    /// too long TTL, a bad URL or option, or a lock handle that was already released.
+    /// Reported before any network call.
+    FL_INVALID_ARGUMENT = 1,
+    /// The wait limit passed while the lock was held by another owner (or no quorum agreed).
+    FL_NOT_ACQUIRED = 2,
+    /// Release or extend of a lock that had expired or been taken by another owner, or a lock
+    /// lost while `fl_with_lock`'s callback ran.
+    FL_NOT_HELD = 3,
+    /// Too few servers answered to reach a quorum; the message names them and why.
+    FL_UNAVAILABLE = 4,
+    /// A server answered with an unexpected reply (for example WRONGTYPE).
+    FL_REDIS_ERROR = 5,
+    /// The operation was interrupted.
+    FL_CANCELLED = 6,
+    /// A bug in fencelock was caught at the boundary (a Rust panic); the message says where.
+    FL_PANIC = 7,
+}
+
+/// The status of each error kind: the one mapping of the core's errors to C.
+pub fn status_of(kind: ErrorKind) -> fl_status {
+    match kind {
+        ErrorKind::InvalidArgument => fl_status::FL_INVALID_ARGUMENT,
+        ErrorKind::NotAcquired => fl_status::FL_NOT_ACQUIRED,
+        ErrorKind::NotHeld => fl_status::FL_NOT_HELD,
+        ErrorKind::Unavailable => fl_status::FL_UNAVAILABLE,
+        ErrorKind::Redis => fl_status::FL_REDIS_ERROR,
+        ErrorKind::Cancelled => fl_status::FL_CANCELLED,
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Records the message of a failed call for `fl_last_error_message` on this thread.
+pub(crate) fn set_last_error(message: &str) {
+    let c = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+    // Fails only while the thread is being torn down; then there is no one to read it.
+    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = c);
+}
+
+#[cfg(test)]
+pub(crate) fn last_error() -> String {
+    LAST_ERROR.with(|slot| slot.borrow().to_string_lossy().into_owned())
+}
+
+/// The message of the last call on this thread that did not return `FL_OK`: what failed and
+/// why, naming the lock and the servers involved (never a password). An empty string if no
+/// call has failed on this thread yet. Successful calls leave it as it is.
+///
+/// Never NULL. The pointer stays valid until the next fencelock call on the same thread that
+/// fails (or the thread exits); copy the text (or use `fl_last_error_copy`) to keep it longer.
+/// Each thread has its own message, so threads never see each other's errors.
+#[no_mangle]
+pub extern "C" fn fl_last_error_message() -> *const c_char {
+    boundary_or(c"".as_ptr(), || {
+        LAST_ERROR
+            .try_with(|slot| slot.borrow().as_ptr())
+            .unwrap_or(c"".as_ptr())
+    })
+}
+
+/// Copies this thread's last error message (see `fl_last_error_message`) into `buf`, cut to
+/// `buf_len - 1` bytes and always NUL-terminated when `buf_len > 0`, as `snprintf` does.
+/// Returns the full length of the message (without the NUL): a result `>= buf_len` means it
+/// was cut. `buf` may be NULL when `buf_len` is 0, to learn the length.
+#[no_mangle]
+pub unsafe extern "C" fn fl_last_error_copy(buf: *mut c_char, buf_len: usize) -> usize {
+    boundary_or(0, || {
+        LAST_ERROR
+            .try_with(|slot| {
+                let msg = slot.borrow();
+                let bytes = msg.as_bytes();
+                if !buf.is_null() && buf_len > 0 {
+                    let n = bytes.len().min(buf_len - 1);
+                    // SAFETY: the caller gives a buffer of buf_len writable bytes; n < buf_len.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(bytes.as_ptr().cast::<c_char>(), buf, n);
+                        *buf.add(n) = 0;
+                    }
+                }
+                bytes.len()
+            })
+            .unwrap_or(0)
+    })
+}
+
+/// A short, static, lower-case name of a status (`"ok"`, `"not acquired"`, ...), or
+/// `"unknown status"` for a number this library does not know. Never NULL; never freed.
+#[no_mangle]
+pub extern "C" fn fl_status_str(status: u32) -> *const c_char {
+    let s: &'static CStr = match status {
+        0 => c"ok",
+        1 => c"invalid argument",
+        2 => c"not acquired",
+        3 => c"not held",
+        4 => c"unavailable",
+        5 => c"redis error",
+        6 => c"cancelled",
+        7 => c"panic",
+        _ => c"unknown status",
+    };
+    s.as_ptr()
+}
+
+/// The library's version, e.g. `"0.1.0"` (static; never freed).
+#[no_mangle]
+pub extern "C" fn fl_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(p: *const c_char) -> String {
+        unsafe { CStr::from_ptr(p) }.to_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn every_error_kind_maps_to_its_own_status_with_the_same_name() {
+        let mut seen = Vec::new();
+        for kind in ErrorKind::ALL {
+            let st = status_of(kind);
+            assert_ne!(st, fl_status::FL_OK);
+            assert_ne!(st, fl_status::FL_PANIC);
+            assert!(!seen.contains(&st), "{kind:?} shares a status");
+            seen.push(st);
+            // The C name of a status reads as the core's name of its kind.
+            assert_eq!(text(fl_status_str(st as u32)), kind.as_str());
+        }
+    }
+
+    #[test]
+    fn status_numbers_are_stable() {
+        use fl_status::*;
+        let table = [
+            (FL_OK, 0, "ok"),
+            (FL_INVALID_ARGUMENT, 1, "invalid argument"),
+            (FL_NOT_ACQUIRED, 2, "not acquired"),
+            (FL_NOT_HELD, 3, "not held"),
+            (FL_UNAVAILABLE, 4, "unavailable"),
+            (FL_REDIS_ERROR, 5, "redis error"),
+            (FL_CANCELLED, 6, "cancelled"),
+            (FL_PANIC, 7, "panic"),
+        ];
+        for (st, n, name) in table {
+            assert_eq!(st as u32, n);
+            assert_eq!(text(fl_status_str(n)), name);
+        }
+        assert_eq!(text(fl_status_str(8)), "unknown status");
+        assert_eq!(text(fl_status_str(u32::MAX)), "unknown status");
+    }
+
+    #[test]
+    fn last_error_is_per_thread_and_copies_like_snprintf() {
+        set_last_error("first\0bad");
+        assert_eq!(text(fl_last_error_message()), "first\\0bad");
+        std::thread::spawn(|| assert_eq!(text(fl_last_error_message()), ""))
+            .join()
+            .unwrap();
+        set_last_error("hello world");
+        let mut buf = [1 as c_char; 6];
+        let n = unsafe { fl_last_error_copy(buf.as_mut_ptr(), buf.len()) };
+        assert_eq!(n, 11);
+        assert_eq!(text(buf.as_ptr()), "hello");
+        assert_eq!(unsafe { fl_last_error_copy(std::ptr::null_mut(), 0) }, 11);
+    }
+
+    #[test]
+    fn version_is_the_crate_version() {
+        assert_eq!(text(fl_version()), env!("CARGO_PKG_VERSION"));
+    }
+}

@@ -1,0 +1,63 @@
+//! The C face of fencelock: `libfencelock.{so,a}` with the header `include/fencelock.h`,
+//! generated from this crate by cbindgen.
+//!
+//! Conventions (after rustls-ffi):
+//! - names are `fl_noun_verb`; handles (`fl_manager`, `fl_lock`, `fl_manager_options`) are
+//!   opaque, made by a constructor and given back with a `_free` function (`_free(NULL)` is a
+//!   no-op);
+//! - every fallible function returns an `fl_status` (a `uint32_t` whose values never change
+//!   meaning) and writes its results through out-pointers, last in the argument list, only on
+//!   success;
+//! - every exported body runs inside a panic boundary: a Rust panic becomes `FL_PANIC`, never an
+//!   unwind into C;
+//! - `fl_last_error_message()` gives the message of the last failed call on the calling thread.
+//!
+//! The binding holds no lock logic: it converts arguments and units, maps
+//! [`fencelock::ErrorKind`] to `fl_status`, and owns handles around
+//! [`fencelock::blocking`].
+//!
+//! # Safety
+//! Every `unsafe extern "C"` function here has the same contract, stated once instead of on
+//! each (the header's comments are what C callers read): every pointer argument is NULL or
+//! points to what its type says (a live handle made by this library and not yet freed, a
+//! NUL-terminated string, an array of the stated length, writable storage for an
+//! out-pointer). NULL is always checked and reported; anything else cannot be checked.
+#![allow(non_camel_case_types)]
+#![allow(clippy::missing_safety_doc)]
+
+// cbindgen writes the header in module order: statuses and errors, options, manager, locks,
+// events.
+mod error;
+
+mod options;
+
+mod manager;
+
+mod lock;
+
+mod events;
+
+mod ffi;
+mod panic;
+
+pub use error::{
+    fl_last_error_copy, fl_last_error_message, fl_status, fl_status_str, fl_version, status_of,
+};
+pub use events::{fl_event_callback, fl_event_level, fl_set_event_callback};
+pub use lock::{
+    fl_interrupt_callback, fl_lock, fl_lock_acquire, fl_lock_acquire_interruptible,
+    fl_lock_acquire_with_token, fl_lock_auto_extend, fl_lock_callback, fl_lock_detach,
+    fl_lock_extend, fl_lock_fencing_token, fl_lock_free, fl_lock_is_lost, fl_lock_name,
+    fl_lock_release, fl_lock_token, fl_lock_try_acquire, fl_lock_validity_ms, fl_release_by_token,
+    fl_with_lock,
+};
+pub use manager::{fl_manager, fl_manager_free, fl_manager_new};
+pub use options::{
+    fl_manager_options, fl_manager_options_free, fl_manager_options_new,
+    fl_manager_options_set_connect_timeout_ms, fl_manager_options_set_drift_factor,
+    fl_manager_options_set_key_prefix, fl_manager_options_set_retry_delay_ms,
+    fl_manager_options_set_retry_jitter_ms, fl_manager_options_set_server_timeout_ms,
+    fl_manager_options_set_tls_ca_file, fl_manager_options_set_tls_ca_pem,
+    fl_manager_options_set_tls_client_cert_files, fl_manager_options_set_tls_client_cert_pem,
+    fl_manager_options_set_tls_insecure,
+};

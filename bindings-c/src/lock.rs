@@ -1,0 +1,431 @@
+//! `fl_lock`: acquire, query, extend, release and free a lock; `fl_with_lock`, the scoped form.
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use fencelock::blocking::Lock;
+use fencelock::token::display_name;
+use fencelock::{AcquireOptions, Error, Result};
+
+use crate::error::fl_status;
+use crate::ffi;
+use crate::manager::fl_manager;
+use crate::panic::{boundary, boundary_or};
+
+/// A lock acquired through a manager. Opaque: made by `fl_lock_acquire`,
+/// `fl_lock_acquire_with_token` or `fl_lock_try_acquire`, freed by `fl_lock_free`.
+///
+/// Releasing (`fl_lock_release`) or detaching (`fl_lock_detach`) does not free the handle:
+/// its name, token and fencing token stay readable until `fl_lock_free`.
+///
+/// Threads: the calls on one handle may come from any thread, and calls made at the same time
+/// are serialized (an `fl_lock_release` waits for an `fl_lock_extend` in progress). Only
+/// `fl_lock_free` must not overlap any other call on the same handle.
+pub struct fl_lock {
+    lock: Mutex<Option<Lock>>,
+    name: CString,
+    token: CString,
+    fencing_token: u64,
+}
+
+impl fl_lock {
+    fn new(lock: Lock) -> Result<fl_lock> {
+        // Names and tokens come from C strings or are UUIDs, so they hold no NUL.
+        let c = |b: &[u8], what: &str| {
+            CString::new(b).map_err(|_| Error::InvalidArgument(format!("{what} contains NUL")))
+        };
+        Ok(fl_lock {
+            name: c(lock.name(), "lock name")?,
+            token: c(lock.token(), "token")?,
+            fencing_token: lock.fencing_token(),
+            lock: Mutex::new(Some(lock)),
+        })
+    }
+
+    fn guard(&self) -> MutexGuard<'_, Option<Lock>> {
+        self.lock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn released(&self) -> Error {
+        Error::InvalidArgument(format!(
+            "lock {} was already released or detached",
+            display_name(self.name.as_bytes())
+        ))
+    }
+}
+
+/// The function `fl_with_lock` runs while it holds the lock. `lock` is valid only during the
+/// call: read it (`fl_lock_fencing_token`, `fl_lock_is_lost`, ...) but do not release, detach
+/// or free it, and do not keep the pointer. `user_data` is `fl_with_lock`'s argument.
+pub type fl_lock_callback =
+    Option<unsafe extern "C" fn(lock: *const fl_lock, user_data: *mut c_void)>;
+
+fn manager<'a>(m: *const fl_manager) -> Result<&'a fl_manager> {
+    // SAFETY: NULL or a live manager, by contract.
+    unsafe { ffi::obj(m, "manager") }
+}
+
+fn lock_ref<'a>(l: *const fl_lock) -> Result<&'a fl_lock> {
+    // SAFETY: NULL or a live lock handle, by contract.
+    unsafe { ffi::obj(l, "lock") }
+}
+
+/// Checks every argument, then acquires with the core's `acquire_with`.
+unsafe fn acquire(
+    m: *const fl_manager,
+    name: *const c_char,
+    token: Option<*const c_char>,
+    ttl_ms: u64,
+    wait_ms: i64,
+) -> Result<Lock> {
+    let m = manager(m)?;
+    // SAFETY: NULL or NUL-terminated strings, by contract.
+    let name = unsafe { ffi::bytes(name, "name") }?;
+    let mut opts = AcquireOptions::new(ffi::ttl(ttl_ms)).wait(ffi::wait(wait_ms)?);
+    if let Some(t) = token {
+        // SAFETY: as above.
+        opts = opts.token(unsafe { ffi::bytes(t, "token") }?);
+    }
+    m.inner.acquire_with(name, &opts)
+}
+
+/// How often `fl_lock_acquire_interruptible` asks its callback whether to give up.
+const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+
+fn hand_out(lock: Lock, out: &mut *mut fl_lock) -> Result<()> {
+    *out = Box::into_raw(Box::new(fl_lock::new(lock)?));
+    Ok(())
+}
+
+/// Acquires the lock `name` (any bytes but NUL, at most 1024) for `ttl_ms` milliseconds,
+/// with a fresh random token. `wait_ms` is how long to keep trying: -1 waits until acquired
+/// (blocking the calling thread; waiters are woken by the holder's release, they do not
+/// poll), 0 tries once, otherwise that many milliseconds. On success `*out` is a new handle
+/// to free with `fl_lock_free`; otherwise `*out` is left as it was.
+///
+/// Errors: `FL_INVALID_ARGUMENT` for a NULL `manager`, `name` or `out`, an empty or too long
+/// name, `ttl_ms` 0 or over ten years, or `wait_ms` below -1 (all before any network call);
+/// `FL_NOT_ACQUIRED` when the wait limit passed while another owner held it;
+/// `FL_UNAVAILABLE` when too few servers answered; `FL_REDIS_ERROR` for unexpected replies.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_acquire(
+    manager: *const fl_manager,
+    name: *const c_char,
+    ttl_ms: u64,
+    wait_ms: i64,
+    out: *mut *mut fl_lock,
+) -> fl_status {
+    boundary(|| {
+        let out = ffi::out(out, "out")?;
+        // SAFETY: the pointers are forwarded under the caller's contract.
+        let lock = unsafe { acquire(manager, name, None, ttl_ms, wait_ms) }?;
+        hand_out(lock, out)
+    })
+}
+
+/// As `fl_lock_acquire`, with a token chosen by the caller (non-empty, at most 512 bytes,
+/// e.g. a request id) as the value of the lock key instead of a random one. Acquiring again
+/// with the same token while it is held succeeds and resets the TTL (re-entrant for that
+/// token). Pair it with `fl_release_by_token` to release the lock from anywhere that knows the
+/// name and token (see `fl_lock_detach`).
+///
+/// Errors: as `fl_lock_acquire`; also `FL_INVALID_ARGUMENT` for a NULL, empty or too long
+/// token.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_acquire_with_token(
+    manager: *const fl_manager,
+    name: *const c_char,
+    token: *const c_char,
+    ttl_ms: u64,
+    wait_ms: i64,
+    out: *mut *mut fl_lock,
+) -> fl_status {
+    boundary(|| {
+        let out = ffi::out(out, "out")?;
+        // SAFETY: the pointers are forwarded under the caller's contract.
+        let lock = unsafe { acquire(manager, name, Some(token), ttl_ms, wait_ms) }?;
+        hand_out(lock, out)
+    })
+}
+
+/// Asked by `fl_lock_acquire_interruptible`, on the waiting thread, whether to give up:
+/// return true to cancel the wait. `user_data` is that call's argument.
+pub type fl_interrupt_callback = Option<unsafe extern "C" fn(user_data: *mut c_void) -> bool>;
+
+/// As `fl_lock_acquire_with_token` (`token` may be NULL for a random one), with a way to give
+/// up a wait early: `interrupted(user_data)` is called on the calling thread about every 50
+/// ms while the acquisition waits, and when it returns true the wait stops with
+/// `FL_CANCELLED` (whatever was acquired on some servers meanwhile is released in the
+/// background; `*out` is left untouched). Use it for `wait_ms = -1` waits that must stay
+/// stoppable: a shutdown flag, a signal handler's flag, a deadline of your own.
+///
+/// Errors: as `fl_lock_acquire_with_token`; `FL_CANCELLED` when interrupted;
+/// `FL_INVALID_ARGUMENT` also for a NULL `interrupted`.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_acquire_interruptible(
+    manager: *const fl_manager,
+    name: *const c_char,
+    token: *const c_char,
+    ttl_ms: u64,
+    wait_ms: i64,
+    interrupted: fl_interrupt_callback,
+    user_data: *mut c_void,
+    out: *mut *mut fl_lock,
+) -> fl_status {
+    boundary(|| {
+        let out = ffi::out(out, "out")?;
+        let interrupted = interrupted.ok_or_else(|| ffi::invalid("interrupted is NULL"))?;
+        let m = self::manager(manager)?;
+        // SAFETY: NULL or NUL-terminated strings, by contract.
+        let name = unsafe { ffi::bytes(name, "name") }?;
+        let mut opts = AcquireOptions::new(ffi::ttl(ttl_ms)).wait(ffi::wait(wait_ms)?);
+        if !token.is_null() {
+            // SAFETY: as above.
+            opts = opts.token(unsafe { ffi::bytes(token, "token") }?);
+        }
+        // SAFETY: a C function pointer given by the caller, called on this thread.
+        let poll = || unsafe { interrupted(user_data) };
+        let lock = m
+            .inner
+            .acquire_interruptible(name, &opts, INTERRUPT_POLL, poll)?;
+        hand_out(lock, out)
+    })
+}
+
+/// One attempt to acquire `name` for `ttl_ms` milliseconds. When another owner holds it,
+/// returns `FL_NOT_ACQUIRED` and leaves `*out` untouched. On success `*out` is a new handle to
+/// free with `fl_lock_free`.
+///
+/// Errors: `FL_NOT_ACQUIRED` when held by another owner; otherwise as `fl_lock_acquire`
+/// (unreachable servers are `FL_UNAVAILABLE`, not `FL_NOT_ACQUIRED`).
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_try_acquire(
+    manager: *const fl_manager,
+    name: *const c_char,
+    ttl_ms: u64,
+    out: *mut *mut fl_lock,
+) -> fl_status {
+    boundary(|| {
+        let out = ffi::out(out, "out")?;
+        let m = self::manager(manager)?;
+        // SAFETY: NULL or a NUL-terminated string, by contract.
+        let name = unsafe { ffi::bytes(name, "name") }?;
+        match m.inner.try_acquire(name, ffi::ttl(ttl_ms))? {
+            Some(lock) => hand_out(lock, out),
+            None => Err(Error::NotAcquired(format!(
+                "lock {} is held by another owner",
+                display_name(name)
+            ))),
+        }
+    })
+}
+
+/// Extends a held lock: its expiry on the servers becomes now + `ttl_ms`, and its validity is
+/// recomputed as for an acquisition.
+///
+/// Errors: `FL_INVALID_ARGUMENT` for a NULL lock, a bad TTL, or a lock already released or
+/// detached; `FL_NOT_HELD` when no quorum holds it any more (it expired or was taken; the
+/// lock is then marked lost); `FL_UNAVAILABLE` when too few servers answered.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_extend(lock: *mut fl_lock, ttl_ms: u64) -> fl_status {
+    boundary(|| {
+        let l = lock_ref(lock)?;
+        let guard = l.guard();
+        let held = guard.as_ref().ok_or_else(|| l.released())?;
+        held.extend(ffi::ttl(ttl_ms))
+    })
+}
+
+/// Keeps the lock alive in the background: extends it every ttl/3 (the TTL of the last
+/// acquire or extend) until it is released, freed or lost, and, when `max_hold_ms > 0`, for
+/// at most that long since it was acquired. A loss (the key gone or taken, or no quorum
+/// reachable before validity runs out) marks the lock lost: check `fl_lock_is_lost`. Calling
+/// it again replaces the previous setting. `fl_with_lock` does this for you.
+///
+/// Errors: `FL_INVALID_ARGUMENT` for a NULL lock or one already released or detached.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_auto_extend(lock: *mut fl_lock, max_hold_ms: u64) -> fl_status {
+    boundary(|| {
+        let l = lock_ref(lock)?;
+        let guard = l.guard();
+        let held = guard.as_ref().ok_or_else(|| l.released())?;
+        held.auto_extend((max_hold_ms > 0).then(|| ffi::millis(max_hold_ms)));
+        Ok(())
+    })
+}
+
+/// Releases the lock on every server (compare-and-delete by token), waking its waiters. Does
+/// not free the handle: call `fl_lock_free` after. After this call, whatever it returned, the
+/// handle is released: a second release or an extend returns `FL_INVALID_ARGUMENT`.
+///
+/// Errors: `FL_INVALID_ARGUMENT` for a NULL lock or one already released or detached;
+/// `FL_NOT_HELD` when fewer than a quorum still held it (it had expired or been taken: the
+/// message says which): whatever was done under it was not protected; `FL_UNAVAILABLE`
+/// when too few servers answered.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_release(lock: *mut fl_lock) -> fl_status {
+    boundary(|| {
+        let l = lock_ref(lock)?;
+        let held = l.guard().take().ok_or_else(|| l.released())?;
+        held.release()
+    })
+}
+
+/// Gives up the handle's hold without releasing: the lock stays held on the servers until its
+/// TTL runs out or someone calls `fl_release_by_token` with its name and token (the classic
+/// request-id pattern, or a lock handed to another process). The handle then acts as
+/// released (`fl_lock_free` releases nothing) and must still be freed.
+///
+/// Errors: `FL_INVALID_ARGUMENT` for a NULL lock or one already released or detached.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_detach(lock: *mut fl_lock) -> fl_status {
+    boundary(|| {
+        let l = lock_ref(lock)?;
+        let held = l.guard().take().ok_or_else(|| l.released())?;
+        held.detach();
+        Ok(())
+    })
+}
+
+/// Releases the lock `name` if it is held with `token`, without a lock handle (for locks
+/// acquired with `fl_lock_acquire_with_token` and detached, or handed across processes). A
+/// lock held by another token is left alone.
+///
+/// Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name or token; `FL_NOT_HELD`
+/// when fewer than a quorum held it with this token (the message says whether the key was gone
+/// or held by another token); `FL_UNAVAILABLE` when too few servers answered.
+#[no_mangle]
+pub unsafe extern "C" fn fl_release_by_token(
+    manager: *const fl_manager,
+    name: *const c_char,
+    token: *const c_char,
+) -> fl_status {
+    boundary(|| {
+        let m = self::manager(manager)?;
+        // SAFETY: NULL or NUL-terminated strings, by contract.
+        let name = unsafe { ffi::bytes(name, "name") }?;
+        // SAFETY: as above.
+        let token = unsafe { ffi::bytes(token, "token") }?;
+        m.inner.release_by_token(name, token)
+    })
+}
+
+/// The lock's name, NUL-terminated. `*out` stays valid until the handle is freed.
+///
+/// Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_name(lock: *const fl_lock, out: *mut *const c_char) -> fl_status {
+    boundary(|| {
+        let l = lock_ref(lock)?;
+        *ffi::out(out, "out")? = l.name.as_ptr();
+        Ok(())
+    })
+}
+
+/// The lock's token (the value of its Redis key: a random UUID, or the caller's token),
+/// NUL-terminated. `*out` stays valid until the handle is freed, also after a release. Keep
+/// it secret from other owners: it is what releases the lock.
+///
+/// Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_token(lock: *const fl_lock, out: *mut *const c_char) -> fl_status {
+    boundary(|| {
+        let l = lock_ref(lock)?;
+        *ffi::out(out, "out")? = l.token.as_ptr();
+        Ok(())
+    })
+}
+
+/// The lock's fencing token: larger than that of every earlier acquisition of any lock on
+/// this server set. Send it with every write to the storage the lock protects, and have the
+/// storage reject a token smaller than the largest it has seen.
+///
+/// Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_fencing_token(lock: *const fl_lock, out: *mut u64) -> fl_status {
+    boundary(|| {
+        let l = lock_ref(lock)?;
+        *ffi::out(out, "out")? = l.fencing_token;
+        Ok(())
+    })
+}
+
+/// The time, in milliseconds, the lock is still safe to use: counts down from the acquisition
+/// (or last extension), net of the time acquiring took and of the clock drift allowance. 0
+/// once released, detached, lost or expired.
+///
+/// Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_validity_ms(lock: *const fl_lock, out: *mut u64) -> fl_status {
+    boundary(|| {
+        let l = lock_ref(lock)?;
+        let out = ffi::out(out, "out")?;
+        let ms = l.guard().as_ref().map_or(0, |h| h.validity().as_millis());
+        *out = u64::try_from(ms).unwrap_or(u64::MAX);
+        Ok(())
+    })
+}
+
+/// Whether the lock is known to be lost: an extension (explicit, or `fl_with_lock`'s
+/// automatic one) found it gone or taken, no quorum could be reached before its validity ran
+/// out, or its validity simply ran out. False once released or detached.
+///
+/// Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_is_lost(lock: *const fl_lock, out: *mut bool) -> fl_status {
+    boundary(|| {
+        let l = lock_ref(lock)?;
+        let out = ffi::out(out, "out")?;
+        *out = l.guard().as_ref().is_some_and(|h| h.is_lost());
+        Ok(())
+    })
+}
+
+/// Frees a lock handle. NULL is a no-op. Never blocks: a lock still held is released in the
+/// background (best effort; if that fails it expires after its TTL). Freeing a handle twice,
+/// using it after, or freeing it while another thread is inside a call on it, is undefined
+/// behaviour (the caller's contract).
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_free(lock: *mut fl_lock) {
+    boundary_or((), || {
+        if !lock.is_null() {
+            // SAFETY: made by this library and not freed before, by contract.
+            drop(unsafe { Box::from_raw(lock) });
+        }
+    })
+}
+
+/// The scoped form: acquires `name` as `fl_lock_acquire` does (`ttl_ms`, `wait_ms`), extends
+/// it in the background every ttl/3 while `callback(lock, user_data)` runs on the calling
+/// thread, then releases it. The callback may check `fl_lock_is_lost` to stop early; it must
+/// not release, detach or free the lock, nor keep the pointer. If acquiring fails the
+/// callback is not called and the acquire error is returned.
+///
+/// Returns `FL_OK` when the lock was held throughout and released; `FL_NOT_HELD` when it was
+/// lost while the callback ran (then whatever the callback did was not protected) or could
+/// not be released as held.
+///
+/// Errors: as `fl_lock_acquire`; `FL_INVALID_ARGUMENT` also for a NULL callback; `FL_NOT_HELD`
+/// as above.
+#[no_mangle]
+pub unsafe extern "C" fn fl_with_lock(
+    manager: *const fl_manager,
+    name: *const c_char,
+    ttl_ms: u64,
+    wait_ms: i64,
+    callback: fl_lock_callback,
+    user_data: *mut c_void,
+) -> fl_status {
+    boundary(|| {
+        let callback = callback.ok_or_else(|| ffi::invalid("callback is NULL"))?;
+        // SAFETY: the pointers are forwarded under the caller's contract.
+        let lock = unsafe { acquire(manager, name, None, ttl_ms, wait_ms) }?;
+        lock.auto_extend(None);
+        let handle = fl_lock::new(lock)?;
+        // SAFETY: a C function pointer given by the caller; the handle outlives the call.
+        unsafe { callback(&handle, user_data) };
+        let lock = handle.guard().take().ok_or_else(|| handle.released())?;
+        lock.finish_scope()
+    })
+}

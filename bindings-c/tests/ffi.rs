@@ -1,0 +1,188 @@
+//! The C functions called from Rust against a real redis-server: the cases that are simpler
+//! to state here than in C (the C program in tests/fencelock_test.c covers the whole API).
+
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::ptr;
+use std::time::{Duration, Instant};
+
+use fencelock_c::*;
+use fencelock_testkit::RedisServer;
+
+fn manager(server: &RedisServer) -> *mut fl_manager {
+    let url = CString::new(server.url()).unwrap();
+    let urls = [url.as_ptr()];
+    let mut m = ptr::null_mut();
+    assert_eq!(
+        unsafe { fl_manager_new(urls.as_ptr(), 1, ptr::null(), &mut m) },
+        fl_status::FL_OK
+    );
+    m
+}
+
+fn last_error() -> String {
+    unsafe { CStr::from_ptr(fl_last_error_message()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn round_trip_writes_the_token_as_the_key_value() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let mut lock = ptr::null_mut();
+    let st = unsafe { fl_lock_acquire(m, c"ffi-rt".as_ptr(), 10_000, 0, &mut lock) };
+    assert_eq!(st, fl_status::FL_OK);
+    let mut tok: *const c_char = ptr::null();
+    assert_eq!(unsafe { fl_lock_token(lock, &mut tok) }, fl_status::FL_OK);
+    let tok = unsafe { CStr::from_ptr(tok) }.to_bytes().to_vec();
+    assert_eq!(server.get(b"ffi-rt"), Some(tok));
+    assert_eq!(unsafe { fl_lock_release(lock) }, fl_status::FL_OK);
+    assert_eq!(server.get(b"ffi-rt"), None);
+    assert_eq!(
+        unsafe { fl_lock_release(lock) },
+        fl_status::FL_INVALID_ARGUMENT
+    );
+    assert!(
+        last_error().contains("already released"),
+        "{}",
+        last_error()
+    );
+    unsafe {
+        fl_lock_free(lock);
+        fl_manager_free(m);
+    }
+}
+
+#[test]
+fn try_acquire_on_a_held_lock_leaves_out_untouched() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    assert!(server.set_nx_px(b"ffi-held", b"someone", 30_000));
+    let marker = 0x5a5a_usize as *mut fl_lock;
+    let mut out = marker;
+    let st = unsafe { fl_lock_try_acquire(m, c"ffi-held".as_ptr(), 1000, &mut out) };
+    assert_eq!(st, fl_status::FL_NOT_ACQUIRED);
+    assert_eq!(out, marker);
+    assert!(last_error().contains("held by another"), "{}", last_error());
+    unsafe { fl_manager_free(m) };
+}
+
+#[test]
+fn non_utf8_url_and_bad_wait_are_rejected_before_any_network_call() {
+    let bad = b"redis://127.0.0.1:1/\xff\0";
+    let urls = [bad.as_ptr().cast::<c_char>()];
+    let mut m = ptr::null_mut();
+    let st = unsafe { fl_manager_new(urls.as_ptr(), 1, ptr::null(), &mut m) };
+    assert_eq!(st, fl_status::FL_INVALID_ARGUMENT);
+    assert!(m.is_null());
+    assert!(
+        last_error().contains("URL #0 is not valid UTF-8"),
+        "{}",
+        last_error()
+    );
+
+    // A manager for a port nothing listens on: the argument errors must come first.
+    let urls = [c"redis://127.0.0.1:1".as_ptr()];
+    assert_eq!(
+        unsafe { fl_manager_new(urls.as_ptr(), 1, ptr::null(), &mut m) },
+        fl_status::FL_OK
+    );
+    let mut lock = ptr::null_mut();
+    let st = unsafe { fl_lock_acquire(m, c"x".as_ptr(), 1000, -7, &mut lock) };
+    assert_eq!(st, fl_status::FL_INVALID_ARGUMENT);
+    let st = unsafe { fl_lock_acquire(m, c"x".as_ptr(), 0, 0, &mut lock) };
+    assert_eq!(st, fl_status::FL_INVALID_ARGUMENT);
+    let st = unsafe { fl_lock_acquire(m, c"x".as_ptr(), 1000, 0, &mut lock) };
+    assert_eq!(st, fl_status::FL_UNAVAILABLE);
+    assert!(lock.is_null());
+    unsafe { fl_manager_free(m) };
+}
+
+struct Scope<'a> {
+    server: &'a RedisServer,
+    calls: u32,
+    fence: u64,
+    saw_lost: bool,
+}
+
+unsafe extern "C" fn delete_key_then_wait_for_loss(lock: *const fl_lock, data: *mut c_void) {
+    let scope = unsafe { &mut *data.cast::<Scope>() };
+    scope.calls += 1;
+    unsafe { fl_lock_fencing_token(lock, &mut scope.fence) };
+    scope.server.del(b"ffi-scope");
+    let start = Instant::now();
+    while !scope.saw_lost && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+        unsafe { fl_lock_is_lost(lock, &mut scope.saw_lost) };
+    }
+}
+
+#[test]
+fn with_lock_reports_a_lock_lost_while_the_callback_ran() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let mut scope = Scope {
+        server: &server,
+        calls: 0,
+        fence: 0,
+        saw_lost: false,
+    };
+    let st = unsafe {
+        fl_with_lock(
+            m,
+            c"ffi-scope".as_ptr(),
+            600,
+            -1,
+            Some(delete_key_then_wait_for_loss),
+            (&mut scope as *mut Scope).cast(),
+        )
+    };
+    assert_eq!(st, fl_status::FL_NOT_HELD, "{}", last_error());
+    assert_eq!(scope.calls, 1);
+    assert!(scope.fence > 0);
+    assert!(scope.saw_lost, "the auto-extension marked it lost");
+    unsafe { fl_manager_free(m) };
+}
+
+#[test]
+fn lock_handle_calls_from_several_threads_are_serialized() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let mut lock = ptr::null_mut();
+    let st = unsafe { fl_lock_acquire(m, c"ffi-shared".as_ptr(), 10_000, 0, &mut lock) };
+    assert_eq!(st, fl_status::FL_OK);
+    // The header promises calls on one handle may come from any thread.
+    struct Shared(*mut fl_lock);
+    unsafe impl Send for Shared {}
+    unsafe impl Sync for Shared {}
+    let shared = Shared(lock);
+    let statuses: Vec<fl_status> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4)
+            .map(|i| {
+                let shared = &shared;
+                s.spawn(move || {
+                    if i == 0 {
+                        unsafe { fl_lock_release(shared.0) }
+                    } else {
+                        unsafe { fl_lock_extend(shared.0, 10_000) }
+                    }
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    // The release happened exactly once; each extend came before it (OK) or after it
+    // (released handle: FL_INVALID_ARGUMENT), never anything else.
+    assert_eq!(statuses[0], fl_status::FL_OK);
+    for st in &statuses[1..] {
+        assert!(
+            *st == fl_status::FL_OK || *st == fl_status::FL_INVALID_ARGUMENT,
+            "{st:?}"
+        );
+    }
+    assert_eq!(server.get(b"ffi-shared"), None);
+    unsafe {
+        fl_lock_free(lock);
+        fl_manager_free(m);
+    }
+}

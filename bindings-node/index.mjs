@@ -1,0 +1,17 @@
+// ES module entry point: the same objects as the CommonJS one, as named exports.
+import fencelock from './index.js'
+
+export const {
+  LockManager,
+  Lock,
+  onEvent,
+  LockError,
+  NotAcquiredError,
+  LockLostError,
+  UnavailableError,
+  InvalidArgumentError,
+  LockReleasedError,
+  ServerError,
+  AbortError,
+} = fencelock
+export default fencelock

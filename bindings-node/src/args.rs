@@ -1,0 +1,214 @@
+//! Argument conversion: JavaScript values to owned Rust values, with the binding's own
+//! `ERR_INVALID_ARG` errors for wrong types and units. Ranges the core knows (name and token
+//! length, TTL bounds, option bounds) are left to the core's checks.
+
+use std::time::Duration;
+
+use napi::bindgen_prelude::*;
+
+use crate::error::{invalid, Failure};
+
+pub(crate) type Checked<T> = std::result::Result<T, Failure>;
+
+fn type_name(v: &Unknown) -> &'static str {
+    match v.get_type() {
+        Ok(ValueType::Undefined) => "undefined",
+        Ok(ValueType::Null) => "null",
+        Ok(ValueType::Boolean) => "a boolean",
+        Ok(ValueType::Number) => "a number",
+        Ok(ValueType::String) => "a string",
+        Ok(ValueType::Symbol) => "a symbol",
+        Ok(ValueType::Object) => "an object",
+        Ok(ValueType::Function) => "a function",
+        Ok(ValueType::BigInt) => "a bigint",
+        _ => "a value of unknown type",
+    }
+}
+
+/// Whether the value is `undefined` or `null` (an omitted optional argument).
+pub(crate) fn is_nullish(v: &Unknown) -> bool {
+    matches!(v.get_type(), Ok(ValueType::Undefined | ValueType::Null))
+}
+
+/// A `string` (as UTF-8) or a `Buffer`/`Uint8Array` (as is).
+pub(crate) fn bytes(what: &str, v: &Unknown) -> Checked<Vec<u8>> {
+    let wrong = || {
+        invalid(format!(
+            "{what} must be a string or a Buffer, got {}",
+            type_name(v)
+        ))
+    };
+    match v.get_type() {
+        Ok(ValueType::String) => unsafe { v.cast::<String>() }
+            .map(String::into_bytes)
+            .map_err(|_| wrong()),
+        Ok(ValueType::Object) if v.is_buffer().unwrap_or(false) => {
+            unsafe { v.cast::<BufferSlice>() }
+                .map(|b| b.to_vec())
+                .map_err(|_| wrong())
+        }
+        Ok(ValueType::Object) if v.is_typedarray().unwrap_or(false) => {
+            unsafe { v.cast::<Uint8Array>() }
+                .map(|b| b.to_vec())
+                .map_err(|_| wrong())
+        }
+        _ => Err(wrong()),
+    }
+}
+
+/// A number of milliseconds: finite and not negative.
+fn millis(what: &str, v: &Unknown) -> Checked<f64> {
+    let ms = match v.get_type() {
+        Ok(ValueType::Number) => {
+            unsafe { v.cast::<f64>() }.map_err(|_| invalid(format!("{what} must be a number")))?
+        }
+        _ => {
+            return Err(invalid(format!(
+                "{what} must be a number of milliseconds, got {}",
+                type_name(v)
+            )))
+        }
+    };
+    if ms.is_nan() || ms < 0.0 {
+        return Err(invalid(format!(
+            "{what} must be a non-negative number of milliseconds, got {ms}"
+        )));
+    }
+    Ok(ms)
+}
+
+fn to_duration(what: &str, ms: f64) -> Checked<Duration> {
+    Duration::try_from_secs_f64(ms / 1000.0)
+        .map_err(|_| invalid(format!("{what} of {ms} ms is out of range")))
+}
+
+/// A duration in milliseconds (finite, not negative).
+pub(crate) fn duration(what: &str, v: &Unknown) -> Checked<Duration> {
+    let ms = millis(what, v)?;
+    if ms.is_infinite() {
+        return Err(invalid(format!("{what} must be finite, got Infinity")));
+    }
+    to_duration(what, ms)
+}
+
+/// A wait limit in milliseconds: `undefined`/`null`/`Infinity` wait forever, `0` tries once.
+pub(crate) fn wait(v: &Unknown) -> Checked<Option<Duration>> {
+    if is_nullish(v) {
+        return Ok(None);
+    }
+    let ms = millis("wait", v)?;
+    if ms.is_infinite() {
+        return Ok(None);
+    }
+    to_duration("wait", ms).map(Some)
+}
+
+/// A boolean option (`undefined`/`null`: the default).
+pub(crate) fn boolean(what: &str, v: &Unknown, default: bool) -> Checked<bool> {
+    match v.get_type() {
+        Ok(ValueType::Undefined | ValueType::Null) => Ok(default),
+        Ok(ValueType::Boolean) => {
+            unsafe { v.cast::<bool>() }.map_err(|_| invalid(format!("{what} must be a boolean")))
+        }
+        _ => Err(invalid(format!(
+            "{what} must be a boolean, got {}",
+            type_name(v)
+        ))),
+    }
+}
+
+/// A file path option: a non-empty string (the file is read by the core when the manager is
+/// built).
+pub(crate) fn path(what: &str, v: &Unknown) -> Checked<String> {
+    match v.get_type() {
+        Ok(ValueType::String) => {
+            let s = unsafe { v.cast::<String>() }
+                .map_err(|_| invalid(format!("{what} must be a string")))?;
+            if s.is_empty() {
+                return Err(invalid(format!("{what} must be a file path, got ''")));
+            }
+            Ok(s)
+        }
+        _ => Err(invalid(format!(
+            "{what} must be a file path string, got {}",
+            type_name(v)
+        ))),
+    }
+}
+
+/// A plain number option (e.g. the drift factor); range checks are the core's.
+pub(crate) fn number(what: &str, v: &Unknown) -> Checked<f64> {
+    match v.get_type() {
+        Ok(ValueType::Number) => {
+            unsafe { v.cast::<f64>() }.map_err(|_| invalid(format!("{what} must be a number")))
+        }
+        _ => Err(invalid(format!(
+            "{what} must be a number, got {}",
+            type_name(v)
+        ))),
+    }
+}
+
+/// The options object: `undefined`/`null` is no options; anything else must be an object.
+pub(crate) fn options<'e>(what: &str, v: Option<Unknown<'e>>) -> Checked<Option<Object<'e>>> {
+    let Some(v) = v else { return Ok(None) };
+    if is_nullish(&v) {
+        return Ok(None);
+    }
+    match v.get_type() {
+        Ok(ValueType::Object) => unsafe { v.cast::<Object>() }
+            .map(Some)
+            .map_err(|_| invalid(format!("{what} must be an object"))),
+        _ => Err(invalid(format!(
+            "{what} must be an object, got {}",
+            type_name(&v)
+        ))),
+    }
+}
+
+/// One property of an options object (`undefined` when absent or when there are no options).
+pub(crate) fn field<'e>(env: &'e Env, obj: &Option<Object<'e>>, key: &str) -> Checked<Unknown<'e>> {
+    let undefined =
+        || -> Checked<Unknown<'e>> { ().into_unknown(env).map_err(|e| invalid(e.reason.clone())) };
+    match obj {
+        None => undefined(),
+        Some(o) => o
+            .get_named_property::<Unknown>(key)
+            .map_err(|_| invalid(format!("option {key} cannot be read"))),
+    }
+}
+
+/// The server list: one URL string or an array of them.
+pub(crate) fn servers(v: &Unknown) -> Checked<Vec<String>> {
+    let wrong = || {
+        invalid(format!(
+            "servers must be a redis:// URL string or an array of them, got {}",
+            type_name(v)
+        ))
+    };
+    match v.get_type() {
+        Ok(ValueType::String) => unsafe { v.cast::<String>() }
+            .map(|s| vec![s])
+            .map_err(|_| wrong()),
+        Ok(ValueType::Object) if v.is_array().unwrap_or(false) => {
+            let arr = unsafe { v.cast::<Array>() }.map_err(|_| wrong())?;
+            let mut urls = Vec::with_capacity(arr.len() as usize);
+            for i in 0..arr.len() {
+                let item: Unknown = arr.get(i).ok().flatten().ok_or_else(wrong)?;
+                match item.get_type() {
+                    Ok(ValueType::String) => {
+                        urls.push(unsafe { item.cast::<String>() }.map_err(|_| wrong())?)
+                    }
+                    _ => {
+                        return Err(invalid(format!(
+                            "servers[{i}] must be a redis:// URL string, got {}",
+                            type_name(&item)
+                        )))
+                    }
+                }
+            }
+            Ok(urls)
+        }
+        _ => Err(wrong()),
+    }
+}

@@ -1,0 +1,13 @@
+//! Node.js binding of fencelock (napi-rs): the npm package `fencelock`.
+//!
+//! Thin by design: argument conversion (`args`), error mapping (`error`), runtime bridging
+//! (`promise`: core futures on napi's tokio runtime settle Promises) and handle ownership
+//! (`manager`, `lock`). Every lock behaviour is the core's.
+
+mod args;
+pub mod error;
+pub mod events;
+mod lock;
+mod manager;
+mod promise;
+mod types;

@@ -1,0 +1,263 @@
+//! `JsLock`, seen from JavaScript as `Lock`: a held lock, its getters, `extend`, `release`,
+//! and the `AbortSignal` that fires when the core reports the lock lost.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+use napi_derive::napi;
+use tokio::sync::RwLock;
+
+use crate::args;
+use crate::error::Failure;
+use crate::promise::{promise, rejected};
+
+/// The core lock, shared with in-flight calls. `None` once released (or being released).
+type Slot = Arc<RwLock<Option<fencelock::Lock>>>;
+
+/// A lock held on a quorum of servers. Obtained from `LockManager.acquire`; not constructible.
+#[napi(js_name = "Lock", custom_finalize)]
+pub struct JsLock {
+    slot: Slot,
+    name: Vec<u8>,
+    token: Vec<u8>,
+    fencing_token: u64,
+    /// Set when an extend or release found the lock lost, so `lost` stays true afterwards.
+    lost_seen: Arc<AtomicBool>,
+    /// The `AbortController` behind `signal`, created on first access.
+    controller: Option<ObjectRef<false>>,
+    /// The runtime the lock was acquired on, for work left when the object is collected
+    /// (spawning on it never panics, even once it has shut down at exit).
+    runtime: tokio::runtime::Handle,
+}
+
+impl JsLock {
+    pub(crate) fn new(lock: fencelock::Lock, runtime: tokio::runtime::Handle) -> JsLock {
+        JsLock {
+            name: lock.name().to_vec(),
+            token: lock.token().to_vec(),
+            fencing_token: lock.fencing_token(),
+            slot: Arc::new(RwLock::new(Some(lock))),
+            lost_seen: Arc::new(AtomicBool::new(false)),
+            controller: None,
+            runtime,
+        }
+    }
+
+    fn released(&self, what: &str) -> Failure {
+        Failure::Released(format!(
+            "cannot {what} lock {}: it was already released",
+            fencelock::token::display_name(&self.name)
+        ))
+    }
+}
+
+fn note_lost(flag: &AtomicBool, result: &fencelock::Result<()>) {
+    if matches!(result, Err(e) if e.kind() == fencelock::ErrorKind::NotHeld) {
+        flag.store(true, Ordering::Relaxed);
+    }
+}
+
+#[napi]
+impl JsLock {
+    /// The lock's name (a Buffer name is decoded as UTF-8).
+    #[napi(catch_unwind, getter)]
+    pub fn name(&self) -> String {
+        String::from_utf8_lossy(&self.name).into_owned()
+    }
+
+    /// This acquisition's token: the value of the lock key (a Buffer token is decoded as UTF-8).
+    #[napi(catch_unwind, getter)]
+    pub fn token(&self) -> String {
+        String::from_utf8_lossy(&self.token).into_owned()
+    }
+
+    /// The fencing token: larger than that of every earlier acquisition on this server set.
+    #[napi(catch_unwind, getter, js_name = "fencingToken")]
+    pub fn fencing_token(&self) -> BigInt {
+        BigInt::from(self.fencing_token)
+    }
+
+    /// Milliseconds the lock is still safe to use; 0 once released, lost or expired.
+    #[napi(catch_unwind, getter)]
+    pub fn validity(&self) -> f64 {
+        match self.slot.try_read() {
+            Ok(guard) => guard
+                .as_ref()
+                .map_or(0.0, |l| l.validity().as_millis() as f64),
+            // A release holds the slot: the lock is going away.
+            Err(_) => 0.0,
+        }
+    }
+
+    /// Whether the lock is known to be lost (its validity ran out, or an extension or release
+    /// found it gone or taken).
+    #[napi(catch_unwind, getter)]
+    pub fn lost(&self) -> bool {
+        let now = match self.slot.try_read() {
+            Ok(guard) => guard.as_ref().is_some_and(|l| l.is_lost()),
+            Err(_) => false,
+        };
+        now || self.lost_seen.load(Ordering::Relaxed)
+    }
+
+    /// An `AbortSignal` aborted (with a `LockLostError` as its reason) when the lock is lost.
+    #[napi(catch_unwind, getter, ts_return_type = "AbortSignal")]
+    pub fn signal<'e>(&mut self, env: &'e Env) -> Result<Unknown<'e>> {
+        if let Some(c) = &self.controller {
+            return c.get_value(env)?.get_named_property("signal");
+        }
+        let ctor: Function<(), Unknown> =
+            env.get_global()?.get_named_property("AbortController")?;
+        let controller: Object = unsafe { ctor.new_instance(())?.cast()? };
+        self.controller = Some(controller.create_ref::<false>()?);
+        let lost = match self.slot.try_read() {
+            Ok(guard) => guard.as_ref().map(|l| l.lost()),
+            Err(_) => None,
+        };
+        if let Some(lost) = lost {
+            // `controller.abort(reason)`, bound now (the reason is built on this thread) and
+            // called from the runtime through a weak threadsafe function, so a pending watch
+            // does not keep Node running.
+            let reason = Failure::Core(fencelock::Error::new(
+                fencelock::ErrorKind::NotHeld,
+                format!(
+                    "lock {} was lost",
+                    fencelock::token::display_name(&self.name)
+                ),
+            ))
+            .to_js(env, None)?;
+            let abort: Function<Unknown, Unknown> = controller.get_named_property("abort")?;
+            let bind: Function<FnArgs<(Object, Unknown)>, Function<(), Unknown>> =
+                abort.get_named_property("bind")?;
+            let bound = bind.apply(abort, (controller, reason).into())?;
+            let on_lost = bound
+                .build_threadsafe_function::<()>()
+                .weak::<true>()
+                .build_callback(|_| Ok(()))?;
+            self.runtime.spawn(async move {
+                if lost.await {
+                    on_lost.call((), ThreadsafeFunctionCallMode::NonBlocking);
+                }
+            });
+        }
+        controller.get_named_property("signal")
+    }
+
+    /// Extends the lock to `ttl` ms from now (default: the TTL of the last acquire or extend).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "ttl?: number",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn extend<'e>(&self, env: &'e Env, ttl: Option<Unknown<'e>>) -> Result<PromiseRaw<'e, ()>> {
+        let ttl = match ttl.filter(|t| !args::is_nullish(t)) {
+            Some(t) => match args::duration("ttl", &t) {
+                Ok(d) => Some(d),
+                Err(f) => return rejected(env, f),
+            },
+            None => None,
+        };
+        let slot = Arc::clone(&self.slot);
+        let lost_seen = Arc::clone(&self.lost_seen);
+        let released = self.released("extend");
+        promise(
+            env,
+            async move {
+                let guard = slot.read_owned().await;
+                let Some(lock) = guard.as_ref() else {
+                    return Err(released);
+                };
+                let result = lock.extend(ttl.unwrap_or_else(|| lock.ttl())).await;
+                note_lost(&lost_seen, &result);
+                Ok(result?)
+            },
+            |_, ()| Ok(()),
+        )
+    }
+
+    /// Releases the lock on every server.
+    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
+    pub fn release<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
+        self.finish(env, Finish::Release)
+    }
+
+    /// `Symbol.asyncDispose` (aliased in index.js): release, a no-op after an explicit release.
+    #[napi(catch_unwind, js_name = "__dispose", skip_typescript)]
+    pub fn dispose<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
+        self.finish(env, Finish::Dispose)
+    }
+
+    /// The end of `LockManager.using`: release, and report a loss during the scope.
+    #[napi(catch_unwind, js_name = "__finishScope", skip_typescript)]
+    pub fn finish_scope<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
+        self.finish(env, Finish::Scope)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Finish {
+    Release,
+    Dispose,
+    Scope,
+}
+
+impl JsLock {
+    fn finish<'e>(&self, env: &'e Env, how: Finish) -> Result<PromiseRaw<'e, ()>> {
+        let slot = Arc::clone(&self.slot);
+        let lost_seen = Arc::clone(&self.lost_seen);
+        let released = self.released("release");
+        promise(
+            env,
+            async move {
+                // Waits for in-flight extensions, then takes the lock out: from here on the
+                // object reads as released.
+                let Some(lock) = slot.write_owned().await.take() else {
+                    return match how {
+                        Finish::Release => Err(released),
+                        Finish::Dispose | Finish::Scope => Ok(()),
+                    };
+                };
+                if lock.is_lost() {
+                    lost_seen.store(true, Ordering::Relaxed);
+                }
+                let result = match how {
+                    Finish::Release | Finish::Dispose => lock.release().await,
+                    Finish::Scope => lock.finish_scope().await,
+                };
+                note_lost(&lost_seen, &result);
+                Ok(result?)
+            },
+            |_, ()| Ok(()),
+        )
+    }
+}
+
+impl ObjectFinalize for JsLock {
+    /// A lock object collected while still held is not released (a collection can come at
+    /// any time, while the program still relies on the lock): it is abandoned, its
+    /// auto-extension stops and the key expires after its TTL.
+    fn finalize(self, env: Env) -> Result<()> {
+        if let Some(c) = self.controller {
+            c.unref(&env)?;
+        }
+        match self.slot.try_write() {
+            Ok(mut guard) => {
+                if let Some(lock) = guard.take() {
+                    lock.detach();
+                }
+            }
+            Err(_) => {
+                // A call still runs on the lock: abandon it once that call is done.
+                let slot = Arc::clone(&self.slot);
+                self.runtime.spawn(async move {
+                    if let Some(lock) = slot.write_owned().await.take() {
+                        lock.detach();
+                    }
+                });
+            }
+        }
+        Ok(())
+    }
+}

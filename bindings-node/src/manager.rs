@@ -1,0 +1,434 @@
+//! `JsLockManager`, seen from JavaScript as `LockManager`.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fencelock::{AcquireOptions, ErrorKind};
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use tokio::sync::Notify;
+
+use crate::args::{self, Checked};
+use crate::error::{invalid, Failure};
+use crate::lock::JsLock;
+use crate::promise::{promise, rejected};
+
+/// A lock manager over one Redis server or several (Redlock).
+#[napi(js_name = "LockManager")]
+pub struct JsLockManager {
+    /// `None` after `close()`.
+    inner: RefCell<Option<fencelock::LockManager>>,
+    /// The servers' `host:port` labels, kept after `close()`.
+    labels: Vec<String>,
+}
+
+/// How an acquisition was asked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `acquire`: wait as the options say.
+    Acquire,
+    /// `tryAcquire`: one attempt; "held by another" resolves to `null`.
+    Try,
+    /// `using`: as `acquire`, with auto-extension on unless turned off.
+    Scoped,
+}
+
+/// Checked options of one acquisition, all owned Rust values.
+struct Acquisition {
+    name: Vec<u8>,
+    opts: AcquireOptions,
+    auto_extend: bool,
+    max_hold: Option<Duration>,
+}
+
+fn parse_acquire<'e>(
+    env: &'e Env,
+    name: &Unknown<'e>,
+    options: &Option<Object<'e>>,
+    mode: Mode,
+) -> Checked<Acquisition> {
+    let name = args::bytes("name", name)?;
+    let field = |key| args::field(env, options, key);
+    let ttl = field("ttl")?;
+    let ttl = if args::is_nullish(&ttl) {
+        fencelock::DEFAULT_TTL
+    } else {
+        args::duration("ttl", &ttl)?
+    };
+    let wait = field("wait")?;
+    let wait = match mode {
+        Mode::Try if !args::is_nullish(&wait) => return Err(invalid(
+            "tryAcquire makes one attempt and takes no wait option; use acquire(name, { wait })",
+        )),
+        Mode::Try => Some(Duration::ZERO),
+        Mode::Acquire | Mode::Scoped => args::wait(&wait)?,
+    };
+    let token = field("token")?;
+    let token = if args::is_nullish(&token) {
+        None
+    } else {
+        Some(args::bytes("token", &token)?)
+    };
+    let auto_extend = args::boolean("autoExtend", &field("autoExtend")?, mode == Mode::Scoped)?;
+    let max_hold = field("maxHold")?;
+    let max_hold = if args::is_nullish(&max_hold) {
+        None
+    } else {
+        Some(args::duration("maxHold", &max_hold)?)
+    };
+    Ok(Acquisition {
+        name,
+        opts: AcquireOptions { ttl, wait, token },
+        auto_extend,
+        max_hold,
+    })
+}
+
+/// The caller's `AbortSignal`, bridged to a tokio `Notify` through an `abort` listener that
+/// is removed again when the acquisition settles.
+struct AbortBridge {
+    signal: ObjectRef<false>,
+    listener: ObjectRef<false>,
+    notify: Arc<Notify>,
+}
+
+enum Signal<'e> {
+    None,
+    /// Already aborted: reject at once with this reason.
+    Aborted(Unknown<'e>),
+    Live(AbortBridge),
+}
+
+fn not_a_signal() -> Failure {
+    invalid("signal must be an AbortSignal")
+}
+
+fn bridge_signal<'e>(env: &'e Env, value: Unknown<'e>) -> Checked<Signal<'e>> {
+    if args::is_nullish(&value) {
+        return Ok(Signal::None);
+    }
+    if !matches!(value.get_type(), Ok(ValueType::Object)) {
+        return Err(not_a_signal());
+    }
+    let signal: Object = unsafe { value.cast() }.map_err(|_| not_a_signal())?;
+    let aborted: Unknown = signal
+        .get_named_property("aborted")
+        .map_err(|_| not_a_signal())?;
+    if !matches!(aborted.get_type(), Ok(ValueType::Boolean)) {
+        return Err(not_a_signal());
+    }
+    if unsafe { aborted.cast::<bool>() }.map_err(|_| not_a_signal())? {
+        let reason = signal
+            .get_named_property::<Unknown>("reason")
+            .map_err(|_| not_a_signal())?;
+        return Ok(Signal::Aborted(reason));
+    }
+    let js = |e: Error| invalid(format!("signal: {}", e.reason));
+    let add: Function<FnArgs<(String, Unknown, Object)>, Unknown> = signal
+        .get_named_property("addEventListener")
+        .map_err(|_| not_a_signal())?;
+    let notify = Arc::new(Notify::new());
+    let wake = Arc::clone(&notify);
+    let listener = env
+        .create_function_from_closure::<(), (), _>("onAbort", move |_| {
+            wake.notify_one();
+            Ok(())
+        })
+        .map_err(js)?;
+    let mut once = Object::new(env).map_err(js)?;
+    once.set_named_property("once", true).map_err(js)?;
+    add.apply(
+        signal,
+        ("abort".to_owned(), listener.to_unknown(), once).into(),
+    )
+    .map_err(|_| not_a_signal())?;
+    let listener: Object = unsafe { listener.to_unknown().cast() }.map_err(js)?;
+    Ok(Signal::Live(AbortBridge {
+        signal: signal.create_ref().map_err(js)?,
+        listener: listener.create_ref().map_err(js)?,
+        notify,
+    }))
+}
+
+impl AbortBridge {
+    /// Removes the listener and drops the references; returns the signal's reason when it
+    /// was aborted.
+    fn finish<'e>(self, env: &'e Env, aborted: bool) -> Option<Unknown<'e>> {
+        let mut reason = None;
+        if let (Ok(signal), Ok(listener)) =
+            (self.signal.get_value(env), self.listener.get_value(env))
+        {
+            if let Ok(remove) = signal
+                .get_named_property::<Function<FnArgs<(String, Object)>, Unknown>>(
+                    "removeEventListener",
+                )
+            {
+                let _ = remove.apply(signal, ("abort".to_owned(), listener).into());
+            }
+            if aborted {
+                reason = signal.get_named_property::<Unknown>("reason").ok();
+            }
+        }
+        let _ = self.signal.unref(env);
+        let _ = self.listener.unref(env);
+        reason
+    }
+}
+
+impl JsLockManager {
+    fn manager(&self) -> Checked<fencelock::LockManager> {
+        self.inner
+            .borrow()
+            .clone()
+            .ok_or_else(|| invalid("the lock manager is closed"))
+    }
+
+    fn acquire_as<'e>(
+        &self,
+        env: &'e Env,
+        name: Unknown<'e>,
+        options: Option<Unknown<'e>>,
+        mode: Mode,
+    ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
+        let checked = args::options("options", options).and_then(|options| {
+            let acquisition = parse_acquire(env, &name, &options, mode)?;
+            let manager = self.manager()?;
+            let signal = bridge_signal(env, args::field(env, &options, "signal")?)?;
+            Ok((acquisition, manager, signal))
+        });
+        let (a, manager, signal) = match checked {
+            Ok(c) => c,
+            Err(f) => return rejected(env, f),
+        };
+        let (bridge, notify) = match signal {
+            Signal::Aborted(reason) => {
+                let e = fencelock::Error::new(
+                    ErrorKind::Cancelled,
+                    format!(
+                        "acquire of lock {} was aborted before it started",
+                        fencelock::token::display_name(&a.name)
+                    ),
+                );
+                let error = Failure::Core(e).into_js(env, Some(reason));
+                return env.spawn_future_with_callback(async { Ok(()) }, move |_, ()| Err(error));
+            }
+            Signal::Live(b) => {
+                let n = Arc::clone(&b.notify);
+                (Some(b), Some(n))
+            }
+            Signal::None => (None, None),
+        };
+        let name = a.name.clone();
+        let acquire = async move {
+            let result = manager.acquire_with(&a.name, &a.opts).await;
+            match result {
+                Ok(lock) => {
+                    if a.auto_extend {
+                        lock.auto_extend(a.max_hold);
+                    }
+                    Ok(Some((lock, tokio::runtime::Handle::current())))
+                }
+                Err(e) if mode == Mode::Try && e.kind() == ErrorKind::NotAcquired => Ok(None),
+                Err(e) => Err(e),
+            }
+        };
+        let fut = async move {
+            match notify {
+                None => acquire.await,
+                // Dropping `acquire` cancels it; the core releases partial votes, and a lock
+                // that was complete is released by its drop.
+                Some(n) => tokio::select! {
+                    biased;
+                    () = n.notified() => Err(fencelock::Error::new(
+                        ErrorKind::Cancelled,
+                        format!("acquire of lock {} was aborted", fencelock::token::display_name(&name)),
+                    )),
+                    r = acquire => r,
+                },
+            }
+        };
+        env.spawn_future_with_callback(async move { Ok(fut.await) }, move |env, outcome| {
+            let aborted = matches!(&outcome, Err(e) if e.kind() == ErrorKind::Cancelled);
+            let reason = bridge.and_then(|b| b.finish(env, aborted));
+            match outcome {
+                Ok(lock) => Ok(lock.map(|(lock, runtime)| JsLock::new(lock, runtime))),
+                Err(e) => Err(Failure::Core(e).into_js(env, reason)),
+            }
+        })
+    }
+}
+
+#[napi]
+impl JsLockManager {
+    /// A manager over one Redis URL (single-server lock) or several (Redlock). Throws
+    /// `InvalidArgumentError` for a bad URL or option; never contacts the servers.
+    #[napi(
+        catch_unwind,
+        constructor,
+        ts_args_type = "servers: string | readonly string[], options?: LockManagerOptions"
+    )]
+    pub fn new(env: Env, servers: Unknown, options: Option<Unknown>) -> Result<Self> {
+        Self::build(&env, servers, options)
+            .map(|m| JsLockManager {
+                labels: m.config().server_labels(),
+                inner: RefCell::new(Some(m)),
+            })
+            .map_err(|f| f.into_js(&env, None))
+    }
+
+    /// Acquires `name`, waiting up to `options.wait` ms (default: until acquired).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "name: string | Buffer, options?: AcquireOptions",
+        ts_return_type = "Promise<Lock>"
+    )]
+    pub fn acquire<'e>(
+        &self,
+        env: &'e Env,
+        name: Unknown<'e>,
+        options: Option<Unknown<'e>>,
+    ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
+        self.acquire_as(env, name, options, Mode::Acquire)
+    }
+
+    /// One attempt: resolves to `null` when another owner holds the lock.
+    #[napi(
+        catch_unwind,
+        js_name = "tryAcquire",
+        ts_args_type = "name: string | Buffer, options?: TryAcquireOptions",
+        ts_return_type = "Promise<Lock | null>"
+    )]
+    pub fn try_acquire<'e>(
+        &self,
+        env: &'e Env,
+        name: Unknown<'e>,
+        options: Option<Unknown<'e>>,
+    ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
+        self.acquire_as(env, name, options, Mode::Try)
+    }
+
+    /// The acquisition behind `using` (index.js): auto-extension on by default.
+    #[napi(catch_unwind, js_name = "__acquireScoped", skip_typescript)]
+    pub fn acquire_scoped<'e>(
+        &self,
+        env: &'e Env,
+        name: Unknown<'e>,
+        options: Option<Unknown<'e>>,
+    ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
+        self.acquire_as(env, name, options, Mode::Scoped)
+    }
+
+    /// Releases `name` if it is held with `token`, without a lock object.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "name: string | Buffer, token: string | Buffer",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn release<'e>(
+        &self,
+        env: &'e Env,
+        name: Unknown<'e>,
+        token: Unknown<'e>,
+    ) -> Result<PromiseRaw<'e, ()>> {
+        let checked = (|| {
+            Ok::<_, Failure>((
+                args::bytes("name", &name)?,
+                args::bytes("token", &token)?,
+                self.manager()?,
+            ))
+        })();
+        let (name, token, manager) = match checked {
+            Ok(c) => c,
+            Err(f) => return rejected(env, f),
+        };
+        promise(
+            env,
+            async move { Ok(manager.release_by_token(&name, &token).await?) },
+            |_, ()| Ok(()),
+        )
+    }
+
+    /// The servers, as `host:port` labels (credentials never shown).
+    #[napi(catch_unwind, getter)]
+    pub fn servers(&self) -> Vec<String> {
+        self.labels.clone()
+    }
+
+    /// Whether `close()` was called.
+    #[napi(catch_unwind, getter)]
+    pub fn closed(&self) -> bool {
+        self.inner.borrow().is_none()
+    }
+
+    /// Closes the manager: later calls reject with `ERR_INVALID_ARG`. Locks already held stay
+    /// usable until released.
+    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
+    pub fn close<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
+        let manager = self.inner.borrow_mut().take();
+        promise(
+            env,
+            async move {
+                drop(manager);
+                Ok(())
+            },
+            |_, ()| Ok(()),
+        )
+    }
+}
+
+impl JsLockManager {
+    fn build(
+        env: &Env,
+        servers: Unknown,
+        options: Option<Unknown>,
+    ) -> Checked<fencelock::LockManager> {
+        let urls = args::servers(&servers)?;
+        let options = args::options("options", options)?;
+        let mut builder = fencelock::LockManager::builder(urls);
+        let field = |key| args::field(env, &options, key);
+        let v = field("keyPrefix")?;
+        if !args::is_nullish(&v) {
+            builder = builder.key_prefix(args::bytes("keyPrefix", &v)?);
+        }
+        let v = field("retryDelay")?;
+        if !args::is_nullish(&v) {
+            builder = builder.retry_delay(args::duration("retryDelay", &v)?);
+        }
+        let v = field("retryJitter")?;
+        if !args::is_nullish(&v) {
+            builder = builder.retry_jitter(args::duration("retryJitter", &v)?);
+        }
+        let v = field("driftFactor")?;
+        if !args::is_nullish(&v) {
+            builder = builder.drift_factor(args::number("driftFactor", &v)?);
+        }
+        let v = field("serverTimeout")?;
+        if !args::is_nullish(&v) {
+            builder = builder.server_timeout(args::duration("serverTimeout", &v)?);
+        }
+        let v = field("connectTimeout")?;
+        if !args::is_nullish(&v) {
+            builder = builder.connect_timeout(args::duration("connectTimeout", &v)?);
+        }
+        let v = field("tlsCaFile")?;
+        if !args::is_nullish(&v) {
+            builder = builder.tls_ca_file(args::path("tlsCaFile", &v)?);
+        }
+        let (cert, key) = (field("tlsClientCert")?, field("tlsClientKey")?);
+        match (args::is_nullish(&cert), args::is_nullish(&key)) {
+            (true, true) => {}
+            (false, false) => {
+                builder = builder.tls_client_cert_files(
+                    args::path("tlsClientCert", &cert)?,
+                    args::path("tlsClientKey", &key)?,
+                );
+            }
+            (false, true) => return Err(invalid("tlsClientCert needs tlsClientKey")),
+            (true, false) => return Err(invalid("tlsClientKey needs tlsClientCert")),
+        }
+        let v = field("tlsInsecure")?;
+        builder = builder.tls_insecure(args::boolean("tlsInsecure", &v, false)?);
+        Ok(builder.build()?)
+    }
+}

@@ -1,0 +1,131 @@
+// What happens to locks the program lets go of: a collected Lock is not released (its key
+// expires after its TTL), and neither a held lock nor its signal keeps Node running.
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { after, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+
+import { RedisServer } from './redis.mjs'
+
+const index = fileURLToPath(new URL('../index.js', import.meta.url))
+
+let server
+before(async () => {
+  server = await RedisServer.start()
+})
+after(async () => {
+  await server.stop()
+})
+
+function node(args, script) {
+  const r = spawnSync(process.execPath, [...args, '-e', script], {
+    encoding: 'utf8',
+    env: { ...process.env, URL: server.url, INDEX: index },
+    timeout: 20_000,
+  })
+  assert.equal(r.status, 0, `child failed (signal ${r.signal}):\n${r.stdout}\n${r.stderr}`)
+  return r.stdout
+}
+
+describe('worker threads', () => {
+  it('each worker loads its own copy with its own error classes', async () => {
+    const { Worker } = await import('node:worker_threads')
+    const source = `
+      const { parentPort } = require('node:worker_threads')
+      const { LockManager, InvalidArgumentError } = require(process.env.INDEX)
+      const m = new LockManager(process.env.URL)
+      ;(async () => {
+        const lock = await m.acquire('from-worker', { ttl: 5000 })
+        const bad = await m.acquire('').catch((e) => e)
+        await lock.release()
+        parentPort.postMessage({ token: lock.token, invalid: bad instanceof InvalidArgumentError, code: bad.code })
+      })()
+    `
+    const results = await Promise.all(
+      [0, 1].map(
+        () =>
+          new Promise((resolve, reject) => {
+            const w = new Worker(source, { eval: true, env: { ...process.env, URL: server.url, INDEX: index } })
+            w.once('message', resolve)
+            w.once('error', reject)
+          }),
+      ),
+    )
+    for (const r of results) {
+      assert.match(r.token, /^[0-9a-f-]{36}$/)
+      assert.equal(r.invalid, true)
+      assert.equal(r.code, 'ERR_INVALID_ARG')
+    }
+    assert.equal(await server.get('from-worker'), null)
+  })
+})
+
+describe('lock lifetime', () => {
+  it('a garbage-collected lock is not released: it expires after its TTL', async () => {
+    const out = node(
+      ['--expose-gc'],
+      `
+      const { LockManager } = require(process.env.INDEX)
+      const m = new LockManager(process.env.URL)
+      let collected = false
+      const registry = new FinalizationRegistry(() => { collected = true })
+      ;(async () => {
+        await (async () => {
+          const lock = await m.acquire('collected', { ttl: 60000, autoExtend: true })
+          registry.register(lock, 'lock')
+          console.log('token', lock.token)
+        })()
+        for (let i = 0; i < 50 && !collected; i++) {
+          global.gc()
+          await new Promise((r) => setTimeout(r, 20))
+        }
+        // Give a (wrong) release on collection ample time to happen.
+        await new Promise((r) => setTimeout(r, 300))
+        console.log('collected', collected)
+      })()
+      `,
+    )
+    assert.match(out, /collected true/)
+    const token = out.match(/token (\S+)/)[1]
+    assert.equal(await server.get('collected'), token, 'still held after collection')
+    const pttl = await server.pttl('collected')
+    assert.ok(pttl > 50_000 && pttl <= 60_000, `expires on its own TTL (pttl ${pttl})`)
+    await server.del('collected')
+  })
+
+  it('a held lock with a watched signal does not keep Node running', async () => {
+    const t0 = Date.now()
+    const out = node(
+      [],
+      `
+      const { LockManager } = require(process.env.INDEX)
+      const m = new LockManager(process.env.URL)
+      m.acquire('held-at-exit', { ttl: 60000, autoExtend: true }).then((lock) => {
+        lock.signal.addEventListener('abort', () => console.log('aborted'))
+        console.log('holding', lock.token)
+      })
+      `,
+    )
+    assert.ok(Date.now() - t0 < 10_000, 'the child exited on its own')
+    assert.match(out, /holding/)
+    assert.doesNotMatch(out, /aborted/)
+    await server.del('held-at-exit')
+  })
+
+  it('a waiting acquire keeps Node running until it settles', () => {
+    const out = node(
+      [],
+      `
+      const { LockManager } = require(process.env.INDEX)
+      const a = new LockManager(process.env.URL)
+      const b = new LockManager(process.env.URL)
+      a.acquire('wait-at-exit', { ttl: 300 }).then(async () => {
+        const lock = await b.acquire('wait-at-exit', { ttl: 1000 })
+        console.log('got it after the first expired')
+        await lock.release()
+      })
+      `,
+    )
+    assert.match(out, /got it after the first expired/)
+  })
+})

@@ -1,0 +1,145 @@
+// The packed tarball installed in an empty directory and used from there, with no Rust
+// toolchain involved: CommonJS require, ESM import, every example of examples/node/, and
+// the TypeScript example (`await using`) compiled with `tsc --strict` and run on this Node.
+import assert from 'node:assert/strict'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+
+import { RedisServer } from './redis.mjs'
+
+const pkgDir = fileURLToPath(new URL('..', import.meta.url))
+const examples = path.join(pkgDir, '..', 'examples', 'node')
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
+
+// The environment without a Rust toolchain: no cargo or rustup directory on the PATH.
+const noRust = {
+  PATH: process.env.PATH.split(path.delimiter)
+    .filter((p) => !/cargo|rustup/.test(p))
+    .join(path.delimiter),
+  CARGO: '/nonexistent/cargo',
+  RUSTC: '/nonexistent/rustc',
+}
+
+let server
+let tmp
+let app
+let tarball
+before(async () => {
+  server = await RedisServer.start()
+  tmp = mkdtempSync(path.join(os.tmpdir(), 'fencelock-node-pack-'))
+  const packed = execFileSync(npm, ['pack', '--json', '--pack-destination', tmp], { cwd: pkgDir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+  const [info] = JSON.parse(packed)
+  tarball = { path: path.join(tmp, info.filename), files: info.files.map((f) => f.path) }
+  app = path.join(tmp, 'app')
+  execFileSync('mkdir', ['-p', app])
+  writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', private: true }))
+  // The package has no dependencies, so the install needs no registry; and no Rust toolchain
+  // is involved: cargo and rustc are off the PATH.
+  execFileSync(npm, ['install', '--offline', '--no-audit', '--no-fund', tarball.path], {
+    cwd: app,
+    stdio: 'pipe',
+    env: { ...process.env, ...noRust },
+  })
+})
+after(async () => {
+  await server.stop()
+  if (tmp) rmSync(tmp, { recursive: true, force: true })
+})
+
+function run(file, args, { cwd = app, env = {} } = {}) {
+  const r = spawnSync(file, args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, ...noRust, FENCELOCK_URL: server.url, NODE_PATH: path.join(app, 'node_modules'), ...env },
+    timeout: 60_000,
+  })
+  assert.equal(r.status, 0, `${file} ${args.join(' ')} failed:\n${r.stdout}\n${r.stderr}`)
+  return r.stdout
+}
+
+describe('the npm package', () => {
+  it('the tarball holds the compiled addon and the entry points', () => {
+    for (const f of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'native.js', 'native.d.ts']) {
+      assert.ok(tarball.files.includes(f), `${f} in ${tarball.files}`)
+    }
+    assert.ok(tarball.files.some((f) => /^fencelock\..+\.node$/.test(f)), `an addon in ${tarball.files}`)
+    assert.ok(!tarball.files.some((f) => f.startsWith('src/') || f === 'Cargo.toml'), 'no Rust sources')
+  })
+
+  it('installs and loads with require(), with no Rust toolchain on the PATH', () => {
+    const which = spawnSync('sh', ['-c', 'command -v cargo rustc'], { env: { ...process.env, ...noRust }, encoding: 'utf8' })
+    assert.equal(which.stdout.trim(), '', 'cargo is off the PATH')
+    const installed = readdirSync(path.join(app, 'node_modules', 'fencelock'))
+    assert.ok(installed.some((f) => f.endsWith('.node')))
+    const out = run(process.execPath, ['-e', "const f = require('fencelock'); console.log(typeof f.LockManager, typeof f.LockError, require.resolve('fencelock'))"])
+    assert.match(out, /^function function .*app\/node_modules\/fencelock\/index\.js/)
+  })
+
+  it('loads with import and locks from the installed copy', () => {
+    const script = `
+      import { LockManager, LockError } from 'fencelock'
+      import fencelock from 'fencelock'
+      const m = new LockManager(process.env.FENCELOCK_URL)
+      const lock = await m.acquire('from-tarball', { ttl: 5000 })
+      console.log(lock.fencingToken > 0n, fencelock.LockManager === LockManager, typeof LockError)
+      await lock.release()
+      await m.close()
+    `
+    const out = run(process.execPath, ['--input-type=module', '-e', script])
+    assert.equal(out.trim(), 'true true function')
+  })
+
+  it('examples/node/basic.js runs', () => {
+    const out = run(process.execPath, [path.join(examples, 'basic.js')])
+    assert.match(out, /acquired reports:daily, fencing token \d+/)
+    assert.match(out, /got it again/)
+  })
+
+  it('examples/node/long-job.js keeps its lock through a job five times its TTL', () => {
+    const out = run(process.execPath, [path.join(examples, 'long-job.js')])
+    assert.match(out, /completed 10 steps under the lock/)
+  })
+
+  it('examples/node/fencing.js rejects the stale write', () => {
+    const out = run(process.execPath, [path.join(examples, 'fencing.js')])
+    assert.match(out, /client A's late write: rejected write with fencing token/)
+    assert.match(out, /stored value: written by B/)
+  })
+
+  it('examples/node/events.js prints the events of its lock', () => {
+    const out = run(process.execPath, [path.join(examples, 'events.js')])
+    assert.match(out, /servers: 127\.0\.0\.1:\d+/)
+    assert.match(out, /\[fencelock debug\] acquired lock="events:demo" attempts=1/)
+    assert.match(out, /\[fencelock debug\] extend lock="events:demo"/)
+    assert.match(out, /\[fencelock debug\] release lock="events:demo"/)
+  })
+
+  it('examples/node/await-using.ts compiles with tsc --strict and runs; the typings reject misuse', () => {
+    copyFileSync(path.join(examples, 'await-using.ts'), path.join(app, 'await-using.ts'))
+    copyFileSync(path.join(pkgDir, 'test', 'types.ts'), path.join(app, 'types.ts'))
+    writeFileSync(
+      path.join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          target: 'ES2022',
+          module: 'commonjs',
+          moduleResolution: 'node10',
+          lib: ['es2022', 'esnext.disposable'],
+          types: ['node'],
+          typeRoots: [path.join(pkgDir, 'node_modules', '@types')],
+          noEmitOnError: true,
+        },
+        files: ['await-using.ts', 'types.ts'],
+      }),
+    )
+    run(process.execPath, [path.join(pkgDir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app])
+    const out = run(process.execPath, [path.join(app, 'await-using.js')])
+    assert.match(out, /holding inventory with fencing token \d+/)
+    assert.match(out, /released at block end; next token \d+ > \d+/)
+  })
+})

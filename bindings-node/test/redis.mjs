@@ -1,0 +1,187 @@
+// Test fixture: throwaway redis-server processes on free loopback ports (never 6379), each
+// stopped by its own PID. The twin of the Rust crate tests/harness (fencelock-testkit).
+import { execFileSync, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import Redis from 'ioredis'
+
+const REDIS_SERVER = process.env.REDIS_SERVER || '/usr/bin/redis-server'
+const live = new Set()
+
+// Safety net: whatever a failing test leaves behind dies with the runner.
+process.on('exit', () => {
+  for (const s of live) s.proc.kill('SIGKILL')
+})
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer()
+    srv.on('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address()
+      srv.close(() => (port === 6379 ? freePort().then(resolve, reject) : resolve(port)))
+    })
+  })
+}
+
+function ping(port) {
+  return new Promise((resolve) => {
+    const sock = net.connect({ port, host: '127.0.0.1' })
+    let data = ''
+    sock.setTimeout(500, () => sock.destroy())
+    sock.on('connect', () => sock.write('PING\r\n'))
+    sock.on('data', (d) => {
+      data += d
+      if (data.includes('\r\n')) {
+        sock.destroy()
+        resolve(data.startsWith('+PONG'))
+      }
+    })
+    sock.on('error', () => resolve(false))
+    sock.on('close', () => resolve(false))
+  })
+}
+
+export class RedisServer {
+  constructor(port, dir, extra = [], tlsPort = null) {
+    this.port = port
+    this.dir = dir
+    this.extra = extra
+    this.tlsPort = tlsPort
+    this.log = ''
+    this.proc = null
+    this.clients = []
+  }
+
+  /**
+   * Starts a server. `args`: extra redis-server arguments. `tls`: `{ certs, clientAuth }` (a
+   * directory made by `makeCerts`) adds a TLS port (`tlsPort`, `tlsUrl`) next to the plain one.
+   */
+  static async start({ args = [], tls = null } = {}) {
+    let lastError
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const port = await freePort()
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'fencelock-node-redis-'))
+      let extra = args
+      let tlsPort = null
+      if (tls) {
+        tlsPort = await freePort()
+        const f = (name) => path.join(tls.certs, name)
+        extra = [
+          ...args,
+          '--tls-port', String(tlsPort),
+          '--tls-cert-file', f('server.crt'),
+          '--tls-key-file', f('server.key'),
+          '--tls-ca-cert-file', f('ca.crt'),
+          '--tls-auth-clients', tls.clientAuth ? 'yes' : 'no',
+        ]
+      }
+      const server = new RedisServer(port, dir, extra, tlsPort)
+      try {
+        await server.#spawn()
+        return server
+      } catch (e) {
+        lastError = e
+        server.kill()
+        rmSync(dir, { recursive: true, force: true })
+      }
+    }
+    throw lastError
+  }
+
+  async #spawn() {
+    const proc = spawn(
+      REDIS_SERVER,
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, ...this.extra],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    )
+    this.proc = proc
+    this.exited = new Promise((resolve) => proc.once('exit', resolve))
+    live.add(this)
+    proc.stdout.on('data', (d) => (this.log += d))
+    proc.stderr.on('data', (d) => (this.log += d))
+    const deadline = Date.now() + 5000
+    while (Date.now() < deadline) {
+      if (proc.exitCode !== null) break
+      if (await ping(this.port)) return
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    throw new Error(`redis-server on port ${this.port} did not answer PING:\n${this.log}`)
+  }
+
+  get url() {
+    return `redis://127.0.0.1:${this.port}`
+  }
+
+  get tlsUrl() {
+    return `rediss://127.0.0.1:${this.tlsPort}`
+  }
+
+  /** An ioredis client to this server (closed by `kill`). */
+  client() {
+    const c = new Redis({ port: this.port, host: '127.0.0.1', maxRetriesPerRequest: 1, lazyConnect: false })
+    c.on('error', () => {})
+    this.clients.push(c)
+    return c
+  }
+
+  async get(key) {
+    this.cli ??= this.client()
+    return this.cli.get(key)
+  }
+
+  async del(key) {
+    this.cli ??= this.client()
+    return this.cli.del(key)
+  }
+
+  async pttl(key) {
+    this.cli ??= this.client()
+    return this.cli.pttl(key)
+  }
+
+  /** SIGKILL by PID, then wait for the exit. */
+  async kill() {
+    for (const c of this.clients) c.disconnect()
+    this.clients = []
+    this.cli = undefined
+    if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) {
+      this.proc.kill('SIGKILL')
+      await this.exited
+    }
+    live.delete(this)
+  }
+
+  async stop() {
+    await this.kill()
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+}
+
+/**
+ * A CA, a server certificate for 127.0.0.1 and a client certificate signed by it, and a
+ * second CA that signed nothing, made in `dir` with the openssl command (as core/tests/tls.rs).
+ */
+export function makeCerts(dir) {
+  const ssl = (...args) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' })
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
+  ssl('req', '-x509', '-days', '2', '-subj', '/CN=fencelock node test CA', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt')
+  ssl('req', '-x509', '-days', '2', '-subj', '/CN=fencelock other CA', ...ec, '-keyout', 'other-ca.key', '-out', 'other-ca.crt')
+  const exts = {
+    server: 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n',
+    client: 'extendedKeyUsage=clientAuth\n',
+  }
+  for (const [name, ext] of Object.entries(exts)) {
+    writeFileSync(path.join(dir, `${name}.ext`), ext)
+    ssl('req', '-new', '-subj', `/CN=fencelock node test ${name}`, ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`)
+    ssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-out', `${name}.crt`, '-extfile', `${name}.ext`)
+  }
+  return dir
+}
+
+/** Starts `n` servers in parallel. */
+export async function startServers(n) {
+  return Promise.all(Array.from({ length: n }, () => RedisServer.start()))
+}

@@ -1,0 +1,85 @@
+// Type-level test of the published typings (compiled with tsc --strict by package.test.mjs
+// against the installed tarball; never run). Every `@ts-expect-error` must be an error.
+import {
+  AbortError,
+  AcquireOptions,
+  InvalidArgumentError,
+  Lock,
+  LockError,
+  LockErrorCode,
+  LockLostError,
+  LockManager,
+  NotAcquiredError,
+  onEvent,
+  FencelockEvent,
+  EventLevel,
+  LockManagerOptions,
+} from 'fencelock'
+
+export async function typed(m: LockManager): Promise<void> {
+  const lock: Lock = await m.acquire('name', { ttl: 1000, wait: 0, token: Buffer.from('t'), autoExtend: true, maxHold: 5000, signal: AbortSignal.timeout(10) })
+  const name: string = lock.name
+  const token: string = lock.token
+  const fence: bigint = lock.fencingToken
+  const validity: number = lock.validity
+  const lost: boolean = lock.lost
+  const signal: AbortSignal = lock.signal
+  await lock.extend(1000)
+  await lock.extend()
+  await lock.release()
+  await lock[Symbol.asyncDispose]()
+  const maybe: Lock | null = await m.tryAcquire('name', { ttl: 10 })
+  const n: number = await m.using('name', { ttl: 10 }, async (l: Lock, s: AbortSignal) => (s.aborted ? 0 : l.validity))
+  const str: string = await m.using('name', () => 'sync result')
+  await m.release(Buffer.from('name'), 'token')
+  await m.close()
+  await m[Symbol.asyncDispose]()
+  const code: LockErrorCode = new NotAcquiredError('x').code
+  const abortCode: 'ABORT_ERR' = new AbortError('x').code
+  const e: LockError = new LockLostError('x', { cause: 1 })
+  const opts: AcquireOptions = {}
+  const invalid: TypeError = new InvalidArgumentError('x')
+  const invalidCode: 'ERR_INVALID_ARG' = new InvalidArgumentError('x').code
+  void [name, token, fence, validity, lost, signal, maybe, n, str, code, abortCode, e, opts, invalid, invalidCode]
+
+  const options: LockManagerOptions = {
+    connectTimeout: 500,
+    tlsCaFile: 'ca.crt',
+    tlsClientCert: 'client.crt',
+    tlsClientKey: 'client.key',
+    tlsInsecure: false,
+  }
+  const servers: string[] = new LockManager('rediss://h:6380', options).servers
+  const closed: boolean = m.closed
+  const off: () => boolean = onEvent((ev: FencelockEvent) => {
+    const level: EventLevel = ev.level
+    const lockName: string | undefined = ev.fields.lock
+    void [level, lockName, ev.message.length]
+  }, { level: 'trace' })
+  off()
+  void [servers, closed]
+  // @ts-expect-error connectTimeout is a number of milliseconds
+  new LockManager('redis://h', { connectTimeout: '5s' })
+  // @ts-expect-error tlsInsecure is a boolean
+  new LockManager('rediss://h', { tlsInsecure: 'yes' })
+  // @ts-expect-error not a level
+  onEvent(() => {}, { level: 'verbose' })
+  // @ts-expect-error the listener gets an event, not a string
+  onEvent((s: number) => s)
+
+  // @ts-expect-error a name is a string or a Buffer
+  await m.acquire(42)
+  // @ts-expect-error ttl is a number of milliseconds
+  await m.acquire('name', { ttl: '1000' })
+  // @ts-expect-error tryAcquire takes no wait
+  await m.tryAcquire('name', { wait: 10 })
+  // @ts-expect-error fencingToken is a bigint
+  const wrong: number = lock.fencingToken
+  // @ts-expect-error Lock has no public constructor arguments to build one from
+  new Lock('name')
+  // @ts-expect-error servers are URLs
+  new LockManager(6379)
+  // @ts-expect-error the error code is one of the known codes
+  const bad: LockErrorCode = 'ERR_SOMETHING'
+  void [wrong, bad]
+}

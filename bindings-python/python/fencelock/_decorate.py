@@ -1,0 +1,48 @@
+"""The ``locked`` decorators of both managers (called by ``LockManager.locked``)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Optional, TypeVar, Union
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def locked(manager: Any, name: Union[str, bytes], ttl: float, wait: Optional[float]) -> Callable[[F], F]:
+    """Returns a decorator that runs the function inside ``manager.lock(name, ttl, wait=wait)``.
+
+    With the synchronous manager it takes plain functions; with the asyncio manager,
+    coroutine functions (the lock is then held across the awaits of the call).
+    """
+    is_async = type(manager).__name__ == "AsyncLockManager"
+
+    def decorate(fn: F) -> F:
+        if inspect.iscoroutinefunction(fn):
+            if not is_async:
+                raise TypeError(
+                    f"{fn.__qualname__} is a coroutine function: decorate it with "
+                    "fencelock.asyncio.LockManager.locked, not fencelock.LockManager.locked"
+                )
+
+            @functools.wraps(fn)
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
+                async with manager.lock(name, ttl, wait=wait):
+                    return await fn(*args, **kwargs)
+
+            return run_async  # type: ignore[return-value]
+
+        if is_async:
+            raise TypeError(
+                f"{getattr(fn, '__qualname__', fn)!r} is not a coroutine function: decorate it "
+                "with fencelock.LockManager.locked, or make it `async def`"
+            )
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with manager.lock(name, ttl, wait=wait):
+                return fn(*args, **kwargs)
+
+        return run  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,272 @@
+"""Type stubs of the native module ``fencelock._native`` (checked with mypy.stubtest)."""
+
+import os
+import sys
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from types import TracebackType
+from typing import Any, Optional, TypeVar, Union, final
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:
+    from typing_extensions import Self
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_Text = Union[str, bytes, bytearray]
+_Returned = Union[str, bytes]
+_Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+_Event = tuple[str, str, list[tuple[str, str]]]
+
+__all__ = [
+    "__version__",
+    "LockError",
+    "NotAcquired",
+    "LockLost",
+    "Unavailable",
+    "ServerError",
+    "_error_kinds",
+    "_error_for_kind",
+    "_at_exit",
+    "_after_fork_in_child",
+    "_set_event_level",
+    "_event_level",
+    "_next_events",
+    "_take_events",
+    "LockManager",
+    "Lock",
+    "LockScope",
+    "AsyncLockManager",
+    "AsyncLock",
+    "AsyncLockScope",
+]
+
+__version__: str
+
+class LockError(Exception):
+    """Base class of every fencelock error; raised as such for misuse of a lock object."""
+
+class NotAcquired(LockError, TimeoutError):
+    """The wait limit passed while the lock was held by another owner."""
+
+class LockLost(LockError):
+    """The lock is no longer held (expired, deleted or taken by another owner)."""
+
+class Unavailable(LockError, ConnectionError):
+    """Too few Redis servers answered to reach a quorum."""
+
+class ServerError(LockError):
+    """A Redis server answered with an unexpected reply."""
+
+@final
+class LockManager:
+    """A distributed lock manager over one Redis server or several (Redlock)."""
+
+    def __new__(
+        cls,
+        servers: Union[str, Sequence[str]],
+        *,
+        key_prefix: _Text = ...,
+        retry_delay: float = 0.2,
+        retry_jitter: Optional[float] = None,
+        drift_factor: float = 0.01,
+        server_timeout: Optional[float] = None,
+        connect_timeout: Optional[float] = None,
+        tls_ca_file: Optional[_Path] = None,
+        tls_client_cert: Optional[_Path] = None,
+        tls_client_key: Optional[_Path] = None,
+        tls_insecure: bool = False,
+    ) -> Self: ...
+    def acquire(
+        self,
+        name: _Text,
+        ttl: float = 30.0,
+        *,
+        wait: Optional[float] = None,
+        token: Optional[_Text] = None,
+        auto_extend: bool = False,
+    ) -> Lock:
+        """Acquires ``name`` for ``ttl`` seconds, waiting up to ``wait`` (None: no limit)."""
+    def try_acquire(
+        self,
+        name: _Text,
+        ttl: float = 30.0,
+        *,
+        token: Optional[_Text] = None,
+        auto_extend: bool = False,
+    ) -> Optional[Lock]:
+        """Tries once: the lock, or None when another owner holds it."""
+    def lock(self, name: _Text, ttl: float = 30.0, *, wait: Optional[float] = None) -> LockScope:
+        """A context manager holding ``name`` (auto-extended) while its block runs."""
+    def locked(
+        self, name: _Text, ttl: float = 30.0, *, wait: Optional[float] = None
+    ) -> Callable[[_F], _F]:
+        """A decorator running the function inside ``self.lock(name, ttl, wait=wait)``."""
+    def release(self, name: _Text, token: _Text) -> None:
+        """Releases ``name`` if it is held with ``token``."""
+    def close(self) -> None:
+        """Closes the manager; locks already acquired stay usable."""
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc_info: object) -> bool: ...
+
+@final
+class LockScope:
+    """The context manager returned by ``LockManager.lock``."""
+
+    def __enter__(self) -> Lock: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> bool: ...
+
+@final
+class Lock:
+    """A lock held through ``fencelock.LockManager``."""
+
+    @property
+    def name(self) -> _Returned:
+        """The lock's name, as given (str or bytes)."""
+    @property
+    def token(self) -> _Returned:
+        """This acquisition's token (as given, or the generated UUID as a str)."""
+    @property
+    def fencing_token(self) -> int:
+        """The fencing token: grows with every acquisition on the server set."""
+    @property
+    def validity(self) -> float:
+        """Seconds the lock is still safe to use; 0.0 once released, lost or expired."""
+    @property
+    def lost(self) -> bool:
+        """Whether the lock is known to be lost."""
+    def release(self) -> None:
+        """Releases the lock."""
+    def extend(self, ttl: float) -> None:
+        """Makes the lock expire ``ttl`` seconds from now."""
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> bool: ...
+
+@final
+class AsyncLockManager:
+    """The asyncio lock manager (``fencelock.asyncio.LockManager``)."""
+
+    def __new__(
+        cls,
+        servers: Union[str, Sequence[str]],
+        *,
+        key_prefix: _Text = ...,
+        retry_delay: float = 0.2,
+        retry_jitter: Optional[float] = None,
+        drift_factor: float = 0.01,
+        server_timeout: Optional[float] = None,
+        connect_timeout: Optional[float] = None,
+        tls_ca_file: Optional[_Path] = None,
+        tls_client_cert: Optional[_Path] = None,
+        tls_client_key: Optional[_Path] = None,
+        tls_insecure: bool = False,
+    ) -> Self: ...
+    def acquire(
+        self,
+        name: _Text,
+        ttl: float = 30.0,
+        *,
+        wait: Optional[float] = None,
+        token: Optional[_Text] = None,
+        auto_extend: bool = False,
+    ) -> Coroutine[Any, Any, AsyncLock]:
+        """Acquires ``name`` for ``ttl`` seconds, waiting up to ``wait`` (None: no limit)."""
+    def try_acquire(
+        self,
+        name: _Text,
+        ttl: float = 30.0,
+        *,
+        token: Optional[_Text] = None,
+        auto_extend: bool = False,
+    ) -> Coroutine[Any, Any, Optional[AsyncLock]]:
+        """Tries once: the lock, or None when another owner holds it."""
+    def lock(
+        self, name: _Text, ttl: float = 30.0, *, wait: Optional[float] = None
+    ) -> AsyncLockScope:
+        """An async context manager holding ``name`` while its block runs."""
+    def locked(
+        self, name: _Text, ttl: float = 30.0, *, wait: Optional[float] = None
+    ) -> Callable[[_F], _F]:
+        """A decorator for coroutine functions, as ``async with self.lock(...)``."""
+    def release(self, name: _Text, token: _Text) -> Coroutine[Any, Any, None]:
+        """Releases ``name`` if it is held with ``token``."""
+    def close(self) -> Coroutine[Any, Any, None]:
+        """Closes the manager at once; awaiting the result is optional."""
+    def __aenter__(self) -> Coroutine[Any, Any, Self]: ...
+    def __aexit__(self, *exc_info: object) -> Coroutine[Any, Any, bool]: ...
+
+@final
+class AsyncLockScope:
+    """The async context manager returned by ``AsyncLockManager.lock``."""
+
+    def __aenter__(self) -> Coroutine[Any, Any, AsyncLock]: ...
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> Coroutine[Any, Any, bool]: ...
+
+@final
+class AsyncLock:
+    """A lock held through ``fencelock.asyncio.LockManager``."""
+
+    @property
+    def name(self) -> _Returned:
+        """The lock's name, as given (str or bytes)."""
+    @property
+    def token(self) -> _Returned:
+        """This acquisition's token (as given, or the generated UUID as a str)."""
+    @property
+    def fencing_token(self) -> int:
+        """The fencing token: grows with every acquisition on the server set."""
+    @property
+    def validity(self) -> float:
+        """Seconds the lock is still safe to use; 0.0 once released, lost or expired."""
+    @property
+    def lost(self) -> bool:
+        """Whether the lock is known to be lost."""
+    def release(self) -> Coroutine[Any, Any, None]:
+        """Releases the lock."""
+    def extend(self, ttl: float) -> Coroutine[Any, Any, None]:
+        """Makes the lock expire ``ttl`` seconds from now."""
+    def __aenter__(self) -> Coroutine[Any, Any, Self]: ...
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> Coroutine[Any, Any, bool]: ...
+
+def _error_kinds() -> list[str]:
+    """Names of every core error kind (for the mapping table test)."""
+
+def _error_for_kind(kind: str, message: str) -> BaseException:
+    """The exception a core error of ``kind`` becomes (for the mapping table test)."""
+
+def _at_exit() -> None:
+    """The atexit hook: no thread re-enters Python through fencelock after it."""
+
+def _after_fork_in_child() -> None:
+    """The fork hook: forgets the parent's threads."""
+
+def _set_event_level(level: Optional[str]) -> None:
+    """Forwards the core's events at ``level`` ("trace" ... "error") or more severe; None: none."""
+
+def _event_level() -> Optional[str]:
+    """The level events are forwarded at, or None."""
+
+def _next_events() -> Optional[tuple[list[_Event], int]]:
+    """Waits (GIL released) for queued events: (events, dropped count); None when closing."""
+
+def _take_events() -> tuple[list[_Event], int]:
+    """The queued events, without waiting."""

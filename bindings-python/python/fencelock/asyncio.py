@@ -1,0 +1,35 @@
+"""fencelock for asyncio: the same API as :mod:`fencelock`, with ``async`` methods.
+
+    import fencelock.asyncio
+
+    manager = fencelock.asyncio.LockManager("redis://127.0.0.1:6379")
+    async with manager.lock("invoices") as lock:
+        ...  # auto-extended while the block runs; LockLost at exit if it was lost
+
+The waits run on the manager's own runtime thread, never blocking the event loop.
+Cancelling a task that waits in ``acquire`` (``asyncio.wait_for``, ``task.cancel()``, Ctrl-C
+under ``asyncio.run``) abandons the acquisition cleanly: ``asyncio.CancelledError``
+propagates and nothing stays locked.
+"""
+
+from fencelock._native import (
+    AsyncLock as Lock,
+    AsyncLockManager as LockManager,
+    AsyncLockScope as LockScope,
+    LockError,
+    LockLost,
+    NotAcquired,
+    ServerError,
+    Unavailable,
+)
+
+__all__ = [
+    "Lock",
+    "LockError",
+    "LockLost",
+    "LockManager",
+    "LockScope",
+    "NotAcquired",
+    "ServerError",
+    "Unavailable",
+]

@@ -1,0 +1,610 @@
+//! The asyncio API: `fencelock.asyncio.LockManager` and `Lock`.
+//!
+//! The bridge: each call spawns the core's async future on the manager's own Tokio runtime
+//! and returns a coroutine awaiting an `asyncio.Future`; when the Rust future completes, its
+//! result is handed to the event loop with `loop.call_soon_threadsafe`. Cancelling the
+//! awaiting task aborts an acquisition's Tokio task, which drops the core's future: votes it
+//! had won are released in the background. Release and extend are not aborted (a half-done
+//! release would leave the lock held until its TTL): they finish in the background.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use fencelock::ErrorKind;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyTuple;
+use tokio::sync::RwLock;
+use tokio::task::AbortHandle;
+
+use crate::convert::{
+    acquire_options, connect_timeout_arg, drift_factor_arg, key_prefix_arg, name_arg,
+    opt_token_arg, positive_seconds, retry_delay_arg, retry_jitter_arg, server_timeout_arg,
+    tls_ca_file_arg, tls_client_cert_arg, tls_client_key_arg, tls_insecure_arg, token_arg, ttl_arg,
+    wait_arg, wait_limit, Servers, Text,
+};
+use crate::errors::{Failure, LockError};
+use crate::managed::{other_process, py_repr, Live, Managed, Options, ProcessLocal};
+use crate::shutdown;
+
+static BRIDGE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+fn bridge(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    BRIDGE
+        .get_or_try_init(py, || py.import("fencelock._bridge").map(|m| m.unbind()))
+        .map(|m| m.bind(py))
+}
+
+/// A coroutine returning `value` at once.
+fn ready<'py>(py: Python<'py>, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    bridge(py)?.call_method1("ready", (value,))
+}
+
+/// Sets an asyncio future's result or exception, on the event loop's thread, unless it is
+/// already done (cancelled).
+#[pyclass(module = "fencelock._native", frozen)]
+struct Completion {
+    future: Py<PyAny>,
+    ok: bool,
+    value: Py<PyAny>,
+}
+
+#[pymethods]
+impl Completion {
+    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
+        let future = self.future.bind(py);
+        if future.call_method0("done")?.is_truthy()? {
+            // Cancelled meanwhile: the value (maybe a Lock) is dropped, which releases it.
+            return Ok(());
+        }
+        let method = if self.ok {
+            "set_result"
+        } else {
+            "set_exception"
+        };
+        future.call_method1(method, (self.value.bind(py),))?;
+        Ok(())
+    }
+}
+
+/// The done-callback of an acquisition's future: aborts the Tokio task if it was cancelled.
+#[pyclass(module = "fencelock._native", frozen)]
+struct AbortOnCancel {
+    task: AbortHandle,
+}
+
+#[pymethods]
+impl AbortOnCancel {
+    fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
+        if future.call_method0("cancelled")?.is_truthy()? {
+            self.task.abort();
+        }
+        Ok(())
+    }
+}
+
+/// Whether cancelling the awaiting task stops the Rust future.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnCancel {
+    /// Drop the Rust future (acquisitions: the core cleans up).
+    Abort,
+    /// Let it finish in the background (release, extend).
+    Finish,
+}
+
+/// Runs `fut` on the manager's runtime; returns a coroutine for its converted result.
+fn spawn<'py, T, F, C>(
+    py: Python<'py>,
+    live: &Live,
+    on_cancel: OnCancel,
+    fut: F,
+    convert: C,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T, Failure>> + Send + 'static,
+    C: for<'a> FnOnce(Python<'a>, T) -> PyResult<Bound<'a, PyAny>> + Send + 'static,
+{
+    let bridge = bridge(py)?;
+    let event_loop = bridge.call_method0("running_loop")?;
+    let future = event_loop.call_method0("create_future")?;
+    let (future_ref, loop_ref) = (future.clone().unbind(), event_loop.unbind());
+    let task = live.handle.spawn(async move {
+        let out = fut.await;
+        shutdown::attach(move |py| {
+            let result = out.map_err(|f| f.into_py(py)).and_then(|v| convert(py, v));
+            let (ok, value) = match result {
+                Ok(v) => (true, v.unbind()),
+                Err(e) => (false, e.into_value(py).into_any()),
+            };
+            let done = Completion {
+                future: future_ref,
+                ok,
+                value,
+            };
+            // A closed loop has nobody waiting: the value is dropped.
+            let _ = loop_ref
+                .bind(py)
+                .call_method1("call_soon_threadsafe", (done,));
+        });
+    });
+    if on_cancel == OnCancel::Abort {
+        let hook = AbortOnCancel {
+            task: task.abort_handle(),
+        };
+        future.call_method1("add_done_callback", (hook,))?;
+    }
+    bridge.call_method1("wait", (future,))
+}
+
+fn none(py: Python<'_>, (): ()) -> PyResult<Bound<'_, PyAny>> {
+    Ok(py.None().into_bound(py))
+}
+
+/// A distributed lock manager for asyncio: the same as ``fencelock.LockManager`` with
+/// ``async`` methods and ``async with``.
+///
+/// ``LockManager(servers, *, key_prefix="", retry_delay=0.2, retry_jitter=None,
+/// drift_factor=0.01, server_timeout=None, connect_timeout=None, tls_ca_file=None,
+/// tls_client_cert=None, tls_client_key=None, tls_insecure=False)``; see
+/// ``fencelock.LockManager`` for the options (TLS files, timeouts in seconds).
+/// The waits run on a small runtime thread of the manager, never blocking the event loop.
+/// Cancelling a task that waits in ``acquire`` (``asyncio.wait_for``, ``task.cancel()``)
+/// abandons the acquisition cleanly.
+#[pyclass(name = "AsyncLockManager", module = "fencelock.asyncio", frozen)]
+pub struct PyAsyncLockManager {
+    managed: Managed,
+}
+
+impl PyAsyncLockManager {
+    fn live(&self, py: Python<'_>) -> PyResult<Live> {
+        self.managed.live().map_err(|f| f.into_py(py))
+    }
+
+    /// Spawns an acquisition; `try_once` turns "held by another" into `None`.
+    #[allow(clippy::too_many_arguments)]
+    fn start_acquire<'py>(
+        &self,
+        py: Python<'py>,
+        name: Text,
+        ttl: f64,
+        wait: Option<f64>,
+        token: Option<Text>,
+        auto_extend: bool,
+        try_once: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let wait = if try_once { Some(0.0) } else { wait };
+        let opts = acquire_options(ttl, wait_limit(wait)?, token.as_ref())?;
+        let live = self.live(py)?;
+        let manager = live.manager.as_async().clone();
+        let key = name.as_bytes().to_vec();
+        let fut = async move {
+            match manager.acquire_with(key, &opts).await {
+                Ok(lock) => {
+                    if auto_extend {
+                        lock.auto_extend(None);
+                    }
+                    Ok(Some(lock))
+                }
+                // As the core's try_acquire: only "held by another" is no lock.
+                Err(e) if try_once && e.kind() == ErrorKind::NotAcquired => Ok(None),
+                Err(e) => Err(Failure::Core(e)),
+            }
+        };
+        let lock_live = live.clone();
+        spawn(py, &live, OnCancel::Abort, fut, move |py, lock| {
+            let Some(lock) = lock else {
+                return Ok(py.None().into_bound(py));
+            };
+            let lock = Bound::new(py, PyAsyncLock::new(lock, name, token.as_ref(), lock_live))?;
+            Ok(lock.into_any())
+        })
+    }
+}
+
+#[pymethods]
+impl PyAsyncLockManager {
+    #[new]
+    #[pyo3(signature = (servers, *, key_prefix = Text::default(), retry_delay = 0.2,
+        retry_jitter = None, drift_factor = 0.01, server_timeout = None, connect_timeout = None,
+        tls_ca_file = None, tls_client_cert = None, tls_client_key = None, tls_insecure = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        servers: Servers,
+        #[pyo3(from_py_with = key_prefix_arg)] key_prefix: Text,
+        #[pyo3(from_py_with = retry_delay_arg)] retry_delay: f64,
+        #[pyo3(from_py_with = retry_jitter_arg)] retry_jitter: Option<f64>,
+        #[pyo3(from_py_with = drift_factor_arg)] drift_factor: f64,
+        #[pyo3(from_py_with = server_timeout_arg)] server_timeout: Option<f64>,
+        #[pyo3(from_py_with = connect_timeout_arg)] connect_timeout: Option<f64>,
+        #[pyo3(from_py_with = tls_ca_file_arg)] tls_ca_file: Option<PathBuf>,
+        #[pyo3(from_py_with = tls_client_cert_arg)] tls_client_cert: Option<PathBuf>,
+        #[pyo3(from_py_with = tls_client_key_arg)] tls_client_key: Option<PathBuf>,
+        #[pyo3(from_py_with = tls_insecure_arg)] tls_insecure: bool,
+    ) -> PyResult<PyAsyncLockManager> {
+        let managed = Managed::new(
+            py,
+            Options {
+                servers,
+                key_prefix,
+                retry_delay,
+                retry_jitter,
+                drift_factor,
+                server_timeout,
+                connect_timeout,
+                tls_ca_file,
+                tls_client_cert,
+                tls_client_key,
+                tls_insecure,
+            },
+        )?;
+        Ok(PyAsyncLockManager { managed })
+    }
+
+    /// Acquires ``name`` for ``ttl`` seconds; awaits the ``Lock``.
+    ///
+    /// ``wait``: ``None`` waits until acquired, a number of seconds gives up with
+    /// ``NotAcquired``, ``0`` tries once. ``token`` and ``auto_extend`` as in
+    /// ``fencelock.LockManager.acquire``. Cancelling the awaiting task abandons the
+    /// acquisition (nothing stays locked).
+    #[pyo3(signature = (name, ttl = 30.0, *, wait = None, token = None, auto_extend = false))]
+    fn acquire<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
+        #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
+        auto_extend: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.start_acquire(py, name, ttl, wait, token, auto_extend, false)
+    }
+
+    /// Tries once to acquire ``name``: awaits the ``Lock``, or ``None`` when another owner
+    /// holds it (unreachable servers raise ``Unavailable``).
+    #[pyo3(signature = (name, ttl = 30.0, *, token = None, auto_extend = false))]
+    fn try_acquire<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+        #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
+        auto_extend: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.start_acquire(py, name, ttl, None, token, auto_extend, true)
+    }
+
+    /// An async context manager that holds ``name`` while its block runs:
+    /// ``async with manager.lock("jobs") as lock: ...``. Auto-extends; raises ``LockLost`` at
+    /// exit if the lock was lost meanwhile (unless the block raised).
+    #[pyo3(signature = (name, ttl = 30.0, *, wait = None))]
+    fn lock(
+        slf: Bound<'_, Self>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
+    ) -> PyResult<PyAsyncLockScope> {
+        positive_seconds("ttl", ttl)?;
+        wait_limit(wait)?;
+        Ok(PyAsyncLockScope {
+            manager: slf.unbind(),
+            name,
+            ttl,
+            wait,
+            entered: Mutex::new(None),
+        })
+    }
+
+    /// A decorator for coroutine functions: each call runs inside
+    /// ``async with manager.lock(name, ttl, wait=wait)``.
+    #[pyo3(signature = (name, ttl = 30.0, *, wait = None))]
+    fn locked<'py>(
+        slf: &Bound<'py, Self>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        positive_seconds("ttl", ttl)?;
+        wait_limit(wait)?;
+        py.import("fencelock._decorate")?
+            .call_method1("locked", (slf, name.to_object(py), ttl, wait))
+    }
+
+    /// Releases ``name`` if it is held with ``token``; raises ``LockLost`` if it was not.
+    fn release<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+        #[pyo3(from_py_with = token_arg)] token: Text,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let live = self.live(py)?;
+        let manager = live.manager.as_async().clone();
+        let fut = async move {
+            manager
+                .release_by_token(name.as_bytes(), token.as_bytes())
+                .await
+                .map_err(Failure::Core)
+        };
+        spawn(py, &live, OnCancel::Finish, fut, none)
+    }
+
+    /// Closes the manager at once (later calls raise ``LockError``; locks already acquired
+    /// stay usable). Returns an awaitable, so ``await manager.close()`` works too.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.managed.close();
+        ready(py, py.None().into_bound(py))
+    }
+
+    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        ready(slf.py(), slf.into_any())
+    }
+
+    #[pyo3(signature = (*_exc_info))]
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        _exc_info: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.managed.close();
+        ready(py, false.into_pyobject(py)?.to_owned().into_any())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        self.managed.repr(py, "fencelock.asyncio.LockManager")
+    }
+}
+
+/// The ``async with manager.lock(name)`` context manager.
+#[pyclass(name = "AsyncLockScope", module = "fencelock.asyncio", frozen)]
+pub struct PyAsyncLockScope {
+    manager: Py<PyAsyncLockManager>,
+    name: Text,
+    ttl: f64,
+    wait: Option<f64>,
+    entered: Mutex<Option<Py<PyAsyncLock>>>,
+}
+
+#[pymethods]
+impl PyAsyncLockScope {
+    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let me = slf.get();
+        if me.entered.lock().map(|e| e.is_some()).unwrap_or(true) {
+            return Err(LockError::new_err(
+                "this manager.lock(...) block is already entered; call manager.lock() again \
+                 for another",
+            ));
+        }
+        let acquiring = me.manager.get().start_acquire(
+            py,
+            me.name.clone(),
+            me.ttl,
+            me.wait,
+            None,
+            true,
+            false,
+        )?;
+        // The scope records the lock only once the awaiting task has it: a task cancelled
+        // while acquiring leaves the scope empty (and the lock, if it came anyway, released).
+        bridge(py)?.call_method1("enter", (slf, acquiring))
+    }
+
+    /// Records the lock of the running ``async with`` block (called by the bridge).
+    fn _entered(&self, lock: Py<PyAsyncLock>) {
+        *self.entered.lock().unwrap_or_else(|e| e.into_inner()) = Some(lock);
+    }
+
+    #[pyo3(signature = (exc_type, _exc = None, _tb = None))]
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        exc_type: Option<&Bound<'py, PyAny>>,
+        _exc: Option<&Bound<'py, PyAny>>,
+        _tb: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let lock = self
+            .entered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        match lock {
+            Some(lock) => lock.get().finish(py, is_exception(exc_type)),
+            None => ready(py, false.into_pyobject(py)?.to_owned().into_any()),
+        }
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "<fencelock.asyncio.LockScope name={} ttl={}>",
+            py_repr(self.name.to_object(py).bind(py)),
+            self.ttl
+        )
+    }
+}
+
+fn is_exception(exc_type: Option<&Bound<'_, PyAny>>) -> bool {
+    exc_type.is_some_and(|t| !t.is_none())
+}
+
+type Cell = Arc<RwLock<Option<fencelock::Lock>>>;
+
+/// What an async lock holds in the process that acquired it.
+struct Held {
+    /// `None` once released.
+    cell: Cell,
+    /// Keeps the manager's runtime running while the lock lives.
+    live: Live,
+}
+
+/// A lock held through ``fencelock.asyncio.LockManager``: as ``fencelock.Lock``, with
+/// awaitable ``release()`` and ``extend(ttl)`` and ``async with lock:``.
+#[pyclass(name = "AsyncLock", module = "fencelock.asyncio", frozen)]
+pub struct PyAsyncLock {
+    held: ProcessLocal<Held>,
+    name: Text,
+    token: Text,
+    fencing_token: u64,
+}
+
+impl PyAsyncLock {
+    fn new(lock: fencelock::Lock, name: Text, token: Option<&Text>, live: Live) -> PyAsyncLock {
+        PyAsyncLock {
+            token: Text::token(token, lock.token()),
+            fencing_token: lock.fencing_token(),
+            held: ProcessLocal::new(Held {
+                cell: Arc::new(RwLock::new(Some(lock))),
+                live,
+            }),
+            name,
+        }
+    }
+
+    fn display_name(&self) -> String {
+        match &self.name {
+            Text::Str(s) => format!("{s:?}"),
+            Text::Bytes(b) => format!("{:?}", String::from_utf8_lossy(b)),
+        }
+    }
+
+    fn held(&self, py: Python<'_>) -> PyResult<&Held> {
+        self.held
+            .get()
+            .ok_or_else(|| other_process(&self.display_name(), self.held.pid()).into_py(py))
+    }
+
+    /// `f` on the held lock; `None` once released, while a release runs, or in another
+    /// process.
+    fn peek<T>(&self, f: impl FnOnce(&fencelock::Lock) -> T) -> Option<T> {
+        let guard = self.held.get()?.cell.try_read().ok()?;
+        guard.as_ref().map(f)
+    }
+
+    /// The end of an `async with` block (see `fencelock.Lock.__exit__`); resolves to False.
+    fn finish<'py>(&self, py: Python<'py>, block_raised: bool) -> PyResult<Bound<'py, PyAny>> {
+        let Some(held) = self.held.get() else {
+            return ready(py, false.into_pyobject(py)?.to_owned().into_any());
+        };
+        let cell = Arc::clone(&held.cell);
+        let fut = async move {
+            let taken = cell.write().await.take();
+            match taken {
+                Some(lock) => match lock.finish_scope().await {
+                    Err(e) if !block_raised => Err(Failure::Core(e)),
+                    _ => Ok(()),
+                },
+                None => Ok(()),
+            }
+        };
+        spawn(py, &held.live, OnCancel::Finish, fut, |py, ()| {
+            Ok(false.into_pyobject(py)?.to_owned().into_any())
+        })
+    }
+}
+
+#[pymethods]
+impl PyAsyncLock {
+    /// The lock's name, as given (str or bytes).
+    #[getter]
+    fn name(&self, py: Python<'_>) -> Py<PyAny> {
+        self.name.to_object(py)
+    }
+
+    /// This acquisition's token (as given, or the generated UUID as a str).
+    #[getter]
+    fn token(&self, py: Python<'_>) -> Py<PyAny> {
+        self.token.to_object(py)
+    }
+
+    /// The fencing token (an int that grows with every acquisition on the server set).
+    #[getter]
+    fn fencing_token(&self) -> u64 {
+        self.fencing_token
+    }
+
+    /// Seconds the lock is still safe to use; 0.0 once released, lost or expired.
+    #[getter]
+    fn validity(&self) -> f64 {
+        self.peek(|l| l.validity().as_secs_f64()).unwrap_or(0.0)
+    }
+
+    /// Whether the lock is known to be lost. False once released.
+    #[getter]
+    fn lost(&self) -> bool {
+        self.peek(|l| l.is_lost()).unwrap_or(false)
+    }
+
+    /// Releases the lock (awaitable). Raises ``LockLost`` if it had expired or been taken,
+    /// ``Unavailable``, or ``LockError`` if already released. Cancelling the awaiting task
+    /// does not stop the release.
+    fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let held = self.held(py)?;
+        let cell = Arc::clone(&held.cell);
+        let released = format!("lock {} was already released", self.display_name());
+        let fut = async move {
+            let taken = cell.write().await.take();
+            match taken {
+                Some(lock) => lock.release().await.map_err(Failure::Core),
+                None => Err(Failure::Usage(released)),
+            }
+        };
+        spawn(py, &held.live, OnCancel::Finish, fut, none)
+    }
+
+    /// Extends the lock to expire ``ttl`` seconds from now (awaitable). Raises ``LockLost``
+    /// if no quorum still holds it, ``ValueError`` for a bad ttl, ``LockError`` if released.
+    fn extend<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ttl = positive_seconds("ttl", ttl)?;
+        let held = self.held(py)?;
+        let cell = Arc::clone(&held.cell);
+        let released = format!("lock {} was already released", self.display_name());
+        let fut = async move {
+            let guard = cell.read().await;
+            match guard.as_ref() {
+                Some(lock) => lock.extend(ttl).await.map_err(Failure::Core),
+                None => Err(Failure::Usage(released)),
+            }
+        };
+        spawn(py, &held.live, OnCancel::Finish, fut, none)
+    }
+
+    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        ready(slf.py(), slf.into_any())
+    }
+
+    #[pyo3(signature = (exc_type, _exc = None, _tb = None))]
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        exc_type: Option<&Bound<'py, PyAny>>,
+        _exc: Option<&Bound<'py, PyAny>>,
+        _tb: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.finish(py, is_exception(exc_type))
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let state = match self.held.get() {
+            None => "other process".to_owned(),
+            Some(held) => match held.cell.try_read() {
+                Err(_) => "releasing".to_owned(),
+                Ok(g) => match g.as_ref() {
+                    None => "released".to_owned(),
+                    Some(l) if l.is_lost() => "lost".to_owned(),
+                    Some(l) => format!("validity={:.3}s", l.validity().as_secs_f64()),
+                },
+            },
+        };
+        format!(
+            "<fencelock.asyncio.Lock name={} fencing_token={} {state}>",
+            py_repr(self.name.to_object(py).bind(py)),
+            self.fencing_token
+        )
+    }
+}

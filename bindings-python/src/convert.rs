@@ -1,0 +1,320 @@
+//! Argument conversion: Python values to owned Rust values, seconds to `Duration`, checked
+//! before any network call. Range checks that belong to the lock (TTL bounds, name length,
+//! option ranges) stay in the core; this only refuses what cannot become a `Duration`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fencelock::AcquireOptions;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyString};
+
+/// A name, token or key prefix, remembering whether it was given as `str` or `bytes` so that
+/// it comes back the same way.
+#[derive(Clone, Debug)]
+pub enum Text {
+    /// Given as `str` (stored UTF-8 encoded).
+    Str(String),
+    /// Given as `bytes` or `bytearray`.
+    Bytes(Vec<u8>),
+}
+
+impl Default for Text {
+    fn default() -> Text {
+        Text::Str(String::new())
+    }
+}
+
+impl Text {
+    /// The bytes the core sees.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Text::Str(s) => s.as_bytes(),
+            Text::Bytes(b) => b,
+        }
+    }
+
+    /// The Python object: `str` or `bytes`, as given.
+    pub fn to_object(&self, py: Python<'_>) -> Py<PyAny> {
+        match self {
+            Text::Str(s) => PyString::new(py, s).into_any().unbind(),
+            Text::Bytes(b) => PyBytes::new(py, b).into_any().unbind(),
+        }
+    }
+
+    /// A generated token (a UUID string) is given back as `str`; a caller's token as given.
+    pub fn token(given: Option<&Text>, actual: &[u8]) -> Text {
+        match given {
+            Some(Text::Bytes(_)) => Text::Bytes(actual.to_vec()),
+            _ => match std::str::from_utf8(actual) {
+                Ok(s) => Text::Str(s.to_owned()),
+                Err(_) => Text::Bytes(actual.to_vec()),
+            },
+        }
+    }
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Text {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Text> {
+        if let Ok(s) = obj.cast::<PyString>() {
+            return Ok(Text::Str(s.to_cow()?.into_owned()));
+        }
+        if let Ok(b) = obj.cast::<PyBytes>() {
+            return Ok(Text::Bytes(b.as_bytes().to_vec()));
+        }
+        if let Ok(b) = obj.cast::<PyByteArray>() {
+            return Ok(Text::Bytes(b.to_vec()));
+        }
+        // pyo3 prefixes this with "argument '<name>': ".
+        Err(PyTypeError::new_err(format!(
+            "expected str or bytes, got {}",
+            type_name(&obj)
+        )))
+    }
+}
+
+/// `servers`: one URL string, or a sequence of them.
+pub struct Servers(pub Vec<String>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Servers {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Servers> {
+        if let Ok(s) = obj.cast::<PyString>() {
+            return Ok(Servers(vec![s.to_cow()?.into_owned()]));
+        }
+        let iter = obj.try_iter().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "servers must be a redis:// URL or a list of them, got {}",
+                type_name(&obj)
+            ))
+        })?;
+        let mut urls = Vec::new();
+        for (i, item) in iter.enumerate() {
+            let item = item?;
+            let s = item.cast::<PyString>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "servers[{i}] must be a str URL, got {}",
+                    type_name(&item)
+                ))
+            })?;
+            urls.push(s.to_cow()?.into_owned());
+        }
+        Ok(Servers(urls))
+    }
+}
+
+/// A positive number of seconds (`ttl`, `retry_delay`, `server_timeout`).
+pub fn positive_seconds(arg: &str, secs: f64) -> PyResult<Duration> {
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "{arg} must be a positive number of seconds, got {secs}"
+        )));
+    }
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| PyValueError::new_err(format!("{arg} is too large: {secs} s")))
+}
+
+/// A number of seconds that may be zero (`retry_jitter`).
+pub fn non_negative_seconds(arg: &str, secs: f64) -> PyResult<Duration> {
+    if secs == 0.0 {
+        return Ok(Duration::ZERO);
+    }
+    if secs.is_nan() || secs < 0.0 {
+        return Err(PyValueError::new_err(format!(
+            "{arg} must be a number of seconds >= 0, got {secs}"
+        )));
+    }
+    positive_seconds(arg, secs)
+}
+
+/// `wait`: `None` (or infinity) waits until acquired, `0` tries once.
+pub fn wait_limit(wait: Option<f64>) -> PyResult<Option<Duration>> {
+    match wait {
+        None => Ok(None),
+        Some(w) if w == f64::INFINITY => Ok(None),
+        Some(w) if w.is_nan() || w < 0.0 => Err(PyValueError::new_err(format!(
+            "wait must be None (no limit) or a number of seconds >= 0, got {w}"
+        ))),
+        // Longer than a Duration can hold: as good as no limit.
+        Some(w) => Ok(Duration::try_from_secs_f64(w).ok()),
+    }
+}
+
+/// The core's acquire options from the Python arguments.
+pub fn acquire_options(
+    ttl: f64,
+    wait: Option<Duration>,
+    token: Option<&Text>,
+) -> PyResult<AcquireOptions> {
+    let mut opts = AcquireOptions::new(positive_seconds("ttl", ttl)?).wait(wait);
+    if let Some(t) = token {
+        opts = opts.token(t.as_bytes());
+    }
+    Ok(opts)
+}
+
+fn text(arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<Text> {
+    obj.extract::<Text>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{arg} must be str or bytes, got {}",
+            type_name(obj)
+        ))
+    })
+}
+
+fn number(arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<f64> {
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(not_a_number(arg, obj));
+    }
+    obj.extract::<f64>().map_err(|_| not_a_number(arg, obj))
+}
+
+fn not_a_number(arg: &str, obj: &Bound<'_, PyAny>) -> PyErr {
+    PyTypeError::new_err(format!(
+        "{arg} must be a number of seconds, got {}",
+        type_name(obj)
+    ))
+}
+
+fn optional<T>(
+    obj: &Bound<'_, PyAny>,
+    f: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<T>,
+) -> PyResult<Option<T>> {
+    if obj.is_none() {
+        Ok(None)
+    } else {
+        f(obj).map(Some)
+    }
+}
+
+// Extractors for `#[pyo3(from_py_with = ...)]`: a wrong type raises TypeError naming the
+// argument (pyo3 itself only adds the name as a note).
+
+/// `name`.
+pub fn name_arg(obj: &Bound<'_, PyAny>) -> PyResult<Text> {
+    text("name", obj)
+}
+/// `token` (required).
+pub fn token_arg(obj: &Bound<'_, PyAny>) -> PyResult<Text> {
+    text("token", obj)
+}
+/// `token=None`.
+pub fn opt_token_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<Text>> {
+    optional(obj, |o| text("token", o))
+}
+/// `key_prefix`.
+pub fn key_prefix_arg(obj: &Bound<'_, PyAny>) -> PyResult<Text> {
+    text("key_prefix", obj)
+}
+/// `ttl`.
+pub fn ttl_arg(obj: &Bound<'_, PyAny>) -> PyResult<f64> {
+    number("ttl", obj)
+}
+/// `wait=None`.
+pub fn wait_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+    optional(obj, |o| number("wait", o))
+}
+/// `retry_delay`.
+pub fn retry_delay_arg(obj: &Bound<'_, PyAny>) -> PyResult<f64> {
+    number("retry_delay", obj)
+}
+/// `retry_jitter=None`.
+pub fn retry_jitter_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+    optional(obj, |o| number("retry_jitter", o))
+}
+/// `drift_factor`.
+pub fn drift_factor_arg(obj: &Bound<'_, PyAny>) -> PyResult<f64> {
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(format!(
+            "drift_factor must be a number, got {}",
+            type_name(obj)
+        )));
+    }
+    obj.extract::<f64>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "drift_factor must be a number, got {}",
+            type_name(obj)
+        ))
+    })
+}
+/// `server_timeout=None`.
+pub fn server_timeout_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+    optional(obj, |o| number("server_timeout", o))
+}
+/// `connect_timeout=None`.
+pub fn connect_timeout_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+    optional(obj, |o| number("connect_timeout", o))
+}
+
+/// `tls_insecure`: exactly `True` or `False` (a truthy string must not turn verification off).
+pub fn tls_insecure_arg(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    obj.cast::<PyBool>().map(|b| b.is_true()).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "tls_insecure must be True or False, got {}",
+            type_name(obj)
+        ))
+    })
+}
+
+/// A file path argument: `str`, `bytes` or `os.PathLike`, not empty.
+fn path(arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    let fspath = obj
+        .py()
+        .import("os")?
+        .call_method1("fspath", (obj,))
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{arg} must be a path (str, bytes or os.PathLike), got {}",
+                type_name(obj)
+            ))
+        })?;
+    let path = if let Ok(s) = fspath.cast::<PyString>() {
+        PathBuf::from(s.to_cow()?.into_owned())
+    } else {
+        let bytes = fspath.cast::<PyBytes>()?.as_bytes();
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+        }
+        #[cfg(not(unix))]
+        {
+            PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
+        }
+    };
+    if path.as_os_str().is_empty() {
+        return Err(PyValueError::new_err(format!("{arg} must not be empty")));
+    }
+    Ok(path)
+}
+
+/// `tls_ca_file=None`.
+pub fn tls_ca_file_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
+    optional(obj, |o| path("tls_ca_file", o))
+}
+/// `tls_client_cert=None`.
+pub fn tls_client_cert_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
+    optional(obj, |o| path("tls_client_cert", o))
+}
+/// `tls_client_key=None`.
+pub fn tls_client_key_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
+    optional(obj, |o| path("tls_client_key", o))
+}
+
+/// The contents of a file named by argument `arg` (the message names the argument and the
+/// path, never the contents).
+pub fn read_file(arg: &str, path: &Path) -> PyResult<Vec<u8>> {
+    std::fs::read(path)
+        .map_err(|e| PyValueError::new_err(format!("{arg}: cannot read {}: {e}", path.display())))
+}

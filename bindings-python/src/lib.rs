@@ -1,0 +1,36 @@
+//! `fencelock._native`: the Python binding of the fencelock core, wrapped by the pure Python
+//! package `fencelock` (`python/fencelock/`).
+//!
+//! A thin layer: argument and unit conversion (`convert`), error mapping (`errors`), GIL
+//! release and Ctrl-C (`sync`), the asyncio bridge (`aio`), fork safety (`managed`), the
+//! core's events for `logging` (`events`). No lock logic lives here.
+
+mod aio;
+mod convert;
+mod errors;
+mod events;
+mod managed;
+mod shutdown;
+mod sync;
+
+use pyo3::prelude::*;
+
+/// The native part of fencelock: use the ``fencelock`` and ``fencelock.asyncio`` modules.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m)?;
+    m.add_function(wrap_pyfunction!(shutdown::_at_exit, m)?)?;
+    m.add_function(wrap_pyfunction!(shutdown::_after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(events::_set_event_level, m)?)?;
+    m.add_function(wrap_pyfunction!(events::_event_level, m)?)?;
+    m.add_function(wrap_pyfunction!(events::_next_events, m)?)?;
+    m.add_function(wrap_pyfunction!(events::_take_events, m)?)?;
+    m.add_class::<sync::PyLockManager>()?;
+    m.add_class::<sync::PyLock>()?;
+    m.add_class::<sync::PyLockScope>()?;
+    m.add_class::<aio::PyAsyncLockManager>()?;
+    m.add_class::<aio::PyAsyncLock>()?;
+    m.add_class::<aio::PyAsyncLockScope>()?;
+    Ok(())
+}

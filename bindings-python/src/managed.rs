@@ -1,0 +1,229 @@
+//! What both Python managers share: the core's blocking manager (which owns the Tokio
+//! runtime), rebuilt from its `Config` when used in a process forked after it was made.
+
+use std::mem::ManuallyDrop;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use fencelock::{blocking, Builder, Config};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use tokio::runtime::Handle;
+
+use crate::convert::{non_negative_seconds, positive_seconds, read_file, Servers, Text};
+use crate::errors::{to_py, Failure};
+
+/// A running manager: the blocking facade, and its runtime's handle for the asyncio bridge.
+#[derive(Clone)]
+pub struct Live {
+    /// The core's blocking manager; `as_async()` gives the async one sharing its connections.
+    pub manager: blocking::LockManager,
+    /// The runtime of `manager`, where the asyncio flavour spawns the core's futures.
+    pub handle: Handle,
+}
+
+impl Live {
+    fn start(config: Config) -> Result<Live, fencelock::Error> {
+        let manager = blocking::LockManager::from_config(config)?;
+        // The manager's runtime is private to the core; a future run on it reports its handle.
+        let handle = manager.block_on(async { Handle::current() })?;
+        Ok(Live { manager, handle })
+    }
+}
+
+struct State {
+    /// The process the runtime was started in.
+    pid: u32,
+    live: Option<Live>,
+    closed: bool,
+}
+
+/// The fork-aware holder of a [`Live`] manager.
+pub struct Managed {
+    config: Config,
+    state: Mutex<State>,
+}
+
+/// The manager options, as the Python constructors take them.
+pub struct Options {
+    pub servers: Servers,
+    pub key_prefix: Text,
+    pub retry_delay: f64,
+    pub retry_jitter: Option<f64>,
+    pub drift_factor: f64,
+    pub server_timeout: Option<f64>,
+    pub connect_timeout: Option<f64>,
+    pub tls_ca_file: Option<PathBuf>,
+    pub tls_client_cert: Option<PathBuf>,
+    pub tls_client_key: Option<PathBuf>,
+    pub tls_insecure: bool,
+}
+
+impl Options {
+    /// The core's builder; every option checked (no network call).
+    fn builder(self) -> PyResult<Builder> {
+        let mut b = Builder::new(self.servers.0)
+            .key_prefix(self.key_prefix.as_bytes())
+            .retry_delay(positive_seconds("retry_delay", self.retry_delay)?)
+            .drift_factor(self.drift_factor)
+            .tls_insecure(self.tls_insecure);
+        if let Some(j) = self.retry_jitter {
+            b = b.retry_jitter(non_negative_seconds("retry_jitter", j)?);
+        }
+        if let Some(t) = self.server_timeout {
+            b = b.server_timeout(positive_seconds("server_timeout", t)?);
+        }
+        if let Some(t) = self.connect_timeout {
+            b = b.connect_timeout(positive_seconds("connect_timeout", t)?);
+        }
+        // Read here rather than by the core, so that the error names the argument.
+        if let Some(ca) = &self.tls_ca_file {
+            b = b.tls_ca_pem(read_file("tls_ca_file", ca)?);
+        }
+        match (&self.tls_client_cert, &self.tls_client_key) {
+            (Some(cert), Some(key)) => {
+                b = b.tls_client_cert_pem(
+                    read_file("tls_client_cert", cert)?,
+                    read_file("tls_client_key", key)?,
+                );
+            }
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(PyValueError::new_err(
+                    "tls_client_cert is given without tls_client_key: mutual TLS needs both",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "tls_client_key is given without tls_client_cert: mutual TLS needs both",
+                ))
+            }
+        }
+        Ok(b)
+    }
+}
+
+impl Managed {
+    /// Checks the options (no network call) and starts the runtime.
+    pub fn new(py: Python<'_>, o: Options) -> PyResult<Managed> {
+        let config = o.builder()?.config().map_err(|e| to_py(py, e))?;
+        crate::events::on_manager_created(py);
+        let live = Live::start(config.clone()).map_err(|e| to_py(py, e))?;
+        Ok(Managed {
+            config,
+            state: Mutex::new(State {
+                pid: std::process::id(),
+                live: Some(live),
+                closed: false,
+            }),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The running manager, rebuilt first when this is a child process forked since it was
+    /// made (the parent's runtime threads do not exist in the child).
+    pub fn live(&self) -> Result<Live, Failure> {
+        let mut st = self.state();
+        let pid = std::process::id();
+        if st.pid != pid {
+            // Never drop the parent's runtime here: its threads are gone and its locks may
+            // have been held by them at fork time. Leak it instead.
+            if let Some(stale) = st.live.take() {
+                std::mem::forget(stale);
+            }
+            st.pid = pid;
+            if !st.closed {
+                st.live = Some(Live::start(self.config.clone())?);
+            }
+        }
+        st.live
+            .clone()
+            .ok_or_else(|| Failure::Usage("this LockManager is closed".into()))
+    }
+
+    /// Stops the runtime (without waiting) once the locks made by it are gone.
+    pub fn close(&self) {
+        let mut st = self.state();
+        st.closed = true;
+        if let Some(live) = st.live.take() {
+            if st.pid == std::process::id() {
+                drop(live);
+            } else {
+                std::mem::forget(live);
+            }
+        }
+    }
+
+    /// `<fencelock.LockManager servers=[...] ...>`; never a password.
+    pub fn repr(&self, py: Python<'_>, class: &str) -> String {
+        let prefix = self.config.key_prefix();
+        let prefix = match std::str::from_utf8(prefix) {
+            Ok(s) => Text::Str(s.to_owned()),
+            Err(_) => Text::Bytes(prefix.to_vec()),
+        };
+        let prefix = py_repr(prefix.to_object(py).bind(py));
+        let servers = match self.config.server_labels().into_pyobject(py) {
+            Ok(list) => py_repr(&list),
+            Err(_) => String::new(),
+        };
+        let closed = if self.state().closed { " closed" } else { "" };
+        format!("<{class} servers={servers} key_prefix={prefix}{closed}>")
+    }
+}
+
+/// How often a blocking wait wakes up to run Python's signal handlers (Ctrl-C).
+pub const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// `repr(obj)`, or an empty string if it raises.
+pub fn py_repr(obj: &Bound<'_, PyAny>) -> String {
+    obj.repr().map(|r| r.to_string()).unwrap_or_default()
+}
+
+/// A value that belongs to the process that made it: in a child forked since, `get` gives
+/// `None` and dropping leaks it, since it may refer to the parent's runtime, whose threads do
+/// not exist in the child (and whose locks they may have held at fork time).
+pub struct ProcessLocal<T> {
+    value: ManuallyDrop<T>,
+    pid: u32,
+}
+
+impl<T> ProcessLocal<T> {
+    /// Binds `value` to this process.
+    pub fn new(value: T) -> ProcessLocal<T> {
+        ProcessLocal {
+            value: ManuallyDrop::new(value),
+            pid: std::process::id(),
+        }
+    }
+
+    /// The value, in the process that made it.
+    pub fn get(&self) -> Option<&T> {
+        (self.pid == std::process::id()).then_some(&*self.value)
+    }
+
+    /// The process that made it.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+}
+
+impl<T> Drop for ProcessLocal<T> {
+    fn drop(&mut self) {
+        if self.pid == std::process::id() {
+            // SAFETY: dropped once, here, and never used again.
+            unsafe { ManuallyDrop::drop(&mut self.value) }
+        }
+    }
+}
+
+/// The `LockError` for a lock used in a process forked after it was acquired.
+pub fn other_process(name: &str, pid: u32) -> Failure {
+    Failure::Usage(format!(
+        "lock {name} was acquired in process {pid} before a fork; a lock does not cross \
+         fork(): acquire it again in this process"
+    ))
+}

@@ -1,0 +1,535 @@
+//! The synchronous API: `fencelock.LockManager`, `fencelock.Lock` and the `lock()` scope.
+//!
+//! Every network wait runs with the GIL released (`py.detach`), on owned values converted
+//! beforehand. Acquisitions wake every [`SIGNAL_POLL`] to run Python's signal handlers, so
+//! Ctrl-C interrupts them; the core then drops the attempt and releases its votes.
+
+use std::path::PathBuf;
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use fencelock::{blocking, AcquireOptions, ErrorKind};
+use pyo3::prelude::*;
+
+use crate::convert::{
+    acquire_options, connect_timeout_arg, drift_factor_arg, key_prefix_arg, name_arg,
+    opt_token_arg, positive_seconds, retry_delay_arg, retry_jitter_arg, server_timeout_arg,
+    tls_ca_file_arg, tls_client_cert_arg, tls_client_key_arg, tls_insecure_arg, token_arg, ttl_arg,
+    wait_arg, wait_limit, Servers, Text,
+};
+use crate::errors::{to_py, Failure, LockError};
+use crate::managed::{other_process, py_repr, Managed, Options, ProcessLocal, SIGNAL_POLL};
+use crate::shutdown;
+
+/// Why a blocking acquisition failed.
+enum AcquireError {
+    /// A Python signal handler raised (KeyboardInterrupt for Ctrl-C): raised as is.
+    Signal(PyErr),
+    /// The core's error.
+    Failed(Failure),
+}
+
+impl AcquireError {
+    fn into_py(self, py: Python<'_>) -> PyErr {
+        match self {
+            AcquireError::Signal(e) => e,
+            AcquireError::Failed(f) => f.into_py(py),
+        }
+    }
+}
+
+/// Acquires with the GIL released, running Python's signal handlers every `SIGNAL_POLL`; an
+/// exception from a handler cancels the acquisition and is raised as is.
+fn acquire_blocking(
+    py: Python<'_>,
+    manager: &blocking::LockManager,
+    name: &[u8],
+    opts: &AcquireOptions,
+) -> Result<blocking::Lock, AcquireError> {
+    let mut raised: Option<PyErr> = None;
+    let result = shutdown::detach(py, || {
+        manager.acquire_interruptible(name, opts, SIGNAL_POLL, || {
+            shutdown::reattach(|py| match py.check_signals() {
+                Ok(()) => false,
+                Err(e) => {
+                    raised = Some(e);
+                    true
+                }
+            })
+        })
+    });
+    match result {
+        Ok(lock) => Ok(lock),
+        Err(e) => match (e.kind(), raised) {
+            (ErrorKind::Cancelled, Some(signal)) => Err(AcquireError::Signal(signal)),
+            _ => Err(AcquireError::Failed(Failure::Core(e))),
+        },
+    }
+}
+
+/// A distributed lock manager over one Redis server or several (Redlock).
+///
+/// ``LockManager(servers, *, key_prefix="", retry_delay=0.2, retry_jitter=None,
+/// drift_factor=0.01, server_timeout=None, connect_timeout=None, tls_ca_file=None,
+/// tls_client_cert=None, tls_client_key=None, tls_insecure=False)``
+///
+/// ``servers`` is a ``redis://[user:password@]host[:port][/db]`` URL or a list of them (one
+/// for the single-server lock, several independent servers for Redlock with quorum N/2+1);
+/// also ``rediss://`` (TLS), ``redis+sentinel://[user:password@]s1:26379,s2:26379/master``
+/// (a Sentinel-watched master) and ``redis+unix:///path``.
+/// ``key_prefix`` (str or bytes) goes in front of every lock name to make its Redis key.
+/// ``retry_delay`` is the longest sleep between tries when no release notification comes,
+/// ``retry_jitter`` its random spread (default half of it), ``drift_factor`` the clock drift
+/// allowance, ``server_timeout`` a fixed per-server call timeout (default ttl/20 within
+/// [0.01, 1] s), ``connect_timeout`` the bound on opening a connection (TCP, TLS handshake,
+/// authentication; default 2). Times are in seconds.
+///
+/// TLS, for ``rediss://`` servers: ``tls_ca_file`` a PEM file of the CA(s) to trust instead
+/// of the system's roots; ``tls_client_cert`` and ``tls_client_key`` (both or neither) PEM
+/// files of a client certificate and its key, for servers that require one (mutual TLS);
+/// ``tls_insecure=True`` accepts any certificate and host name (self-signed development
+/// servers only). Paths are ``str``, ``bytes`` or ``os.PathLike``; the files are read here.
+///
+/// Nothing is contacted here: a server that is down does not make this fail; bad options
+/// raise ``ValueError`` or ``TypeError``. Thread-safe; usable as a context manager (which
+/// closes it); usable in a child process after ``os.fork()`` (it reconnects there).
+#[pyclass(name = "LockManager", module = "fencelock", frozen)]
+pub struct PyLockManager {
+    managed: Managed,
+}
+
+impl PyLockManager {
+    fn live(&self, py: Python<'_>) -> PyResult<blocking::LockManager> {
+        self.managed
+            .live()
+            .map(|l| l.manager)
+            .map_err(|f| f.into_py(py))
+    }
+
+    fn acquire_inner(
+        &self,
+        py: Python<'_>,
+        name: Text,
+        ttl: f64,
+        wait: Option<f64>,
+        token: Option<Text>,
+        auto_extend: bool,
+    ) -> PyResult<Result<PyLock, AcquireError>> {
+        let opts = acquire_options(ttl, wait_limit(wait)?, token.as_ref())?;
+        let manager = self.live(py)?;
+        Ok(
+            acquire_blocking(py, &manager, name.as_bytes(), &opts).map(|lock| {
+                if auto_extend {
+                    lock.auto_extend(None);
+                }
+                PyLock::new(lock, name, token.as_ref())
+            }),
+        )
+    }
+}
+
+#[pymethods]
+impl PyLockManager {
+    #[new]
+    #[pyo3(signature = (servers, *, key_prefix = Text::default(), retry_delay = 0.2,
+        retry_jitter = None, drift_factor = 0.01, server_timeout = None, connect_timeout = None,
+        tls_ca_file = None, tls_client_cert = None, tls_client_key = None, tls_insecure = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        servers: Servers,
+        #[pyo3(from_py_with = key_prefix_arg)] key_prefix: Text,
+        #[pyo3(from_py_with = retry_delay_arg)] retry_delay: f64,
+        #[pyo3(from_py_with = retry_jitter_arg)] retry_jitter: Option<f64>,
+        #[pyo3(from_py_with = drift_factor_arg)] drift_factor: f64,
+        #[pyo3(from_py_with = server_timeout_arg)] server_timeout: Option<f64>,
+        #[pyo3(from_py_with = connect_timeout_arg)] connect_timeout: Option<f64>,
+        #[pyo3(from_py_with = tls_ca_file_arg)] tls_ca_file: Option<PathBuf>,
+        #[pyo3(from_py_with = tls_client_cert_arg)] tls_client_cert: Option<PathBuf>,
+        #[pyo3(from_py_with = tls_client_key_arg)] tls_client_key: Option<PathBuf>,
+        #[pyo3(from_py_with = tls_insecure_arg)] tls_insecure: bool,
+    ) -> PyResult<PyLockManager> {
+        let managed = Managed::new(
+            py,
+            Options {
+                servers,
+                key_prefix,
+                retry_delay,
+                retry_jitter,
+                drift_factor,
+                server_timeout,
+                connect_timeout,
+                tls_ca_file,
+                tls_client_cert,
+                tls_client_key,
+                tls_insecure,
+            },
+        )?;
+        Ok(PyLockManager { managed })
+    }
+
+    /// Acquires the lock ``name`` (str or bytes) for ``ttl`` seconds and returns the ``Lock``.
+    ///
+    /// ``wait``: ``None`` (the default) waits until acquired, interruptible by Ctrl-C; a
+    /// number of seconds gives up after that long with ``NotAcquired``; ``0`` tries once.
+    /// ``token``: your own token (str or bytes) instead of a random UUID; acquiring again
+    /// with the same token resets the TTL (re-entrant). ``auto_extend``: keep the lock alive
+    /// in the background (extends every ttl/3) until released; ``lock.lost`` turns true if
+    /// it is lost anyway.
+    ///
+    /// Raises ``NotAcquired`` (wait limit passed), ``Unavailable`` (too few servers answer),
+    /// ``ServerError``, ``ValueError``/``TypeError`` for bad arguments. The GIL is released
+    /// while waiting.
+    #[pyo3(signature = (name, ttl = 30.0, *, wait = None, token = None, auto_extend = false))]
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
+        #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
+        auto_extend: bool,
+    ) -> PyResult<PyLock> {
+        self.acquire_inner(py, name, ttl, wait, token, auto_extend)?
+            .map_err(|e| e.into_py(py))
+    }
+
+    /// Tries once to acquire ``name``: the ``Lock``, or ``None`` when another owner holds it.
+    ///
+    /// Unreachable servers raise ``Unavailable`` rather than returning ``None``. Arguments
+    /// as for ``acquire``.
+    #[pyo3(signature = (name, ttl = 30.0, *, token = None, auto_extend = false))]
+    fn try_acquire(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+        #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
+        auto_extend: bool,
+    ) -> PyResult<Option<PyLock>> {
+        match self.acquire_inner(py, name, ttl, Some(0.0), token, auto_extend)? {
+            Ok(lock) => Ok(Some(lock)),
+            // As the core's try_acquire: "held by another" is no lock, anything else raises.
+            Err(AcquireError::Failed(Failure::Core(e))) if e.kind() == ErrorKind::NotAcquired => {
+                Ok(None)
+            }
+            Err(e) => Err(e.into_py(py)),
+        }
+    }
+
+    /// A context manager that holds ``name`` while its block runs:
+    /// ``with manager.lock("jobs") as lock: ...``.
+    ///
+    /// Entering acquires (``wait`` as for ``acquire``; ``None`` waits until acquired) with
+    /// auto-extension on; leaving releases. If the lock was lost while the block ran, leaving
+    /// raises ``LockLost`` (unless the block itself raised: that exception propagates).
+    #[pyo3(signature = (name, ttl = 30.0, *, wait = None))]
+    fn lock(
+        slf: Bound<'_, Self>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
+    ) -> PyResult<PyLockScope> {
+        // Check now, not at `with` time.
+        positive_seconds("ttl", ttl)?;
+        wait_limit(wait)?;
+        Ok(PyLockScope {
+            manager: slf.unbind(),
+            name,
+            ttl,
+            wait,
+            entered: Mutex::new(None),
+        })
+    }
+
+    /// A decorator that runs the function while holding ``name``, as ``with
+    /// manager.lock(name, ttl, wait=wait)``. For coroutine functions use
+    /// ``fencelock.asyncio.LockManager.locked``.
+    #[pyo3(signature = (name, ttl = 30.0, *, wait = None))]
+    fn locked<'py>(
+        slf: &Bound<'py, Self>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        positive_seconds("ttl", ttl)?;
+        wait_limit(wait)?;
+        py.import("fencelock._decorate")?
+            .call_method1("locked", (slf, name.to_object(py), ttl, wait))
+    }
+
+    /// Releases ``name`` if it is held with ``token`` (a lock handed over from another process
+    /// or thread). Raises ``LockLost`` if it was not held with that token (expired, or taken
+    /// by another owner), ``Unavailable`` if too few servers answered.
+    fn release(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+        #[pyo3(from_py_with = token_arg)] token: Text,
+    ) -> PyResult<()> {
+        let manager = self.live(py)?;
+        shutdown::detach(py, || {
+            manager.release_by_token(name.as_bytes(), token.as_bytes())
+        })
+        .map_err(|e| to_py(py, e))
+    }
+
+    /// Closes the manager: later calls raise ``LockError``. Locks already acquired stay
+    /// usable until released; the connections go when the last of them does. Never blocks.
+    fn close(&self) {
+        self.managed.close();
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc_info))]
+    fn __exit__(&self, _exc_info: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.managed.close();
+        false
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        self.managed.repr(py, "fencelock.LockManager")
+    }
+}
+
+/// The ``with manager.lock(name)`` context manager: acquires on entry (auto-extending),
+/// releases on exit, and raises ``LockLost`` on exit if the lock was lost meanwhile.
+#[pyclass(name = "LockScope", module = "fencelock", frozen)]
+pub struct PyLockScope {
+    manager: Py<PyLockManager>,
+    name: Text,
+    ttl: f64,
+    wait: Option<f64>,
+    entered: Mutex<Option<Py<PyLock>>>,
+}
+
+#[pymethods]
+impl PyLockScope {
+    fn __enter__(&self, py: Python<'_>) -> PyResult<Py<PyLock>> {
+        if self.entered.lock().map(|e| e.is_some()).unwrap_or(true) {
+            return Err(LockError::new_err(
+                "this manager.lock(...) block is already entered; call manager.lock() again \
+                 for another",
+            ));
+        }
+        let lock =
+            self.manager
+                .get()
+                .acquire(py, self.name.clone(), self.ttl, self.wait, None, true)?;
+        let lock = Py::new(py, lock)?;
+        if let Ok(mut e) = self.entered.lock() {
+            *e = Some(lock.clone_ref(py));
+        }
+        Ok(lock)
+    }
+
+    #[pyo3(signature = (exc_type, _exc = None, _tb = None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let lock = self.entered.lock().ok().and_then(|mut e| e.take());
+        if let Some(lock) = lock {
+            lock.get().finish(py, is_exception(exc_type))?;
+        }
+        Ok(false)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "<fencelock.LockScope name={} ttl={}>",
+            py_repr(self.name.to_object(py).bind(py)),
+            self.ttl
+        )
+    }
+}
+
+fn is_exception(exc_type: Option<&Bound<'_, PyAny>>) -> bool {
+    exc_type.is_some_and(|t| !t.is_none())
+}
+
+/// A lock held through ``fencelock.LockManager``.
+///
+/// ``name`` and ``token`` come back as the type they were given (a generated token is a
+/// str); ``fencing_token`` is an int that grows with every acquisition on the server set;
+/// ``validity`` is the seconds the lock is still safe to use; ``lost`` turns true when it is
+/// known to be lost. ``with lock:`` releases it at the end of the block (raising
+/// ``LockLost`` if it was lost). A lock that is garbage-collected while held is released in
+/// the background.
+#[pyclass(name = "Lock", module = "fencelock", frozen)]
+pub struct PyLock {
+    /// `None` once released (or finished); bound to the process that acquired it.
+    cell: ProcessLocal<RwLock<Option<blocking::Lock>>>,
+    name: Text,
+    token: Text,
+    fencing_token: u64,
+}
+
+impl PyLock {
+    fn new(lock: blocking::Lock, name: Text, token: Option<&Text>) -> PyLock {
+        PyLock {
+            token: Text::token(token, lock.token()),
+            fencing_token: lock.fencing_token(),
+            cell: ProcessLocal::new(RwLock::new(Some(lock))),
+            name,
+        }
+    }
+
+    /// The cell, in the process that acquired the lock.
+    fn cell(&self) -> Result<&RwLock<Option<blocking::Lock>>, Failure> {
+        self.cell
+            .get()
+            .ok_or_else(|| other_process(&self.display_name(), self.cell.pid()))
+    }
+
+    fn read(cell: &RwLock<Option<blocking::Lock>>) -> RwLockReadGuard<'_, Option<blocking::Lock>> {
+        cell.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(
+        cell: &RwLock<Option<blocking::Lock>>,
+    ) -> RwLockWriteGuard<'_, Option<blocking::Lock>> {
+        cell.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `f` on the held lock, if held in this process. Never waits (the caller holds the GIL):
+    /// `None` while a release is running, as after it.
+    fn peek<T>(&self, f: impl FnOnce(&blocking::Lock) -> T) -> Option<T> {
+        let cell = self.cell.get()?;
+        let guard = match cell.try_read() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        guard.as_ref().map(f)
+    }
+
+    fn display_name(&self) -> String {
+        match &self.name {
+            Text::Str(s) => format!("{s:?}"),
+            Text::Bytes(b) => format!("{:?}", String::from_utf8_lossy(b)),
+        }
+    }
+
+    fn released(&self) -> Failure {
+        Failure::Usage(format!("lock {} was already released", self.display_name()))
+    }
+
+    /// The end of a `with` block: release, reporting a loss as `LockLost` unless the block
+    /// raised (then its exception wins). A no-op once released.
+    fn finish(&self, py: Python<'_>, block_raised: bool) -> PyResult<()> {
+        let Ok(cell) = self.cell() else {
+            return Ok(());
+        };
+        let result = shutdown::detach(py, || match Self::write(cell).take() {
+            Some(lock) => lock.finish_scope(),
+            None => Ok(()),
+        });
+        match result {
+            Err(e) if !block_raised => Err(to_py(py, e)),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[pymethods]
+impl PyLock {
+    /// The lock's name, as given (str or bytes).
+    #[getter]
+    fn name(&self, py: Python<'_>) -> Py<PyAny> {
+        self.name.to_object(py)
+    }
+
+    /// This acquisition's token, the value of the lock's Redis key: as given, or the
+    /// generated UUID as a str. Pass it with the name to ``LockManager.release`` to release
+    /// the lock from elsewhere.
+    #[getter]
+    fn token(&self, py: Python<'_>) -> Py<PyAny> {
+        self.token.to_object(py)
+    }
+
+    /// The fencing token: larger than that of every earlier acquisition of any lock on this
+    /// server set. Give it to the storage you protect and have it reject smaller ones.
+    #[getter]
+    fn fencing_token(&self) -> u64 {
+        self.fencing_token
+    }
+
+    /// Seconds the lock is still safe to use, net of acquisition time and clock drift; 0.0
+    /// once released, lost or expired.
+    #[getter]
+    fn validity(&self) -> f64 {
+        self.peek(|l| l.validity().as_secs_f64()).unwrap_or(0.0)
+    }
+
+    /// Whether the lock is known to be lost: auto-extension or ``extend`` found it gone or
+    /// taken, or its validity ran out. False once released.
+    #[getter]
+    fn lost(&self) -> bool {
+        self.peek(|l| l.is_lost()).unwrap_or(false)
+    }
+
+    /// Releases the lock on every server. Raises ``LockLost`` if it had expired or been taken
+    /// (fewer than a quorum still held it), ``Unavailable`` if too few servers answered, and
+    /// ``LockError`` if it was already released.
+    fn release(&self, py: Python<'_>) -> PyResult<()> {
+        let cell = self.cell().map_err(|f| f.into_py(py))?;
+        shutdown::detach(py, || match Self::write(cell).take() {
+            Some(lock) => lock.release().map_err(Failure::Core),
+            None => Err(self.released()),
+        })
+        .map_err(|f| f.into_py(py))
+    }
+
+    /// Extends the lock: it expires ``ttl`` seconds from now, and ``validity`` is recomputed.
+    /// Raises ``LockLost`` if no quorum still holds it (it is then marked lost),
+    /// ``Unavailable``, ``ValueError`` for a bad ttl, ``LockError`` if already released.
+    fn extend(&self, py: Python<'_>, #[pyo3(from_py_with = ttl_arg)] ttl: f64) -> PyResult<()> {
+        let ttl = positive_seconds("ttl", ttl)?;
+        let cell = self.cell().map_err(|f| f.into_py(py))?;
+        shutdown::detach(py, || match Self::read(cell).as_ref() {
+            Some(lock) => lock.extend(ttl).map_err(Failure::Core),
+            None => Err(self.released()),
+        })
+        .map_err(|f| f.into_py(py))
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type, _exc = None, _tb = None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.finish(py, is_exception(exc_type))?;
+        Ok(false)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let state = if self.cell.get().is_none() {
+            "other process".to_owned()
+        } else {
+            match self.peek(|l| (l.is_lost(), l.validity())) {
+                None => "released".to_owned(),
+                Some((true, _)) => "lost".to_owned(),
+                Some((false, v)) => format!("validity={:.3}s", v.as_secs_f64()),
+            }
+        };
+        format!(
+            "<fencelock.Lock name={} fencing_token={} {state}>",
+            py_repr(self.name.to_object(py).bind(py)),
+            self.fencing_token
+        )
+    }
+}

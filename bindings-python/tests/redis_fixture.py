@@ -1,0 +1,115 @@
+"""Starts real redis-server processes on free loopback ports for the tests.
+
+The Python twin of the Rust harness (tests/harness): ``redis-server --port P --bind
+127.0.0.1 --save '' --appendonly no --dir <tmp>``, waiting for PING; kill / SIGSTOP /
+SIGCONT / restart; teardown kills exactly that PID. Never port 6379, never a kill by name.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from typing import Optional, Sequence
+
+import redis
+
+REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+
+
+def free_port() -> int:
+    """A TCP port that is free on 127.0.0.1 right now (never 6379)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port != 6379:
+            return port
+
+
+class RedisServer:
+    """One redis-server process owned by a test."""
+
+    def __init__(self, extra_args: Sequence[str] = ()) -> None:
+        """``extra_args`` go to redis-server after the defaults (``--tls-port``, ...)."""
+        self.dir = tempfile.mkdtemp(prefix="fencelock-py-redis-")
+        self.port = free_port()
+        self.extra_args = list(extra_args)
+        self.log = os.path.join(self.dir, "redis.log")
+        self.proc: Optional[subprocess.Popen[bytes]] = None
+        self.start()
+
+    @property
+    def url(self) -> str:
+        """``redis://127.0.0.1:PORT``."""
+        return f"redis://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        """Starts the server (on the same port) and waits until it answers PING."""
+        args = [
+            REDIS_SERVER,
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--save", "",
+            "--appendonly", "no",
+            "--dir", self.dir,
+            "--logfile", self.log,
+            *self.extra_args,
+        ]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                if self.client(socket_timeout=0.5).ping():
+                    return
+            except redis.exceptions.ConnectionError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start on port {self.port}:\n{self.log_text()}")
+            time.sleep(0.01)
+
+    def client(self, socket_timeout: float = 5.0) -> "redis.Redis[bytes]":
+        """A redis-py client of this server."""
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=socket_timeout)
+
+    def kill(self) -> None:
+        """SIGKILL, and wait for the process to go."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def stop(self) -> None:
+        """SIGSTOP: the server keeps its connections but answers nothing."""
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def cont(self) -> None:
+        """SIGCONT after ``stop``."""
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+    def restart(self) -> None:
+        """Kill, then start again on the same port (empty: no persistence)."""
+        self.kill()
+        self.start()
+
+    def log_text(self) -> str:
+        try:
+            with open(self.log, encoding="utf-8", errors="replace") as f:
+                return f.read()[-4000:]
+        except OSError:
+            return "(no log)"
+
+    def close(self) -> None:
+        """Teardown: resumes (if stopped) and kills this server, removes its directory."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,112 @@
+"""Issue 7's secret grep, for Python: over a run that goes through errors of every kind, no
+password and no token (of this holder or another) appears in any exception message or repr,
+any object's repr, or any log record (message or attribute)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Iterator, List
+
+import pytest
+
+import fencelock
+import fencelock.asyncio
+from helpers import wait_until
+from redis_fixture import RedisServer
+from test_auth import PREFIX, minimal_acl
+
+
+@pytest.fixture(autouse=True)
+def _restore_level() -> Iterator[None]:
+    yield
+    fencelock.enable_logging(logging.WARNING)
+
+
+def test_no_secret_in_any_message_repr_or_log_record(
+    server: RedisServer, caplog: pytest.LogCaptureFixture, name: str
+) -> None:
+    caplog.set_level(fencelock.TRACE, logger="fencelock")
+    fencelock.enable_logging(fencelock.TRACE)
+    password = "pw-" + uuid.uuid4().hex
+    wrong = "wrong-" + uuid.uuid4().hex
+    mine = "tok-" + uuid.uuid4().hex
+    theirs = "their-" + uuid.uuid4().hex
+    minimal_acl(server, "locker", password)
+    url = f"redis://locker:{password}@127.0.0.1:{server.port}"
+    bad_url = f"redis://locker:{wrong}@127.0.0.1:{server.port}"
+    shown: List[str] = []
+
+    def expect(exc: type, fn: object, *args: object, **kwargs: object) -> None:
+        with pytest.raises(exc) as info:
+            fn(*args, **kwargs)  # type: ignore[operator]
+        shown.extend([str(info.value), repr(info.value), repr(info.value.args)])
+
+    m = fencelock.LockManager(url, key_prefix=PREFIX, server_timeout=1)
+    other = fencelock.LockManager(url, key_prefix=PREFIX, server_timeout=1)
+    bad = fencelock.LockManager(bad_url, key_prefix=PREFIX, server_timeout=1)
+    shown += [repr(m), repr(other), repr(bad), str(m)]
+
+    expect(fencelock.Unavailable, bad.acquire, name, 5, wait=0)  # authentication failed
+    expect(ValueError, fencelock.LockManager, f"redis://locker:{password}@127.0.0.1:notaport")
+    expect(ValueError, fencelock.LockManager, [url, url])  # the same server twice
+    theirs_lock = other.acquire(name, 5, token=theirs, auto_extend=True)
+    shown += [repr(theirs_lock), str(theirs_lock)]
+    expect(fencelock.NotAcquired, m.acquire, name, 5, wait=0.2, token=mine)
+    assert m.try_acquire(name, 5, token=mine) is None
+    expect(fencelock.LockLost, m.release, name, mine)  # not held with my token
+    scope = m.lock(name, 5, wait=0.1)
+    shown.append(repr(scope))
+    expect(fencelock.NotAcquired, scope.__enter__)
+    expect(ValueError, m.acquire, name, 5, token="x" * 10_000)  # too long: refused by size
+    theirs_lock.release()
+    lock = m.acquire(name, 1, token=mine, auto_extend=True)
+    shown += [repr(lock), str(lock)]
+    server.client().set(PREFIX + name, theirs)  # taken over behind its back
+    wait_until(lambda: lock.lost, what="the lock to be lost")
+    expect(fencelock.LockLost, lock.extend, 5)
+    expect(fencelock.LockError, lock.release)
+    server.client().delete(PREFIX + name)
+    generated = m.acquire(name, 5)
+    hidden = [password, wrong, mine, theirs, str(generated.token)]
+    shown += [repr(generated)]
+    server.client().rpush(PREFIX + name + "-list", "x")
+    expect(fencelock.ServerError, m.acquire, name + "-list", 5, wait=0)  # WRONGTYPE
+    generated.release()
+    expect(fencelock.LockError, generated.release)
+
+    async def main() -> None:
+        am = fencelock.asyncio.LockManager(url, key_prefix=PREFIX, server_timeout=1)
+        abad = fencelock.asyncio.LockManager(bad_url, key_prefix=PREFIX, server_timeout=1)
+        shown.extend([repr(am), repr(abad)])
+        with pytest.raises(fencelock.Unavailable) as info:
+            await abad.acquire(name, 5, wait=0)
+        shown.extend([str(info.value), repr(info.value)])
+        held = await am.acquire(name, 5, token=mine)
+        shown.append(repr(held))
+        with pytest.raises(fencelock.LockLost) as lost:
+            await am.release(name, theirs)
+        shown.extend([str(lost.value), repr(lost.value)])
+        await held.release()
+        await am.close()
+        await abad.close()
+
+    asyncio.run(main())
+    m.acquire(name + "-end", 5).release()
+    for mgr in (m, other, bad):
+        mgr.close()
+        shown.append(repr(mgr))
+
+    # Events are logged in order: once the last one is there, every one of the run is.
+    end = f'release lock="{name}-end"'
+    wait_until(lambda: any(r.getMessage().startswith(end) for r in caplog.records), what="the last record")
+    assert any(r.getMessage().startswith("acquire failed") for r in caplog.records)
+    assert any(r.getMessage().startswith("lock lost") for r in caplog.records)
+    for r in caplog.records:
+        shown.append(r.getMessage())
+        shown.append(repr(vars(r)))
+    assert len(shown) > 40
+    for text in shown:
+        for secret in hidden:
+            assert secret not in text, f"{secret!r} shown in {text!r}"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The main demonstration: three local redis-server processes, worker processes in Rust,
+# Python, Node and C (two of each) contending for one lock through Redlock, one server killed
+# in the middle, kept down longer than the TTL and restarted; prints the timeline of holders
+# (with their language) and fencing tokens, and the history checker's verdict (exit status 1
+# on any violation).
+#
+#   ci/demo.sh [--seconds N] [--per-language N] [--hold-ms N] [--ttl-ms N] [--quiet]
+#   ci/demo.sh --rust-only [--workers N] [--rounds N] [--hold-ms N]   # Rust processes only
+#
+# It builds what it needs first (debug builds; the first run takes a few minutes): the chaos
+# binaries, libfencelock installed into target/mixed/c-prefix, the Node addon, and a
+# virtualenv with the Python wheel (tests/chaos/workers/build.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+ci/install-redis.sh
+if [ "${1:-}" = --rust-only ]; then
+  shift
+  cargo build --quiet --locked -p fencelock --example demo
+  exec "$target/debug/examples/demo" "$@"
+fi
+echo "building the workers (Rust, C, Node, Python)..."
+tests/chaos/workers/build.sh
+# shellcheck disable=SC1091
+source target/mixed/env
+exec "$target/debug/chaos-demo" "$@"

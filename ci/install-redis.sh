@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs redis-server (and redis-sentinel, redis-cli) with the system package manager when
+# missing. Tests start their own servers on free loopback ports; nothing here starts one.
+set -euo pipefail
+# openssl: the TLS tests generate their own certificates with it.
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server redis-tools)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+[ -e /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "installing with apt-get: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+command -v redis-server >/dev/null
+redis-server --version

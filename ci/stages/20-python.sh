@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Python: build the fencelock wheel with maturin (debug profile: fast, and enough for tests),
+# install THE WHEEL into a fresh virtualenv, then run the pytest suite (which also runs
+# examples/python) against the installed package, mypy --strict over the package and the
+# examples, and mypy.stubtest of the stubs against the compiled module.
+set -euo pipefail
+cd "$FENCELOCK_ROOT"
+
+PYTHON="${PYTHON:-python3}"
+venv="$PWD/target/venv-ci-python"
+wheels="$PWD/target/wheels-ci-python"
+
+rm -rf "$venv" "$wheels"
+"$PYTHON" -m venv "$venv"
+"$venv/bin/pip" install -q --disable-pip-version-check \
+  "maturin==1.16.0" "pytest==9.2.0" "pytest-timeout==2.4.0" "mypy==2.4.1" "redis==8.1.0"
+
+(cd bindings-python && "$venv/bin/maturin" build --locked --out "$wheels")
+"$venv/bin/pip" install -q --disable-pip-version-check --no-deps "$wheels"/fencelock-*.whl
+
+# The tests must exercise the installed wheel, not the source tree.
+installed=$(cd /tmp && "$venv/bin/python" -c 'import fencelock._native as n; print(n.__file__)')
+case "$installed" in
+  "$venv"/*) echo "testing the installed wheel: $installed" ;;
+  *) echo "fencelock imported from $installed, not from the virtualenv" >&2; exit 1 ;;
+esac
+
+echo "--- mypy --strict (package + examples)"
+(cd /tmp && "$venv/bin/mypy" --strict --no-incremental -p fencelock)
+(cd /tmp && "$venv/bin/mypy" --strict --no-incremental "$FENCELOCK_ROOT/examples/python")
+echo "--- mypy.stubtest"
+(cd /tmp && "$venv/bin/python" -m mypy.stubtest fencelock)
+
+echo "--- pytest"
+cd bindings-python
+FENCELOCK_EXAMPLES="$FENCELOCK_ROOT/examples/python" \
+  "$venv/bin/pytest" -p no:cacheprovider -q tests

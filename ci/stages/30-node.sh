@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Node: the napi-rs addon (debug build) and the `node --test` suite: every public method,
+# mutual exclusion (async tasks, processes, node-redlock and ioredis SET NX PX on the same
+# key), lost-lock signals, Redlock with a server killed, AbortSignal, the event loop, and the
+# `npm pack` tarball installed in an empty directory running the examples and the
+# TypeScript `await using` example compiled with `tsc --strict`.
+set -euo pipefail
+cd "$FENCELOCK_ROOT/bindings-node"
+
+npm ci --no-audit --no-fund
+npx napi build --platform --js native.js --dts native.d.ts -- --locked
+
+# native.js and native.d.ts are generated and committed: they must match the Rust source.
+if git rev-parse --git-dir >/dev/null 2>&1 && ! git diff --quiet -- native.js native.d.ts; then
+  echo "bindings-node/native.js or native.d.ts is stale: run 'npm run build:debug' and commit it" >&2
+  git --no-pager diff --stat -- native.js native.d.ts >&2
+  exit 1
+fi
+
+node --test test/*.test.mjs

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Fault injection, Rust holders (tests/chaos): the fault-injecting proxy, the history checker,
+# faults during contention on five servers (killed, restarted, stalled, slowed; holders paused
+# and killed) and the classic mistakes of Redis locks (docs/PITFALLS.md). Debug build.
+# FENCELOCK_SOAK=1 runs the contention tests longer; CI does not set it.
+set -euo pipefail
+cd "$FENCELOCK_ROOT"
+cargo test --locked -p fencelock-chaos

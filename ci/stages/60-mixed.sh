@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Cross-language exclusion (tests/chaos/tests/mixed.rs): worker processes in Rust, Python,
+# Node and C (two of each) contend for the same names on five redis-servers, without and with
+# a server killed and restarted; then (tests/chaos/tests/mixed_faults.rs) with a majority killed,
+# a server stalled behind the proxy, latency near the TTL, and a Python holder SIGKILLed; the
+# history checker's verdict over every hold is part of each verdict.
+# Builds the Python wheel (virtualenv), the Node addon and libfencelock (installed prefix) when
+# they are missing or stale, reusing what stages 20/30 built (tests/chaos/workers/build.sh),
+# so `ci/test.sh mixed` also works alone. FENCELOCK_MIXED_REQUIRED=1: a missing language is a
+# failure, not a skip. Then the cross-language demo (ci/demo.sh) runs once, short.
+set -euo pipefail
+cd "$FENCELOCK_ROOT"
+tests/chaos/workers/build.sh
+# shellcheck disable=SC1091
+source target/mixed/env
+export FENCELOCK_MIXED_REQUIRED=1
+cargo test --locked -p fencelock-chaos --test mixed -- --test-threads=1 --nocapture
+cargo test --locked -p fencelock-chaos --test mixed_faults -- --test-threads=1 --nocapture
+echo "--- ci/demo.sh --seconds 4 --quiet"
+ci/demo.sh --seconds 4 --quiet

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The one test command: installs what a fresh machine lacks (redis-server), then runs every
+# stage in ci/stages/ in order (Rust core first, then the bindings, then cross-language tests).
+# Usage: ci/test.sh [stage-name ...]   e.g. ci/test.sh rust
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export FENCELOCK_ROOT="$PWD"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+export CARGO_TERM_COLOR=never
+
+ci/install-redis.sh
+
+stages=("$@")
+if [ ${#stages[@]} -eq 0 ]; then
+  for f in ci/stages/*.sh; do stages+=("$(basename "$f" .sh)"); done
+fi
+
+failed=()
+for stage in "${stages[@]}"; do
+  file=$(ls ci/stages/*"$stage".sh 2>/dev/null | head -n 1)
+  [ -n "$file" ] || { echo "no such stage: $stage" >&2; exit 2; }
+  echo
+  echo "=== stage: $(basename "$file" .sh) ==="
+  start=$(date +%s)
+  if bash "$file"; then
+    echo "=== stage $(basename "$file" .sh): ok in $(( $(date +%s) - start )) s ==="
+  else
+    echo "=== stage $(basename "$file" .sh): FAILED in $(( $(date +%s) - start )) s ==="
+    failed+=("$stage")
+  fi
+done
+
+echo
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FAILED stages: ${failed[*]}"
+  exit 1
+fi
+echo "all stages passed: ${stages[*]}"

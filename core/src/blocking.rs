@@ -1,0 +1,323 @@
+//! The same surface for callers that are not async (the C and synchronous Python layers use
+//! it): each manager owns a small Tokio runtime, and every call blocks the calling thread
+//! until the core's future completes.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::runtime::Runtime;
+
+use crate::error::{Error, Result};
+use crate::{AcquireOptions, Builder, Config};
+
+/// Owns the runtime; shuts it down without blocking when the last user goes.
+struct RuntimeHolder(Option<Runtime>);
+
+impl Drop for RuntimeHolder {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// A blocking lock manager: [`crate::LockManager`] on a runtime of its own.
+#[derive(Clone)]
+pub struct LockManager {
+    inner: crate::LockManager,
+    runtime: Arc<RuntimeHolder>,
+}
+
+impl std::fmt::Debug for LockManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+/// A lock held through the blocking API; dropping it releases it in the background.
+pub struct Lock {
+    inner: crate::Lock,
+    runtime: Arc<RuntimeHolder>,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl LockManager {
+    /// See [`crate::LockManager::new`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad configuration; [`Error::Unavailable`] if the
+    /// runtime's threads cannot be started.
+    pub fn new<I, S>(urls: I) -> Result<LockManager>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        LockManager::from_config(Builder::new(urls).config()?)
+    }
+
+    /// A blocking manager from a checked configuration (see [`Builder::config`]).
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] if the runtime's threads cannot be started.
+    pub fn from_config(config: Config) -> Result<LockManager> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("fencelock")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Unavailable(format!("cannot start the fencelock runtime: {e}")))?;
+        Ok(LockManager {
+            inner: crate::LockManager::from_config(config),
+            runtime: Arc::new(RuntimeHolder(Some(runtime))),
+        })
+    }
+
+    /// The async manager underneath (sharing connections with this one).
+    pub fn as_async(&self) -> &crate::LockManager {
+        &self.inner
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        self.inner.config()
+    }
+
+    /// Runs a future to completion on this manager's runtime.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when called from inside an async runtime (blocking there
+    /// would stall it: use the async API).
+    pub fn block_on<F: Future>(&self, fut: F) -> Result<F::Output> {
+        block_on(&self.runtime, fut)
+    }
+
+    /// Runs a future on this manager's runtime, calling `interrupted` on the calling thread
+    /// every `every`; when it returns true the future is dropped (which cleans up: votes won
+    /// are released in the background) and [`Error::Cancelled`] is returned. The Python
+    /// binding uses this to honour Ctrl-C.
+    ///
+    /// # Errors
+    /// [`Error::Cancelled`] when interrupted; as [`block_on`](Self::block_on) otherwise.
+    pub fn block_on_interruptible<F: Future>(
+        &self,
+        fut: F,
+        every: Duration,
+        mut interrupted: impl FnMut() -> bool,
+    ) -> Result<F::Output> {
+        let rt = runtime(&self.runtime)?;
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            let step = rt.block_on(async { tokio::time::timeout(every, fut.as_mut()).await });
+            match step {
+                Ok(out) => return Ok(out),
+                Err(_) if interrupted() => {
+                    return Err(Error::Cancelled("interrupted while waiting".into()))
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
+    fn wrap(&self, lock: crate::Lock) -> Lock {
+        Lock {
+            inner: lock,
+            runtime: Arc::clone(&self.runtime),
+        }
+    }
+
+    /// See [`crate::LockManager::acquire`].
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::acquire`].
+    pub fn acquire(
+        &self,
+        name: impl AsRef<[u8]>,
+        ttl: Duration,
+        wait: Option<Duration>,
+    ) -> Result<Lock> {
+        let lock = self.block_on(self.inner.acquire(name, ttl, wait))??;
+        Ok(self.wrap(lock))
+    }
+
+    /// See [`crate::LockManager::acquire_with`].
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::acquire_with`].
+    pub fn acquire_with(&self, name: impl AsRef<[u8]>, opts: &AcquireOptions) -> Result<Lock> {
+        let lock = self.block_on(self.inner.acquire_with(name, opts))??;
+        Ok(self.wrap(lock))
+    }
+
+    /// [`acquire_with`](Self::acquire_with) that can be interrupted, as
+    /// [`block_on_interruptible`](Self::block_on_interruptible).
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::acquire_with`], or [`Error::Cancelled`].
+    pub fn acquire_interruptible(
+        &self,
+        name: impl AsRef<[u8]>,
+        opts: &AcquireOptions,
+        every: Duration,
+        interrupted: impl FnMut() -> bool,
+    ) -> Result<Lock> {
+        let fut = self.inner.acquire_with(name, opts);
+        let lock = self.block_on_interruptible(fut, every, interrupted)??;
+        Ok(self.wrap(lock))
+    }
+
+    /// See [`crate::LockManager::try_acquire`].
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::try_acquire`].
+    pub fn try_acquire(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Option<Lock>> {
+        let lock = self.block_on(self.inner.try_acquire(name, ttl))??;
+        Ok(lock.map(|l| self.wrap(l)))
+    }
+
+    /// See [`crate::LockManager::release_by_token`].
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::release_by_token`].
+    pub fn release_by_token(&self, name: impl AsRef<[u8]>, token: impl AsRef<[u8]>) -> Result<()> {
+        self.block_on(self.inner.release_by_token(name, token))?
+    }
+
+    /// Runs `f` while holding `name` (waiting until acquired), auto-extending the lock, then
+    /// releases it.
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::with_lock`].
+    pub fn with_lock<T>(
+        &self,
+        name: impl AsRef<[u8]>,
+        ttl: Duration,
+        f: impl FnOnce(&Lock) -> T,
+    ) -> Result<T> {
+        let lock = self.acquire(name, ttl, None)?;
+        lock.auto_extend(None);
+        let out = f(&lock);
+        lock.finish_scope().map(|()| out)
+    }
+}
+
+impl Lock {
+    /// The async lock underneath.
+    pub fn as_async(&self) -> &crate::Lock {
+        &self.inner
+    }
+    /// See [`crate::Lock::name`].
+    pub fn name(&self) -> &[u8] {
+        self.inner.name()
+    }
+    /// See [`crate::Lock::token`].
+    pub fn token(&self) -> &[u8] {
+        self.inner.token()
+    }
+    /// See [`crate::Lock::fencing_token`].
+    pub fn fencing_token(&self) -> u64 {
+        self.inner.fencing_token()
+    }
+    /// See [`crate::Lock::ttl`].
+    pub fn ttl(&self) -> Duration {
+        self.inner.ttl()
+    }
+    /// See [`crate::Lock::validity`].
+    pub fn validity(&self) -> Duration {
+        self.inner.validity()
+    }
+    /// See [`crate::Lock::is_lost`].
+    pub fn is_lost(&self) -> bool {
+        self.inner.is_lost()
+    }
+    /// Blocks until the lock is lost (`Some(true)`), released (`Some(false)`), or `timeout`
+    /// passes (`None`).
+    ///
+    /// # Errors
+    /// As [`LockManager::block_on`].
+    pub fn wait_lost(&self, timeout: Option<Duration>) -> Result<Option<bool>> {
+        let lost = self.inner.lost();
+        block_on(&self.runtime, async move {
+            match timeout {
+                None => Some(lost.await),
+                Some(t) => tokio::time::timeout(t, lost).await.ok(),
+            }
+        })
+    }
+    /// See [`crate::Lock::extend`].
+    ///
+    /// # Errors
+    /// As [`crate::Lock::extend`].
+    pub fn extend(&self, ttl: Duration) -> Result<()> {
+        block_on(&self.runtime, self.inner.extend(ttl))?
+    }
+    /// See [`crate::Lock::auto_extend`].
+    pub fn auto_extend(&self, max_hold: Option<Duration>) {
+        self.inner.auto_extend(max_hold)
+    }
+    /// See [`crate::Lock::release`].
+    ///
+    /// # Errors
+    /// As [`crate::Lock::release`].
+    pub fn release(self) -> Result<()> {
+        let Lock { inner, runtime } = self;
+        block_on(&runtime, inner.release())?
+    }
+    /// See [`crate::Lock::finish_scope`].
+    ///
+    /// # Errors
+    /// As [`crate::Lock::finish_scope`].
+    pub fn finish_scope(&self) -> Result<()> {
+        block_on(&self.runtime, self.inner.finish_scope())?
+    }
+}
+
+impl LockManager {
+    /// Drops this manager. When it is the last user of its runtime (no clone of it and no lock
+    /// from it is alive), waits up to `timeout` for the runtime's thread to stop, instead of
+    /// letting it wind down in the background as a plain drop does. For callers that must
+    /// leave no thread behind: the C binding's `fl_manager_free`, or a process about to exit
+    /// under a leak checker. Tasks are cancelled, not awaited, so no network wait happens here.
+    /// Called from inside an async runtime it is a plain drop.
+    pub fn close(self, timeout: Duration) {
+        let LockManager { inner, runtime } = self;
+        drop(inner);
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return;
+        }
+        if let Ok(mut holder) = Arc::try_unwrap(runtime) {
+            if let Some(rt) = holder.0.take() {
+                rt.shutdown_timeout(timeout);
+            }
+        }
+    }
+}
+
+impl Lock {
+    /// See [`crate::Lock::detach`]: gives up the handle, leaving the lock held on the servers.
+    pub fn detach(self) {
+        self.inner.detach()
+    }
+}
+
+fn runtime(holder: &RuntimeHolder) -> Result<&Runtime> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(Error::InvalidArgument(
+            "fencelock::blocking called from inside an async runtime; use the async API there"
+                .into(),
+        ));
+    }
+    holder
+        .0
+        .as_ref()
+        .ok_or_else(|| Error::Unavailable("the fencelock runtime has shut down".into()))
+}
+
+fn block_on<F: Future>(holder: &RuntimeHolder, fut: F) -> Result<F::Output> {
+    Ok(runtime(holder)?.block_on(fut))
+}

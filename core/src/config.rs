@@ -1,0 +1,662 @@
+//! Manager configuration: server URLs and tuning options, all checked before any connection.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use redis::{ConnectionAddr, IntoConnectionInfo};
+
+use crate::error::{Error, Result};
+use crate::token::MAX_PREFIX_LEN;
+
+/// Default retry delay: the longest sleep between tries when no release notification comes.
+pub const DEFAULT_RETRY_DELAY: Duration = Duration::from_millis(200);
+/// Default clock drift factor.
+pub const DEFAULT_DRIFT_FACTOR: f64 = 0.01;
+/// Upper bound of the retry delay, jitter and server timeout options.
+pub const MAX_OPTION_DURATION: Duration = Duration::from_secs(3600);
+/// Default bound on opening a connection (TCP, TLS handshake, authentication).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Most servers a manager accepts.
+pub const MAX_SERVERS: usize = 64;
+
+/// One checked server entry: what to connect to and how to name it in messages.
+#[derive(Clone)]
+pub(crate) struct ServerSpec {
+    /// Client holding the parsed connection info (may hold a password: never printed). For a
+    /// Sentinel entry, its address is a placeholder replaced by the master's address.
+    pub client: redis::Client,
+    /// For a `redis+sentinel://` entry: the sentinels to ask and the master's name.
+    pub sentinel: Option<SentinelSpec>,
+    /// `host:port[/db]` or the socket path; never contains a password.
+    pub label: String,
+    /// Whether the connection uses TLS.
+    pub tls: bool,
+}
+
+/// A Sentinel-monitored master: asked of the sentinels whenever a connection is opened.
+#[derive(Clone)]
+pub(crate) struct SentinelSpec {
+    pub sentinels: Vec<redis::Client>,
+    pub master: String,
+}
+
+/// The validated settings of a [`LockManager`](crate::LockManager).
+#[derive(Clone)]
+pub struct Config {
+    pub(crate) servers: Vec<ServerSpec>,
+    pub(crate) prefix: Vec<u8>,
+    pub(crate) retry_delay: Duration,
+    pub(crate) retry_jitter: Duration,
+    pub(crate) drift_factor: f64,
+    pub(crate) server_timeout: Option<Duration>,
+    pub(crate) connect_timeout: Duration,
+    /// What the TLS settings are, for `Debug` (never key material).
+    tls: Option<String>,
+}
+
+impl Config {
+    /// Labels of the servers (`host:port`, never a password), in the order given.
+    pub fn server_labels(&self) -> Vec<String> {
+        self.servers.iter().map(|s| s.label.clone()).collect()
+    }
+    /// The key prefix.
+    pub fn key_prefix(&self) -> &[u8] {
+        &self.prefix
+    }
+    /// The longest sleep between tries when no release notification comes.
+    pub fn retry_delay(&self) -> Duration {
+        self.retry_delay
+    }
+    /// The largest random part taken off (or added to) a sleep between tries.
+    pub fn retry_jitter(&self) -> Duration {
+        self.retry_jitter
+    }
+    /// The clock drift factor.
+    pub fn drift_factor(&self) -> f64 {
+        self.drift_factor
+    }
+    /// The fixed per-server timeout, or `None` for the default of `ttl / 20` in [10 ms, 1 s].
+    pub fn server_timeout(&self) -> Option<Duration> {
+        self.server_timeout
+    }
+    /// The bound on opening a connection to one server.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("servers", &self.server_labels())
+            .field("prefix", &String::from_utf8_lossy(&self.prefix))
+            .field("retry_delay", &self.retry_delay)
+            .field("retry_jitter", &self.retry_jitter)
+            .field("drift_factor", &self.drift_factor)
+            .field("server_timeout", &self.server_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("tls", &self.tls)
+            .finish()
+    }
+}
+
+/// Builds a [`LockManager`](crate::LockManager): `LockManager::builder(urls).key_prefix("app:").build()`.
+///
+/// Every option is checked in [`build`](Builder::build) (or [`config`](Builder::config)),
+/// which fails with [`Error::InvalidArgument`] and never touches the network.
+#[derive(Clone)]
+pub struct Builder {
+    urls: Vec<String>,
+    prefix: Vec<u8>,
+    retry_delay: Duration,
+    retry_jitter: Option<Duration>,
+    drift_factor: f64,
+    server_timeout: Option<Duration>,
+    connect_timeout: Duration,
+    tls: TlsSettings,
+}
+
+/// Where a PEM document comes from.
+#[derive(Clone)]
+enum Pem {
+    File(PathBuf),
+    Bytes(Vec<u8>),
+}
+
+impl Pem {
+    fn load(&self, what: &str) -> Result<Vec<u8>> {
+        match self {
+            Pem::Bytes(b) => Ok(b.clone()),
+            Pem::File(path) => std::fs::read(path).map_err(|e| {
+                Error::invalid(format!(
+                    "cannot read the TLS {what} file {}: {e}",
+                    path.display()
+                ))
+            }),
+        }
+    }
+}
+
+/// TLS settings for `rediss://` servers.
+#[derive(Clone, Default)]
+struct TlsSettings {
+    ca: Option<Pem>,
+    client: Option<(Pem, Pem)>,
+    insecure: bool,
+}
+
+impl TlsSettings {
+    fn is_set(&self) -> bool {
+        self.ca.is_some() || self.client.is_some() || self.insecure
+    }
+
+    fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.ca.is_some() {
+            parts.push("custom CA");
+        }
+        if self.client.is_some() {
+            parts.push("client certificate");
+        }
+        if self.insecure {
+            parts.push("INSECURE (no verification)");
+        }
+        if parts.is_empty() {
+            "system roots".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+/// TLS material loaded from files or bytes, ready for the connections.
+struct LoadedTls {
+    certificates: Option<redis::TlsCertificates>,
+    insecure: bool,
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field(
+                "servers",
+                &self.urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Builder {
+    /// A builder for the given server URLs (one for the single-server lock, several for
+    /// Redlock).
+    pub fn new<I, S>(urls: I) -> Builder
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Builder {
+            urls: urls.into_iter().map(|u| u.as_ref().to_owned()).collect(),
+            prefix: Vec::new(),
+            retry_delay: DEFAULT_RETRY_DELAY,
+            retry_jitter: None,
+            drift_factor: DEFAULT_DRIFT_FACTOR,
+            server_timeout: None,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            tls: TlsSettings::default(),
+        }
+    }
+
+    /// Prefix of every key (`prefix + name`) and channel; default empty.
+    pub fn key_prefix(mut self, prefix: impl AsRef<[u8]>) -> Builder {
+        self.prefix = prefix.as_ref().to_vec();
+        self
+    }
+
+    /// Longest sleep between tries when no release notification comes (default 200 ms).
+    pub fn retry_delay(mut self, delay: Duration) -> Builder {
+        self.retry_delay = delay;
+        self
+    }
+
+    /// Largest random spread of a sleep between tries (default half the retry delay).
+    pub fn retry_jitter(mut self, jitter: Duration) -> Builder {
+        self.retry_jitter = Some(jitter);
+        self
+    }
+
+    /// Clock drift factor, in `[0, 0.5)` (default 0.01).
+    pub fn drift_factor(mut self, factor: f64) -> Builder {
+        self.drift_factor = factor;
+        self
+    }
+
+    /// A fixed per-server call timeout instead of the default `ttl / 20` in [10 ms, 1 s].
+    pub fn server_timeout(mut self, timeout: Duration) -> Builder {
+        self.server_timeout = Some(timeout);
+        self
+    }
+
+    /// Bound on opening a connection to one server (TCP connect, TLS handshake,
+    /// authentication); default 2 s. Connections are opened in the background: a call waits
+    /// for one at most its own per-server timeout, and a handshake that outlasts it is not
+    /// wasted, the next call finds the connection open.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Builder {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// For `rediss://` servers: trust the CA certificate(s) in this PEM file instead of the
+    /// system's roots.
+    pub fn tls_ca_file(mut self, path: impl Into<PathBuf>) -> Builder {
+        self.tls.ca = Some(Pem::File(path.into()));
+        self
+    }
+
+    /// For `rediss://` servers: trust the CA certificate(s) in this PEM document.
+    pub fn tls_ca_pem(mut self, pem: impl AsRef<[u8]>) -> Builder {
+        self.tls.ca = Some(Pem::Bytes(pem.as_ref().to_vec()));
+        self
+    }
+
+    /// For `rediss://` servers that require client certificates (mutual TLS): the client
+    /// certificate chain and its private key, as PEM files.
+    pub fn tls_client_cert_files(
+        mut self,
+        cert: impl Into<PathBuf>,
+        key: impl Into<PathBuf>,
+    ) -> Builder {
+        self.tls.client = Some((Pem::File(cert.into()), Pem::File(key.into())));
+        self
+    }
+
+    /// As [`tls_client_cert_files`](Self::tls_client_cert_files), from PEM documents.
+    pub fn tls_client_cert_pem(mut self, cert: impl AsRef<[u8]>, key: impl AsRef<[u8]>) -> Builder {
+        self.tls.client = Some((
+            Pem::Bytes(cert.as_ref().to_vec()),
+            Pem::Bytes(key.as_ref().to_vec()),
+        ));
+        self
+    }
+
+    /// For `rediss://` servers: accept any certificate and host name. For self-signed
+    /// development servers only: it gives up protection against a man in the middle. Off by
+    /// default.
+    pub fn tls_insecure(mut self, insecure: bool) -> Builder {
+        self.tls.insecure = insecure;
+        self
+    }
+
+    fn load_tls(&self) -> Result<LoadedTls> {
+        let root_cert = self.tls.ca.as_ref().map(|p| p.load("CA")).transpose()?;
+        if let Some(pem) = &root_cert {
+            if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+                return Err(Error::invalid(
+                    "the TLS CA bundle contains no PEM certificate (-----BEGIN CERTIFICATE-----)",
+                ));
+            }
+        }
+        let client_tls = match &self.tls.client {
+            Some((cert, key)) => Some(redis::ClientTlsConfig {
+                client_cert: cert.load("client certificate")?,
+                client_key: key.load("client key")?,
+            }),
+            None => None,
+        };
+        let certificates =
+            (root_cert.is_some() || client_tls.is_some()).then_some(redis::TlsCertificates {
+                client_tls,
+                root_cert,
+            });
+        Ok(LoadedTls {
+            certificates,
+            insecure: self.tls.insecure,
+        })
+    }
+
+    /// Checks every option and returns the configuration.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for no servers, too many, a URL that does not parse (the
+    /// message shows it with its password masked), the same server twice, a prefix over 1024
+    /// bytes, a zero or over-long retry delay, a jitter above the retry delay, a drift factor
+    /// outside `[0, 0.5)` or a zero or over-long server timeout.
+    pub fn config(&self) -> Result<Config> {
+        if self.urls.is_empty() {
+            return Err(Error::invalid("at least one server URL is required"));
+        }
+        if self.urls.len() > MAX_SERVERS {
+            return Err(Error::invalid(format!(
+                "{} servers given, the limit is {MAX_SERVERS}",
+                self.urls.len()
+            )));
+        }
+        let tls = self.load_tls()?;
+        let mut servers: Vec<ServerSpec> = Vec::with_capacity(self.urls.len());
+        for (i, url) in self.urls.iter().enumerate() {
+            let spec = parse_server(url, &tls).map_err(|why| {
+                Error::invalid(format!("server URL #{i} ({}): {why}", redact_url(url)))
+            })?;
+            if let Some(j) = servers.iter().position(|s| s.label == spec.label) {
+                return Err(Error::invalid(format!(
+                    "server {} is given twice (URLs #{j} and #{i}); Redlock needs independent servers",
+                    spec.label
+                )));
+            }
+            servers.push(spec);
+        }
+        if self.tls.is_set() && !servers.iter().any(|s| s.tls) {
+            return Err(Error::invalid(
+                "TLS options are set but no server URL uses rediss://",
+            ));
+        }
+        if self.prefix.len() > MAX_PREFIX_LEN {
+            return Err(Error::invalid(format!(
+                "key prefix is {} bytes, the limit is {MAX_PREFIX_LEN}",
+                self.prefix.len()
+            )));
+        }
+        check_duration("retry_delay", self.retry_delay)?;
+        let retry_jitter = self.retry_jitter.unwrap_or(self.retry_delay / 2);
+        if retry_jitter > self.retry_delay {
+            return Err(Error::invalid(format!(
+                "retry_jitter ({retry_jitter:?}) must not exceed retry_delay ({:?})",
+                self.retry_delay
+            )));
+        }
+        if !(self.drift_factor.is_finite() && (0.0..0.5).contains(&self.drift_factor)) {
+            return Err(Error::invalid(format!(
+                "drift_factor must be in [0, 0.5), got {}",
+                self.drift_factor
+            )));
+        }
+        if let Some(t) = self.server_timeout {
+            check_duration("server_timeout", t)?;
+        }
+        check_duration("connect_timeout", self.connect_timeout)?;
+        Ok(Config {
+            servers,
+            prefix: self.prefix.clone(),
+            retry_delay: self.retry_delay,
+            retry_jitter,
+            drift_factor: self.drift_factor,
+            server_timeout: self.server_timeout,
+            connect_timeout: self.connect_timeout,
+            tls: self.tls.is_set().then(|| self.tls.describe()),
+        })
+    }
+
+    /// Checks every option and builds the manager. No connection is made here: servers are
+    /// contacted on first use, so a server that is down does not fail the build.
+    ///
+    /// # Errors
+    /// As for [`config`](Builder::config).
+    pub fn build(&self) -> Result<crate::LockManager> {
+        Ok(crate::LockManager::from_config(self.config()?))
+    }
+}
+
+fn check_duration(what: &str, d: Duration) -> Result<()> {
+    if d < Duration::from_millis(1) || d > MAX_OPTION_DURATION {
+        return Err(Error::invalid(format!(
+            "{what} must be between 1 ms and 1 h, got {d:?}"
+        )));
+    }
+    Ok(())
+}
+
+fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<ServerSpec, String> {
+    let scheme = url.split("://").next().unwrap_or("");
+    if !url.contains("://") {
+        return Err("expected redis://[user:password@]host[:port][/db]".into());
+    }
+    if scheme == "redis+sentinel" {
+        return parse_sentinel(url);
+    }
+    let secure = match scheme {
+        "redis" | "redis+unix" | "unix" | "valkey" => false,
+        "rediss" | "valkeys" => true,
+        other => {
+            return Err(format!(
+                "unsupported scheme {other:?}; expected redis://, rediss://, redis+sentinel:// or redis+unix://"
+            ))
+        }
+    };
+    // The parser's own message may echo parts of the URL: report only its kind.
+    let mut info = url
+        .into_connection_info()
+        .map_err(|e| format!("does not parse ({:?})", e.kind()))?;
+    let db = info.redis_settings().db();
+    let label = match info.addr() {
+        ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
+        ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port}"),
+        ConnectionAddr::Unix(path) => path.display().to_string(),
+        other => format!("{other}"),
+    };
+    let label = if db != 0 {
+        format!("{label}/{db}")
+    } else {
+        label
+    };
+    let client = if secure {
+        if tls.insecure {
+            if let ConnectionAddr::TcpTls { host, port, .. } = info.addr().clone() {
+                info = info.set_addr(ConnectionAddr::TcpTls {
+                    host,
+                    port,
+                    insecure: true,
+                    tls_params: None,
+                });
+            }
+        }
+        match &tls.certificates {
+            Some(certs) => redis::Client::build_with_tls(info, certs.clone()),
+            None => redis::Client::open(info),
+        }
+        .map_err(|e| {
+            format!(
+                "TLS settings cannot be used: {}",
+                e.detail().unwrap_or("invalid certificate or key")
+            )
+        })?
+    } else {
+        redis::Client::open(info).map_err(|e| format!("cannot be used ({:?})", e.kind()))?
+    };
+    Ok(ServerSpec {
+        client,
+        sentinel: None,
+        label,
+        tls: secure,
+    })
+}
+
+/// `redis+sentinel://[user:password@]host[:port],host[:port]/master[/db]`: the credentials
+/// and db are the master's; sentinels (default port 26379) are asked without credentials.
+fn parse_sentinel(url: &str) -> std::result::Result<ServerSpec, String> {
+    const FORM: &str =
+        "expected redis+sentinel://[user:password@]host[:port][,host[:port]...]/master-name[/db]";
+    let rest = &url["redis+sentinel://".len()..];
+    let (authority, path) = rest.split_once('/').ok_or(FORM)?;
+    let (userinfo, hosts) = match authority.rsplit_once('@') {
+        Some((u, h)) => (Some(u), h),
+        None => (None, authority),
+    };
+    let mut sentinels = Vec::new();
+    for entry in hosts.split(',') {
+        let (host, port) = match entry.rsplit_once(':') {
+            Some((h, p)) => (
+                h,
+                p.parse::<u16>()
+                    .map_err(|_| format!("bad sentinel port in {entry:?}; {FORM}"))?,
+            ),
+            None => (entry, 26379),
+        };
+        if host.is_empty() || port == 0 {
+            return Err(format!("bad sentinel address {entry:?}; {FORM}"));
+        }
+        let client = redis::Client::open(format!("redis://{host}:{port}"))
+            .map_err(|e| format!("bad sentinel address {entry:?} ({:?})", e.kind()))?;
+        sentinels.push(client);
+    }
+    let (master, db) = match path.trim_end_matches('/').split_once('/') {
+        Some((m, db)) => (
+            m,
+            db.parse::<i64>()
+                .map_err(|_| format!("bad db {db:?}; {FORM}"))?,
+        ),
+        None => (path.trim_end_matches('/'), 0),
+    };
+    if master.is_empty() {
+        return Err(format!("the master name is missing; {FORM}"));
+    }
+    let template = match userinfo {
+        Some(u) => format!("redis://{u}@127.0.0.1:1/{db}"),
+        None => format!("redis://127.0.0.1:1/{db}"),
+    };
+    let client = redis::Client::open(template.as_str())
+        .map_err(|e| format!("does not parse ({:?})", e.kind()))?;
+    let label = if db != 0 {
+        format!("sentinel:{master}/{db}")
+    } else {
+        format!("sentinel:{master}")
+    };
+    Ok(ServerSpec {
+        client,
+        sentinel: Some(SentinelSpec {
+            sentinels,
+            master: master.to_owned(),
+        }),
+        label,
+        tls: false,
+    })
+}
+
+/// A URL for messages: any `user:password@` part replaced by `***@`.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return if url.contains('@') {
+            "***".into()
+        } else {
+            url.to_owned()
+        };
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}***@{}", &url[..scheme_end + 3], &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(b: Builder) -> String {
+        b.config().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults() {
+        let c = Builder::new(["redis://127.0.0.1:7000"]).config().unwrap();
+        assert_eq!(c.retry_delay(), Duration::from_millis(200));
+        assert_eq!(c.retry_jitter(), Duration::from_millis(100));
+        assert_eq!(c.drift_factor(), 0.01);
+        assert_eq!(c.server_timeout(), None);
+        assert_eq!(c.server_labels(), vec!["127.0.0.1:7000".to_string()]);
+    }
+
+    #[test]
+    fn rejects_bad_server_lists() {
+        assert!(err(Builder::new(Vec::<String>::new())).contains("at least one"));
+        assert!(err(Builder::new(["localhost:6379"])).contains("expected redis://"));
+        assert!(err(Builder::new(["http://x"])).contains("unsupported scheme"));
+        assert!(err(Builder::new(["redis://h:1"]).tls_insecure(true))
+            .contains("no server URL uses rediss://"));
+        assert!(
+            err(Builder::new(["rediss://h:1"]).tls_ca_file("/nonexistent/ca.pem"))
+                .contains("cannot read the TLS CA file")
+        );
+        assert!(
+            err(Builder::new(["rediss://h:1"]).tls_client_cert_pem("junk", "junk"))
+                .contains("TLS settings cannot be used")
+        );
+        let c = Builder::new(["rediss://h:1"])
+            .tls_insecure(true)
+            .config()
+            .unwrap();
+        assert!(format!("{c:?}").contains("INSECURE"));
+        assert!(err(Builder::new(["redis://a:1", "redis://a:1/"])).contains("given twice"));
+        assert!(err(Builder::new(["redis://h:99999"])).contains("URL #0"));
+        let many: Vec<String> = (0..65).map(|i| format!("redis://h:{}", 1000 + i)).collect();
+        assert!(err(Builder::new(many)).contains("limit is 64"));
+    }
+
+    #[test]
+    fn a_ca_bundle_without_a_certificate_is_rejected_at_build_time() {
+        let e = err(Builder::new(["rediss://h:1"]).tls_ca_pem("not a certificate"));
+        assert!(e.contains("no PEM certificate"), "{e}");
+    }
+
+    #[test]
+    fn sentinel_urls() {
+        let c = Builder::new(["redis+sentinel://:pw@h1:5000,h2/mymaster/3"])
+            .config()
+            .unwrap();
+        assert_eq!(c.server_labels(), vec!["sentinel:mymaster/3"]);
+        let s = c.servers[0].sentinel.as_ref().unwrap();
+        assert_eq!(s.sentinels.len(), 2);
+        assert_eq!(s.master, "mymaster");
+        assert!(err(Builder::new(["redis+sentinel://h1:26379"])).contains("master-name"));
+        assert!(
+            err(Builder::new(["redis+sentinel://h1:26379/"])).contains("master name is missing")
+        );
+        assert!(err(Builder::new(["redis+sentinel://h1:x/m"])).contains("bad sentinel port"));
+        assert!(err(Builder::new(["redis+sentinel://h1/m/x"])).contains("bad db"));
+        let e = err(Builder::new(["redis+sentinel://:secret-pw@h1:x/m"]));
+        assert!(!e.contains("secret-pw"), "{e}");
+    }
+
+    #[test]
+    fn different_dbs_on_one_host_are_different_labels() {
+        let c = Builder::new(["redis://h:1/0", "redis://h:1/2"])
+            .config()
+            .unwrap();
+        assert_eq!(c.server_labels(), vec!["h:1", "h:1/2"]);
+    }
+
+    #[test]
+    fn rejects_bad_options() {
+        let b = || Builder::new(["redis://127.0.0.1:7000"]);
+        assert!(err(b().drift_factor(0.5)).contains("drift_factor"));
+        assert!(err(b().drift_factor(-0.1)).contains("drift_factor"));
+        assert!(err(b().drift_factor(f64::NAN)).contains("drift_factor"));
+        assert!(err(b().retry_delay(Duration::ZERO)).contains("retry_delay"));
+        assert!(err(b().retry_delay(Duration::from_secs(7200))).contains("retry_delay"));
+        assert!(err(b().retry_jitter(Duration::from_secs(1))).contains("retry_jitter"));
+        assert!(err(b().server_timeout(Duration::ZERO)).contains("server_timeout"));
+        assert!(err(b().connect_timeout(Duration::ZERO)).contains("connect_timeout"));
+        assert!(err(b().key_prefix(vec![b'p'; 1025])).contains("prefix"));
+        assert!(b().drift_factor(0.0).config().is_ok());
+    }
+
+    #[test]
+    fn messages_never_show_passwords() {
+        let e = err(Builder::new(["redis://user:hunter2@h:99999"]));
+        assert!(!e.contains("hunter2"), "{e}");
+        assert!(e.contains("***@"), "{e}");
+        let e = err(Builder::new(["redis://:hunter2@h:1", "redis://:other@h:1"]));
+        assert!(!e.contains("hunter2") && !e.contains("other"), "{e}");
+        let c = Builder::new(["redis://:hunter2@h:1"]).config().unwrap();
+        assert!(!format!("{c:?}").contains("hunter2"));
+        let b = Builder::new(["redis://:hunter2@h:1"]);
+        assert!(!format!("{b:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn redact_url_masks_userinfo_only() {
+        assert_eq!(redact_url("redis://u:p@h:1/0"), "redis://***@h:1/0");
+        assert_eq!(redact_url("redis://h:1/0"), "redis://h:1/0");
+        assert_eq!(redact_url("redis://h:1/a@b"), "redis://h:1/a@b");
+        assert_eq!(redact_url("u:p@h"), "***");
+    }
+}

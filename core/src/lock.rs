@@ -1,0 +1,356 @@
+//! A held lock: token, fencing token, validity, extension, auto-extension and release.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex as StdMutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::manager::{Acquired, Inner, UNDO_TIMEOUT};
+use crate::token::display_name;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Held,
+    Lost,
+    Released,
+}
+
+struct Shared {
+    manager: Arc<Inner>,
+    name: Vec<u8>,
+    key: Vec<u8>,
+    token: Vec<u8>,
+    fencing_token: u64,
+    acquired_at: Instant,
+    /// The runtime the lock was acquired on: auto-extension and drop-release run there, even
+    /// when the lock is dropped on a thread outside any runtime.
+    runtime: Option<tokio::runtime::Handle>,
+    state: StdMutex<State>,
+    status: watch::Sender<Status>,
+}
+
+struct State {
+    ttl: Duration,
+    valid_until: Instant,
+    auto_extend: Option<AbortHandle>,
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn status(&self) -> Status {
+        *self.status.borrow()
+    }
+
+    fn valid_until(&self) -> Instant {
+        self.state().valid_until
+    }
+
+    /// Marks the lock lost if it is still held; returns whether it did.
+    fn mark_lost(&self) -> bool {
+        self.status.send_if_modified(|s| {
+            if *s != Status::Held {
+                return false;
+            }
+            *s = Status::Lost;
+            // Emitted before the watchers of `lost()` are woken, so they find it.
+            tracing::warn!(
+                target: "fencelock",
+                lock = %display_name(&self.name),
+                fencing_token = self.fencing_token,
+                held_ms = self.acquired_at.elapsed().as_millis() as u64,
+                "lock lost"
+            );
+            true
+        })
+    }
+
+    /// Marks the lock released and stops auto-extension; returns the status before.
+    fn mark_released(&self) -> Status {
+        let before = self.status.send_replace(Status::Released);
+        if let Some(task) = self.state().auto_extend.take() {
+            task.abort();
+        }
+        before
+    }
+
+    async fn extend(&self, ttl: Duration) -> Result<()> {
+        let result = self
+            .manager
+            .extend(&self.name, &self.key, &self.token, ttl)
+            .await;
+        match result {
+            Ok(valid_until) => {
+                let mut st = self.state();
+                st.ttl = ttl;
+                st.valid_until = st.valid_until.max(valid_until);
+                Ok(())
+            }
+            Err(e) => {
+                if e.kind() == ErrorKind::NotHeld {
+                    self.mark_lost();
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// A lock held on a quorum of servers.
+///
+/// Dropping a `Lock` that is still held releases it in the background (best effort, never
+/// blocking); call [`release`](Lock::release) to learn whether the release succeeded.
+pub struct Lock {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token: it is the key to release the lock.
+        f.debug_struct("Lock")
+            .field("name", &String::from_utf8_lossy(&self.shared.name))
+            .field("fencing_token", &self.shared.fencing_token)
+            .field("validity", &self.validity())
+            .field("lost", &self.is_lost())
+            .finish()
+    }
+}
+
+impl Lock {
+    pub(crate) fn new(
+        manager: Arc<Inner>,
+        name: Vec<u8>,
+        key: Vec<u8>,
+        token: Vec<u8>,
+        ttl: Duration,
+        acquired: Acquired,
+    ) -> Lock {
+        Lock {
+            shared: Arc::new(Shared {
+                manager,
+                name,
+                key,
+                token,
+                fencing_token: acquired.fencing_token,
+                acquired_at: Instant::now(),
+                runtime: tokio::runtime::Handle::try_current().ok(),
+                state: StdMutex::new(State {
+                    ttl,
+                    valid_until: acquired.valid_until,
+                    auto_extend: None,
+                }),
+                status: watch::channel(Status::Held).0,
+            }),
+        }
+    }
+
+    /// The lock's name (without the key prefix).
+    pub fn name(&self) -> &[u8] {
+        &self.shared.name
+    }
+
+    /// This acquisition's token: the value of the lock key on the servers.
+    pub fn token(&self) -> &[u8] {
+        &self.shared.token
+    }
+
+    /// The fencing token: larger than that of every earlier acquisition of any lock on this
+    /// server set. Pass it to the storage you protect and have it reject smaller ones.
+    pub fn fencing_token(&self) -> u64 {
+        self.shared.fencing_token
+    }
+
+    /// The TTL of the last acquire or extend.
+    pub fn ttl(&self) -> Duration {
+        self.shared.state().ttl
+    }
+
+    /// Time the lock is still safe to use: counts down from acquisition (or the last extend),
+    /// already net of the time acquiring took and of the clock drift allowance. Zero once
+    /// released, lost or expired.
+    pub fn validity(&self) -> Duration {
+        if self.shared.status() != Status::Held {
+            return Duration::ZERO;
+        }
+        self.shared
+            .valid_until()
+            .saturating_duration_since(Instant::now())
+    }
+
+    /// Whether the lock is known to be lost: an extension found it gone or taken, no quorum
+    /// could be reached before its validity ran out, or its validity simply ran out.
+    pub fn is_lost(&self) -> bool {
+        match self.shared.status() {
+            Status::Lost => true,
+            Status::Released => false,
+            Status::Held => Instant::now() >= self.shared.valid_until(),
+        }
+    }
+
+    /// Completes when the lock is lost (`true`), or when it is released or dropped first
+    /// (`false`). Its validity running out counts as lost, so without auto-extension this
+    /// completes at the end of the validity.
+    pub fn lost(&self) -> impl Future<Output = bool> + Send + 'static {
+        let shared = Arc::clone(&self.shared);
+        let mut rx = shared.status.subscribe();
+        async move {
+            loop {
+                match *rx.borrow_and_update() {
+                    Status::Lost => return true,
+                    Status::Released => return false,
+                    Status::Held => {}
+                }
+                let until = shared.valid_until();
+                if Instant::now() >= until {
+                    return shared.mark_lost() || shared.status() == Status::Lost;
+                }
+                tokio::select! {
+                    changed = rx.changed() => if changed.is_err() { return false },
+                    _ = tokio::time::sleep_until(until.into()) => {}
+                }
+            }
+        }
+    }
+
+    /// Extends the lock: its expiry on the servers becomes now + `ttl`, and its validity is
+    /// recomputed as for an acquisition.
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] when no quorum holds it any more (the lock is then marked lost);
+    /// [`Error::Unavailable`] when too few servers answered; [`Error::InvalidArgument`] for a
+    /// bad TTL.
+    pub async fn extend(&self, ttl: Duration) -> Result<()> {
+        self.shared.extend(ttl).await
+    }
+
+    /// Releases the lock on every server.
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] when fewer than a quorum still held it (it had expired or been
+    /// taken; the message says which); [`Error::Unavailable`] when too few servers answered.
+    pub async fn release(self) -> Result<()> {
+        self.release_inner().await
+    }
+
+    async fn release_inner(&self) -> Result<()> {
+        let s = &self.shared;
+        s.mark_released();
+        let timeout = s.manager.server_timeout(s.state().ttl);
+        s.manager.release(&s.name, &s.key, &s.token, timeout).await
+    }
+
+    /// The end of a scoped use (`with_lock` and the bindings' scoped forms): releases, and
+    /// reports a loss during the scope as [`Error::NotHeld`].
+    pub async fn finish_scope(&self) -> Result<()> {
+        let was_lost = self.shared.status() == Status::Lost;
+        let released = self.release_inner().await;
+        if was_lost {
+            return Err(Error::NotHeld(format!(
+                "lock {} was lost while its scope ran: the work done under it was not protected",
+                display_name(&self.shared.name)
+            )));
+        }
+        released
+    }
+
+    /// Keeps the lock alive in the background: extends it every ttl/3 until it is released,
+    /// dropped or lost, and, with `max_hold`, for at most that long since acquisition (the
+    /// last extension ends exactly there). A failed extension is retried while validity lasts;
+    /// `NotHeld`, or validity running out, marks the lock lost and fires [`lost`](Lock::lost).
+    ///
+    /// The task runs on the runtime the lock was acquired on; calling this again replaces the
+    /// previous task.
+    pub fn auto_extend(&self, max_hold: Option<Duration>) {
+        let Some(runtime) = &self.shared.runtime else {
+            return;
+        };
+        let shared = Arc::clone(&self.shared);
+        let task = runtime.spawn(async move { auto_extend_loop(shared, max_hold).await });
+        let mut st = self.shared.state();
+        if let Some(old) = st.auto_extend.replace(task.abort_handle()) {
+            old.abort();
+        }
+        if self.shared.status() != Status::Held {
+            if let Some(t) = st.auto_extend.take() {
+                t.abort();
+            }
+        }
+    }
+}
+
+impl Lock {
+    /// Gives up this handle without releasing the lock: it stays held on the servers until its
+    /// TTL runs out or someone calls [`LockManager::release_by_token`](crate::LockManager::release_by_token)
+    /// with its token (the classic "request id" pattern, or a lock handed to another process).
+    /// Auto-extension stops; dropping the handle afterwards releases nothing.
+    pub fn detach(self) {
+        self.shared.mark_released();
+    }
+}
+
+async fn auto_extend_loop(shared: Arc<Shared>, max_hold: Option<Duration>) {
+    let hold_until = max_hold.and_then(|m| shared.acquired_at.checked_add(m));
+    let mut next = {
+        let st = shared.state();
+        Instant::now() + st.ttl / 3
+    };
+    loop {
+        tokio::time::sleep_until(next.into()).await;
+        if shared.status() != Status::Held {
+            return;
+        }
+        let (ttl, valid_until) = {
+            let st = shared.state();
+            (st.ttl, st.valid_until)
+        };
+        let now = Instant::now();
+        let mut this_ttl = ttl;
+        if let Some(end) = hold_until {
+            let left = end.saturating_duration_since(now);
+            if left < Duration::from_millis(1) {
+                return;
+            }
+            this_ttl = this_ttl.min(left);
+        }
+        match shared.extend(this_ttl).await {
+            Ok(()) => next = Instant::now() + ttl / 3,
+            Err(e) if e.kind() == ErrorKind::NotHeld => {
+                shared.mark_lost();
+                return;
+            }
+            Err(_) => {
+                let left = valid_until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    shared.mark_lost();
+                    return;
+                }
+                // Try again soon, well before validity runs out.
+                next = Instant::now() + (left / 4).max(Duration::from_millis(5)).min(ttl / 3);
+            }
+        }
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let s = &self.shared;
+        if s.mark_released() == Status::Released {
+            return;
+        }
+        let Some(runtime) = &s.runtime else {
+            return;
+        };
+        let shared = Arc::clone(s);
+        runtime.spawn(async move {
+            let _ = shared
+                .manager
+                .release(&shared.name, &shared.key, &shared.token, UNDO_TIMEOUT)
+                .await;
+        });
+    }
+}

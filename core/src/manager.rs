@@ -1,0 +1,835 @@
+//! The lock manager: the quorum engine shared by the single-server lock (one server) and
+//! Redlock (several), and the wait loop.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::{join_all, select_all};
+use futures_util::FutureExt;
+use redis::Value;
+
+use crate::config::{Builder, Config};
+use crate::error::{Error, ErrorKind, Result};
+use crate::lock::Lock;
+use crate::quorum;
+use crate::scripts;
+use crate::server::{Failure, Server, Subscription};
+use crate::token::{self, display_name};
+
+/// Options of one acquisition, for [`LockManager::acquire_with`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// How long the lock lives unless extended.
+    pub ttl: Duration,
+    /// How long to keep trying: `None` waits until acquired, `Some(Duration::ZERO)` tries
+    /// once.
+    pub wait: Option<Duration>,
+    /// A caller-chosen token (non-empty, at most 512 bytes) instead of a random UUID. Makes the
+    /// acquisition re-entrant for that token: acquiring again resets the TTL.
+    pub token: Option<Vec<u8>>,
+}
+
+impl AcquireOptions {
+    /// Options with the given TTL, waiting forever, with a random token.
+    pub fn new(ttl: Duration) -> AcquireOptions {
+        AcquireOptions {
+            ttl,
+            wait: None,
+            token: None,
+        }
+    }
+    /// Sets the wait limit (`None`: forever; zero: one try).
+    pub fn wait(mut self, wait: Option<Duration>) -> AcquireOptions {
+        self.wait = wait;
+        self
+    }
+    /// Sets a caller-chosen token.
+    pub fn token(mut self, token: impl AsRef<[u8]>) -> AcquireOptions {
+        self.token = Some(token.as_ref().to_vec());
+        self
+    }
+}
+
+impl std::fmt::Debug for AcquireOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcquireOptions")
+            .field("ttl", &self.ttl)
+            .field("wait", &self.wait)
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .finish()
+    }
+}
+
+/// A distributed lock manager over one Redis server (the single-server lock) or several
+/// independent ones (Redlock, quorum N/2+1).
+///
+/// Cheap to clone: clones share connections. Servers are contacted in parallel, on first use;
+/// a server that is down never makes construction fail.
+#[derive(Clone)]
+pub struct LockManager {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for LockManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockManager")
+            .field("config", &self.inner.config)
+            .finish()
+    }
+}
+
+pub(crate) struct Inner {
+    pub config: Config,
+    pub servers: Vec<Arc<Server>>,
+    pub fence_key: Vec<u8>,
+}
+
+/// One server's answer to an acquire.
+enum Vote {
+    Granted(u64),
+    Held { pttl: Option<Duration>, fence: u64 },
+    Failed(Failure),
+}
+
+/// One server's answer to a release or extend: 1 done, 0 key gone, -1 other token.
+type Outcome = std::result::Result<i64, Failure>;
+
+pub(crate) struct Acquired {
+    pub fencing_token: u64,
+    pub valid_until: Instant,
+}
+
+enum Attempt {
+    Acquired(Acquired),
+    Refused {
+        holder_pttl: Option<Duration>,
+        error: Error,
+        /// Retrying cannot help (e.g. WRONGTYPE on a quorum-breaking number of servers).
+        fatal: bool,
+    },
+}
+
+impl LockManager {
+    /// A manager with default options over the given server URLs
+    /// (`redis://[user:password@]host[:port][/db]`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an empty list, a bad URL or a duplicate server (see
+    /// [`Builder::config`]). Never a network error: nothing is contacted yet.
+    pub fn new<I, S>(urls: I) -> Result<LockManager>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Builder::new(urls).build()
+    }
+
+    /// A builder for the key prefix, retry delay, jitter, drift factor and server timeout.
+    pub fn builder<I, S>(urls: I) -> Builder
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Builder::new(urls)
+    }
+
+    /// A manager from a checked configuration.
+    pub fn from_config(config: Config) -> LockManager {
+        let servers = config
+            .servers
+            .iter()
+            .map(|s| Arc::new(Server::new(s, config.connect_timeout)))
+            .collect();
+        let mut fence_key = config.prefix.clone();
+        fence_key.extend_from_slice(token::FENCE_KEY);
+        LockManager {
+            inner: Arc::new(Inner {
+                config,
+                servers,
+                fence_key,
+            }),
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Number of servers a decision needs (N/2+1).
+    pub fn quorum(&self) -> usize {
+        quorum::quorum(self.inner.servers.len())
+    }
+
+    /// Acquires `name` for `ttl`, waiting up to `wait` (`None`: until acquired). Waiting does
+    /// not poll: the waiter is woken by the holder's release, or sleeps until the holder's TTL
+    /// runs out (at most the retry delay). Dropping the future cancels cleanly: votes already
+    /// won are released in the background.
+    ///
+    /// Too few reachable servers is retried like a held lock, until the wait limit: with no
+    /// limit, acquire waits for the servers to come back (cancel it to stop). Failures that
+    /// retrying cannot cure (authentication, permissions, a key of the wrong type) end it at
+    /// once.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad name or TTL (before any network call);
+    /// [`Error::NotAcquired`] when the wait limit passes while others hold the lock;
+    /// [`Error::Unavailable`] when too few servers answer; [`Error::Redis`] when servers
+    /// answer with errors (e.g. the key holds a list).
+    pub async fn acquire(
+        &self,
+        name: impl AsRef<[u8]>,
+        ttl: Duration,
+        wait: Option<Duration>,
+    ) -> Result<Lock> {
+        self.acquire_with(name, &AcquireOptions::new(ttl).wait(wait))
+            .await
+    }
+
+    /// One attempt: `Ok(None)` when another owner holds the lock.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire), except that "held by another" is `Ok(None)`.
+    pub async fn try_acquire(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Option<Lock>> {
+        let opts = AcquireOptions::new(ttl).wait(Some(Duration::ZERO));
+        match self.acquire_with(name, &opts).await {
+            Ok(lock) => Ok(Some(lock)),
+            Err(e) if e.kind() == ErrorKind::NotAcquired => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Acquires with every option: TTL, wait limit and a caller-chosen token.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire); also [`Error::InvalidArgument`] for a bad token.
+    pub async fn acquire_with(
+        &self,
+        name: impl AsRef<[u8]>,
+        opts: &AcquireOptions,
+    ) -> Result<Lock> {
+        let name = name.as_ref();
+        token::check_name(name)?;
+        let ttl_ms = token::check_ttl(opts.ttl)?;
+        let ttl = Duration::from_millis(ttl_ms);
+        let token = match &opts.token {
+            Some(t) => {
+                token::check_token(t)?;
+                t.clone()
+            }
+            None => token::generate(),
+        };
+        let key = self.inner.key(name);
+        let started = Instant::now();
+        let deadline = opts.wait.map(|w| started.checked_add(w));
+        let timeout = self.inner.server_timeout(ttl);
+        let mut subscriptions: Option<Vec<Subscription>> = None;
+        let mut attempts = 0u32;
+        loop {
+            for s in subscriptions.iter_mut().flatten() {
+                s.mark_seen();
+            }
+            attempts += 1;
+            let attempt_started = Instant::now();
+            let attempt = self.inner.attempt(name, &key, &token, ttl, timeout).await;
+            let round_trip = attempt_started.elapsed();
+            let (holder_pttl, error, fatal) = match attempt {
+                Attempt::Acquired(a) => {
+                    tracing::debug!(
+                        target: "fencelock",
+                        lock = %display_name(name),
+                        attempts,
+                        elapsed_ms = started.elapsed().as_millis() as u64,
+                        fencing_token = a.fencing_token,
+                        "acquired"
+                    );
+                    return Ok(Lock::new(
+                        Arc::clone(&self.inner),
+                        name.to_vec(),
+                        key,
+                        token,
+                        ttl,
+                        a,
+                    ));
+                }
+                Attempt::Refused {
+                    holder_pttl,
+                    error,
+                    fatal,
+                } => (holder_pttl, error, fatal),
+            };
+            let now = Instant::now();
+            let out_of_time = matches!(deadline, Some(Some(d)) if now >= d);
+            if fatal || out_of_time {
+                tracing::debug!(
+                    target: "fencelock",
+                    lock = %display_name(name),
+                    attempts,
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    error = %error,
+                    "acquire failed"
+                );
+            }
+            if fatal {
+                return Err(error);
+            }
+            let remaining = match deadline {
+                None | Some(None) => None,
+                Some(Some(_)) if out_of_time => {
+                    return Err(Error::new(
+                        error.kind(),
+                        format!(
+                            "{} (gave up after {attempts} attempt{} in {} ms)",
+                            error.message(),
+                            if attempts == 1 { "" } else { "s" },
+                            started.elapsed().as_millis()
+                        ),
+                    ))
+                }
+                Some(Some(d)) => Some(d - now),
+            };
+            let Some(subs) = subscriptions.as_mut() else {
+                // First refusal: listen for the holder's release, then try again at once so a
+                // release that came before the subscription is not missed.
+                // Subscribing may need a new connection: allow it at least 100 ms.
+                let allowed = timeout.max(Duration::from_millis(100));
+                let bound = remaining.map_or(allowed, |r| r.min(allowed));
+                subscriptions = Some(self.inner.subscribe(name, bound).await);
+                continue;
+            };
+            let random: f64 = rand::random();
+            let cfg = &self.inner.config;
+            let mut sleep =
+                quorum::retry_sleep(holder_pttl, cfg.retry_delay, cfg.retry_jitter, random);
+            if let Some(r) = remaining {
+                sleep = sleep.min(r);
+            }
+            if subs.is_empty() {
+                tokio::time::sleep(sleep).await;
+            } else {
+                let notified = select_all(subs.iter_mut().map(|s| s.notified().boxed()));
+                let woken = tokio::time::timeout(sleep, notified).await.is_ok();
+                if woken && self.inner.n() > 1 {
+                    // Every waiter hears the same release at once. Racing in lockstep, they
+                    // would split the servers' votes and all fail; a random stagger of up to
+                    // two round trips lets one reach every server first.
+                    let stagger = quorum::stagger(round_trip, cfg.retry_delay, rand::random());
+                    tokio::time::sleep(stagger).await;
+                }
+            }
+        }
+    }
+
+    /// Releases `name` if it is held with `token`, without a lock object (for locks handed
+    /// across processes).
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] when fewer than a quorum deleted it (the message says whether the key
+    /// was gone or held by another token); [`Error::Unavailable`] when too few servers
+    /// answered; [`Error::InvalidArgument`] for a bad name or token.
+    pub async fn release_by_token(
+        &self,
+        name: impl AsRef<[u8]>,
+        token: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let (name, token) = (name.as_ref(), token.as_ref());
+        token::check_name(name)?;
+        token::check_token(token)?;
+        let key = self.inner.key(name);
+        let timeout = self
+            .inner
+            .config
+            .server_timeout
+            .unwrap_or(Duration::from_secs(1));
+        self.inner.release(name, &key, token, timeout).await
+    }
+
+    /// Runs `f` while holding `name`: acquires (waiting until acquired), extends the lock in
+    /// the background every ttl/3 while `f` runs, then releases it.
+    ///
+    /// # Errors
+    /// Any error of [`acquire`](Self::acquire); [`Error::NotHeld`] when the lock was lost while
+    /// `f` ran (then `f`'s result is dropped: its work was not protected) or could not be
+    /// released as held.
+    pub async fn with_lock<T>(
+        &self,
+        name: impl AsRef<[u8]>,
+        ttl: Duration,
+        f: impl AsyncFnOnce(&Lock) -> T,
+    ) -> Result<T> {
+        let lock = self.acquire(name, ttl, None).await?;
+        lock.auto_extend(None);
+        let out = f(&lock).await;
+        lock.finish_scope().await.map(|()| out)
+    }
+}
+
+impl Inner {
+    pub fn key(&self, name: &[u8]) -> Vec<u8> {
+        let mut key = Vec::with_capacity(self.config.prefix.len() + name.len());
+        key.extend_from_slice(&self.config.prefix);
+        key.extend_from_slice(name);
+        key
+    }
+
+    fn channel(&self, name: &[u8]) -> Vec<u8> {
+        let mut c = self.config.prefix.clone();
+        c.extend_from_slice(token::CHANNEL_PREFIX);
+        c.extend_from_slice(name);
+        c
+    }
+
+    pub fn server_timeout(&self, ttl: Duration) -> Duration {
+        self.config
+            .server_timeout
+            .unwrap_or_else(|| quorum::default_server_timeout(ttl))
+    }
+
+    pub fn drift_factor(&self) -> f64 {
+        self.config.drift_factor
+    }
+
+    pub(crate) fn n(&self) -> usize {
+        self.servers.len()
+    }
+
+    /// One acquisition attempt on every server in parallel, undone everywhere if it fails.
+    async fn attempt(
+        self: &Arc<Self>,
+        name: &[u8],
+        key: &[u8],
+        token: &[u8],
+        ttl: Duration,
+        timeout: Duration,
+    ) -> Attempt {
+        let ttl_ms = ttl.as_millis().to_string();
+        let start = Instant::now();
+        let mut undo = UndoGuard::new(self, name, key, token);
+        let votes: Vec<Vote> = join_all(self.servers.iter().map(|s| {
+            let keys: [&[u8]; 2] = [key, &self.fence_key];
+            let args: [&[u8]; 2] = [token, ttl_ms.as_bytes()];
+            async move {
+                match s
+                    .eval::<Value>(&scripts::ACQUIRE, &keys, &args, timeout)
+                    .await
+                {
+                    Ok(v) => parse_vote(v),
+                    Err(f) => Vote::Failed(f),
+                }
+            }
+        }))
+        .await;
+
+        let granted = votes
+            .iter()
+            .filter(|v| matches!(v, Vote::Granted(_)))
+            .count();
+        tracing::trace!(
+            target: "fencelock",
+            lock = %display_name(name),
+            servers = self.n(),
+            answered = votes.iter().filter(|v| !matches!(v, Vote::Failed(_))).count(),
+            granted,
+            elapsed_us = start.elapsed().as_micros() as u64,
+            "acquire attempt"
+        );
+        let holder_pttl = votes
+            .iter()
+            .filter_map(|v| match v {
+                Vote::Held { pttl, .. } => *pttl,
+                _ => None,
+            })
+            .max();
+        if !quorum::has_quorum(granted, self.n()) {
+            let (error, fatal) = self.refusal(name, &votes);
+            // Only a server that granted, or that may have acted on a call whose reply was
+            // lost, can hold this token: when every server answered "held", nothing to undo.
+            let maybe_written = votes.iter().any(|v| {
+                matches!(
+                    v,
+                    Vote::Granted(_) | Vote::Failed(Failure::Timeout(_) | Failure::Connection(_))
+                )
+            });
+            if maybe_written {
+                undo.run().await;
+            } else {
+                undo.disarm();
+            }
+            return Attempt::Refused {
+                holder_pttl,
+                error,
+                fatal,
+            };
+        }
+
+        // Fencing: the token is the largest counter any server reported; servers that reported
+        // less are raised to it, and a quorum must hold at least it.
+        let counters = votes.iter().filter_map(|v| match v {
+            Vote::Granted(f) | Vote::Held { fence: f, .. } => Some(*f),
+            Vote::Failed(_) => None,
+        });
+        let fence = quorum::fencing_max(counters).unwrap_or(0);
+        let behind: Vec<&Arc<Server>> = self
+            .servers
+            .iter()
+            .zip(&votes)
+            .filter(
+                |(_, v)| matches!(v, Vote::Granted(f) | Vote::Held { fence: f, .. } if *f < fence),
+            )
+            .map(|(s, _)| s)
+            .collect();
+        let mut at_fence = votes
+            .iter()
+            .filter(|v| matches!(v, Vote::Granted(f) | Vote::Held { fence: f, .. } if *f >= fence))
+            .count();
+        if !behind.is_empty() {
+            let fence_arg = fence.to_string();
+            let raised = join_all(behind.iter().map(|s| {
+                let keys: [&[u8]; 1] = [&self.fence_key];
+                let args: [&[u8]; 1] = [fence_arg.as_bytes()];
+                async move {
+                    s.eval::<u64>(&scripts::RAISE_FENCE, &keys, &args, timeout)
+                        .await
+                }
+            }))
+            .await;
+            at_fence += raised
+                .iter()
+                .filter(|r| matches!(r, Ok(v) if *v >= fence))
+                .count();
+        }
+        if !quorum::has_quorum(at_fence, self.n()) {
+            undo.run().await;
+            return Attempt::Refused {
+                holder_pttl,
+                error: Error::Unavailable(format!(
+                    "lock {}: only {at_fence} of {} servers confirmed fencing token {fence}, quorum is {}",
+                    display_name(name),
+                    self.n(),
+                    quorum::quorum(self.n())
+                )),
+                fatal: false,
+            };
+        }
+
+        let Some(validity) = quorum::validity(ttl, start.elapsed(), self.drift_factor()) else {
+            undo.run().await;
+            return Attempt::Refused {
+                holder_pttl,
+                error: Error::NotAcquired(format!(
+                    "lock {}: acquiring took {} ms, too long for a ttl of {} ms with the drift allowance; it would have been expired when handed out",
+                    display_name(name),
+                    start.elapsed().as_millis(),
+                    ttl.as_millis()
+                )),
+                fatal: false,
+            };
+        };
+        undo.disarm();
+        Attempt::Acquired(Acquired {
+            fencing_token: fence,
+            valid_until: Instant::now() + validity,
+        })
+    }
+
+    /// The error of a refused attempt, and whether retrying is hopeless.
+    fn refusal(&self, name: &[u8], votes: &[Vote]) -> (Error, bool) {
+        let n = self.n();
+        let q = quorum::quorum(n);
+        let held = votes
+            .iter()
+            .filter(|v| matches!(v, Vote::Held { .. }))
+            .count();
+        let granted = votes
+            .iter()
+            .filter(|v| matches!(v, Vote::Granted(_)))
+            .count();
+        let failures = self.failures(votes.iter().map(|v| match v {
+            Vote::Failed(f) => Some(f),
+            _ => None,
+        }));
+        let permanent = votes
+            .iter()
+            .filter(|v| matches!(v, Vote::Failed(f) if f.is_permanent()))
+            .count();
+        let answered = held + granted;
+        let lock = display_name(name);
+        if !quorum::quorum_possible(permanent, n) {
+            let replies = votes
+                .iter()
+                .any(|v| matches!(v, Vote::Failed(Failure::Reply(_))));
+            let kind = if replies {
+                ErrorKind::Redis
+            } else {
+                ErrorKind::Unavailable
+            };
+            return (Error::new(kind, format!("lock {lock}: {failures}")), true);
+        }
+        if answered < q {
+            return (
+                Error::Unavailable(format!(
+                    "lock {lock}: only {answered} of {n} servers answered, quorum is {q}: {failures}"
+                )),
+                false,
+            );
+        }
+        let mut msg = if held > 0 {
+            format!("lock {lock} is held by another owner ({held} of {n} servers)")
+        } else {
+            format!("lock {lock}: no quorum agreed")
+        };
+        if !failures.is_empty() {
+            msg.push_str(&format!("; {failures}"));
+        }
+        (Error::NotAcquired(msg), false)
+    }
+
+    /// `label: failure` for each failed server, comma-separated.
+    fn failures<'a>(&self, per_server: impl Iterator<Item = Option<&'a Failure>>) -> String {
+        self.servers
+            .iter()
+            .zip(per_server)
+            .filter_map(|(s, f)| f.map(|f| format!("{} {f}", s.label)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Runs a compare-and-X script on every server in parallel.
+    async fn on_all(
+        &self,
+        script: &redis::Script,
+        key: &[u8],
+        args: &[&[u8]],
+        timeout: Duration,
+    ) -> Vec<Outcome> {
+        join_all(self.servers.iter().map(|s| {
+            let keys: [&[u8]; 1] = [key];
+            async move { s.eval::<i64>(script, &keys, args, timeout).await }
+        }))
+        .await
+    }
+
+    /// Judges release/extend outcomes: Ok when a quorum did it, else NotHeld or Unavailable.
+    fn judge(&self, what: &str, name: &[u8], outcomes: &[Outcome]) -> Result<()> {
+        let n = self.n();
+        let q = quorum::quorum(n);
+        let done = outcomes.iter().filter(|o| matches!(o, Ok(1))).count();
+        if done >= q {
+            return Ok(());
+        }
+        let gone = outcomes.iter().filter(|o| matches!(o, Ok(0))).count();
+        let other = outcomes.iter().filter(|o| matches!(o, Ok(-1))).count();
+        let failures = self.failures(outcomes.iter().map(|o| o.as_ref().err()));
+        let lock = display_name(name);
+        if done + gone + other < q {
+            if outcomes
+                .iter()
+                .all(|o| matches!(o, Err(f) if f.is_permanent()))
+            {
+                let kind = if outcomes.iter().any(|o| matches!(o, Err(Failure::Reply(_)))) {
+                    ErrorKind::Redis
+                } else {
+                    ErrorKind::Unavailable
+                };
+                return Err(Error::new(
+                    kind,
+                    format!("{what} of lock {lock}: {failures}"),
+                ));
+            }
+            return Err(Error::Unavailable(format!(
+                "{what} of lock {lock}: only {} of {n} servers answered, quorum is {q}: {failures}",
+                done + gone + other
+            )));
+        }
+        let mut why = Vec::new();
+        if gone > 0 {
+            why.push(format!("the key was gone (expired or deleted) on {gone}"));
+        }
+        if other > 0 {
+            why.push(format!("another owner holds it on {other}"));
+        }
+        Err(Error::NotHeld(format!(
+            "{what} of lock {lock} failed: this token holds it on {done} of {n} servers, quorum is {q}; {}",
+            why.join(", ")
+        )))
+    }
+
+    /// Compare-and-delete on every server; publishes on the release channel.
+    pub async fn release(
+        &self,
+        name: &[u8],
+        key: &[u8],
+        token: &[u8],
+        timeout: Duration,
+    ) -> Result<()> {
+        let channel = self.channel(name);
+        let start = Instant::now();
+        let outcomes = self
+            .on_all(&scripts::RELEASE, key, &[token, &channel], timeout)
+            .await;
+        let judged = self.judge("release", name, &outcomes);
+        trace_outcome("release", name, &outcomes, start, &judged);
+        judged
+    }
+
+    /// Compare-and-PEXPIRE on every server. On success returns the new end of validity. When
+    /// no quorum holds it any more, the token is deleted where it survived.
+    pub async fn extend(
+        &self,
+        name: &[u8],
+        key: &[u8],
+        token: &[u8],
+        ttl: Duration,
+    ) -> Result<Instant> {
+        let ttl_ms = token::check_ttl(ttl)?;
+        let ttl = Duration::from_millis(ttl_ms);
+        let ttl_arg = ttl_ms.to_string();
+        let start = Instant::now();
+        let outcomes = self
+            .on_all(
+                &scripts::EXTEND,
+                key,
+                &[token, ttl_arg.as_bytes()],
+                self.server_timeout(ttl),
+            )
+            .await;
+        let judged = self.judge("extend", name, &outcomes);
+        trace_outcome("extend", name, &outcomes, start, &judged);
+        if let Err(e) = judged {
+            if e.kind() == ErrorKind::NotHeld {
+                let _ = self
+                    .release(name, key, token, self.server_timeout(ttl))
+                    .await;
+            }
+            return Err(e);
+        }
+        match quorum::validity(ttl, start.elapsed(), self.drift_factor()) {
+            Some(v) => Ok(Instant::now() + v),
+            None => Err(Error::NotHeld(format!(
+                "extend of lock {}: took {} ms, longer than the ttl of {} ms allows",
+                display_name(name),
+                start.elapsed().as_millis(),
+                ttl.as_millis()
+            ))),
+        }
+    }
+
+    /// Subscribes to the lock's release channel on every server that answers in time.
+    async fn subscribe(&self, name: &[u8], timeout: Duration) -> Vec<Subscription> {
+        let channel = self.channel(name);
+        join_all(self.servers.iter().map(|s| s.subscribe(&channel, timeout)))
+            .await
+            .into_iter()
+            .filter_map(|r| r.ok())
+            .collect()
+    }
+}
+
+fn trace_outcome<T>(
+    what: &str,
+    name: &[u8],
+    outcomes: &[Outcome],
+    start: Instant,
+    judged: &Result<T>,
+) {
+    tracing::debug!(
+        target: "fencelock",
+        lock = %display_name(name),
+        servers = outcomes.len(),
+        answered = outcomes.iter().filter(|o| o.is_ok()).count(),
+        elapsed_us = start.elapsed().as_micros() as u64,
+        error = judged.as_ref().err().map(tracing::field::display),
+        "{what}"
+    );
+}
+
+fn parse_vote(v: Value) -> Vote {
+    let bad = |v: &Value| Vote::Failed(Failure::Reply(format!("acquire script returned {v:?}")));
+    let Value::Array(items) = &v else {
+        return bad(&v);
+    };
+    let ints: Vec<i64> = items
+        .iter()
+        .filter_map(|i| match i {
+            Value::Int(n) => Some(*n),
+            _ => None,
+        })
+        .collect();
+    match ints.as_slice() {
+        [1, fence] if *fence >= 0 => Vote::Granted(*fence as u64),
+        [0, pttl, fence] if *fence >= 0 => Vote::Held {
+            pttl: u64::try_from(*pttl).ok().map(Duration::from_millis),
+            fence: *fence as u64,
+        },
+        _ => bad(&v),
+    }
+}
+
+/// Releases an attempt's votes on every server unless disarmed: awaited on the normal path,
+/// spawned in the background when the attempt's future is dropped mid-way (on the runtime the
+/// attempt started on, since the drop may happen outside it).
+struct UndoGuard {
+    armed: Option<Undo>,
+}
+
+struct Undo {
+    inner: Arc<Inner>,
+    name: Vec<u8>,
+    key: Vec<u8>,
+    token: Vec<u8>,
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+impl Undo {
+    async fn run(&self) {
+        let _ = self
+            .inner
+            .release(&self.name, &self.key, &self.token, UNDO_TIMEOUT)
+            .await;
+    }
+}
+
+impl UndoGuard {
+    fn new(inner: &Arc<Inner>, name: &[u8], key: &[u8], token: &[u8]) -> UndoGuard {
+        UndoGuard {
+            armed: Some(Undo {
+                inner: Arc::clone(inner),
+                name: name.to_vec(),
+                key: key.to_vec(),
+                token: token.to_vec(),
+                runtime: tokio::runtime::Handle::try_current().ok(),
+            }),
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.armed = None;
+    }
+
+    /// Runs the undo and waits for it. The undo runs as its own task, so that cancelling the
+    /// attempt while it waits (an aborted acquire dropping its future) cannot stop the undo
+    /// half-way and leave a vote behind on some server until its TTL runs out.
+    async fn run(&mut self) {
+        if let Some(undo) = self.armed.take() {
+            match undo.runtime.clone() {
+                Some(runtime) => {
+                    let _ = runtime.spawn(async move { undo.run().await }).await;
+                }
+                None => undo.run().await,
+            }
+        }
+    }
+}
+
+/// Timeout of a background clean-up call to one server.
+pub(crate) const UNDO_TIMEOUT: Duration = Duration::from_secs(1);
+
+impl Drop for UndoGuard {
+    fn drop(&mut self) {
+        if let Some(undo) = self.armed.take() {
+            if let Some(runtime) = undo.runtime.clone() {
+                runtime.spawn(async move { undo.run().await });
+            }
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! The Lua scripts, loaded once per process and run with EVALSHA (falling back to EVAL when a
+//! server does not know them yet, e.g. after a restart).
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// `SET NX PX` + fencing `INCR`, or the holder's `PTTL` and the counter.
+pub(crate) static ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
+/// Compare-and-delete + `PUBLISH` on the release channel.
+pub(crate) static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/release.lua")));
+/// Compare-and-`PEXPIRE`.
+pub(crate) static EXTEND: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/extend.lua")));
+/// Raise the fencing counter to at least a value.
+pub(crate) static RAISE_FENCE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/raise_fence.lua")));

@@ -1,0 +1,469 @@
+//! One Redis server: a lazily opened multiplexed connection that is reopened after it breaks,
+//! a per-call timeout, and a shared subscriber for release notifications.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex, MutexGuard};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::aio::{MultiplexedConnection, PubSubSink};
+use redis::{AsyncConnectionConfig, FromRedisValue, RedisError, Script};
+use tokio::sync::watch;
+
+use crate::config::{SentinelSpec, ServerSpec};
+
+/// How long an unused release subscription is kept, so that a busy lock does not cost a
+/// SUBSCRIBE/UNSUBSCRIBE pair per wait.
+const SUBSCRIPTION_LINGER: Duration = Duration::from_secs(2);
+
+/// Why one server did not answer a call as hoped.
+#[derive(Debug, Clone)]
+pub(crate) enum Failure {
+    /// No reply within the per-server timeout.
+    Timeout(Duration),
+    /// Could not connect, or the connection broke.
+    Connection(String),
+    /// The server refused our credentials or permissions, or the TLS handshake failed on a
+    /// certificate: retrying will not help.
+    Auth(String),
+    /// The server answered with an error (for example WRONGTYPE) or an unexpected reply.
+    Reply(String),
+}
+
+impl Failure {
+    /// Failures that retrying will not cure.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, Failure::Auth(_) | Failure::Reply(_))
+    }
+
+    fn from_redis(e: &RedisError) -> Failure {
+        // Messages of redis-rs name the command and the server's reply; they do not contain
+        // URLs or passwords.
+        if e.is_timeout() {
+            Failure::Timeout(Duration::ZERO)
+        } else if e.code() == Some("READONLY") || e.to_string().contains("READONLY") {
+            // A replica, e.g. a master demoted by a failover: reconnect (and re-ask the
+            // sentinels) rather than fail for good.
+            Failure::Connection("the server is a read-only replica".into())
+        } else if e.code() == Some("NOPERM") {
+            // The ACL user lacks a command, key or channel (the detail names which).
+            Failure::Auth(format!(
+                "permission denied by the server's ACL: {}",
+                e.detail().unwrap_or("NOPERM")
+            ))
+        } else if e.kind() == redis::ErrorKind::AuthenticationFailed
+            || e.code() == Some("WRONGPASS")
+            || e.code() == Some("NOAUTH")
+        {
+            Failure::Auth(format!(
+                "authentication failed ({})",
+                e.code().unwrap_or("bad credentials")
+            ))
+        } else if e.to_string().contains("certificate") {
+            // A TLS handshake that failed on a certificate: configuration, not a transient
+            // network problem (the message names the reason, never key material).
+            Failure::Auth(format!("TLS handshake failed: {e}"))
+        } else if e.is_io_error()
+            || e.is_connection_dropped()
+            || e.is_connection_refusal()
+            || e.is_unrecoverable_error()
+        {
+            Failure::Connection(e.to_string())
+        } else {
+            Failure::Reply(e.to_string())
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Timeout(t) if t.is_zero() => f.write_str("timed out"),
+            Failure::Timeout(t) => write!(f, "no reply within {} ms", t.as_millis()),
+            Failure::Connection(m) => write!(f, "connection failed: {m}"),
+            Failure::Auth(m) => f.write_str(m),
+            Failure::Reply(m) => write!(f, "unexpected reply: {m}"),
+        }
+    }
+}
+
+fn lock<T>(m: &StdMutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these short critical sections leaves plain data behind,
+    // still consistent: keep going rather than poison every later call.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One server of the manager.
+pub(crate) struct Server {
+    /// `host:port[/db]`, for messages.
+    pub label: String,
+    /// What to connect to: the server itself, or a template for the master a Sentinel names.
+    client: redis::Client,
+    sentinel: Option<SentinelSpec>,
+    /// The client of the last connection opened (the Sentinel's current master), for the
+    /// subscriber.
+    current: StdMutex<redis::Client>,
+    connect_timeout: Duration,
+    state: StdMutex<ConnState>,
+    generation: AtomicU64,
+    sub: Subscriber,
+}
+
+/// The command connection: none, being opened by a background task, or open.
+enum ConnState {
+    Idle,
+    Connecting(watch::Receiver<Option<Result<(), Failure>>>),
+    Ready(u64, MultiplexedConnection),
+}
+
+impl Server {
+    pub fn new(spec: &ServerSpec, connect_timeout: Duration) -> Server {
+        Server {
+            label: spec.label.clone(),
+            client: spec.client.clone(),
+            sentinel: spec.sentinel.clone(),
+            current: StdMutex::new(spec.client.clone()),
+            connect_timeout,
+            state: StdMutex::new(ConnState::Idle),
+            generation: AtomicU64::new(0),
+            sub: Subscriber::default(),
+        }
+    }
+
+    /// The open connection, opening one if needed. Opening runs in a background task bounded by
+    /// the connect timeout, so a caller that gives up (its own call timeout) does not waste
+    /// the handshake: the next caller finds the connection open.
+    async fn connection(self: &Arc<Self>) -> Result<(u64, MultiplexedConnection), Failure> {
+        loop {
+            let mut rx = {
+                let mut state = lock(&self.state);
+                match &*state {
+                    ConnState::Ready(generation, conn) => return Ok((*generation, conn.clone())),
+                    ConnState::Connecting(rx) => rx.clone(),
+                    ConnState::Idle => {
+                        let (tx, rx) = watch::channel(None);
+                        *state = ConnState::Connecting(rx.clone());
+                        let server = Arc::clone(self);
+                        tokio::spawn(async move { server.open(tx).await });
+                        rx
+                    }
+                }
+            };
+            let outcome = rx
+                .wait_for(Option::is_some)
+                .await
+                .map(|o| o.clone())
+                .unwrap_or(Some(Err(Failure::Connection("connect task ended".into()))));
+            if let Some(Err(failure)) = outcome {
+                return Err(failure);
+            }
+        }
+    }
+
+    async fn open(&self, done: watch::Sender<Option<Result<(), Failure>>>) {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(None)
+            .set_response_timeout(None);
+        let attempt = async {
+            let client = self.resolve().await?;
+            let mut conn = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .map_err(|e| Failure::from_redis(&e))?;
+            if self.sentinel.is_some() {
+                // During a failover a sentinel may still name the old master: make sure.
+                let role: Vec<redis::Value> = redis::cmd("ROLE")
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| Failure::from_redis(&e))?;
+                if !matches!(role.first(), Some(redis::Value::BulkString(r)) if r == b"master") {
+                    return Err(Failure::Connection(
+                        "the server the sentinels named is not a master (failover in progress)"
+                            .into(),
+                    ));
+                }
+            }
+            *lock(&self.current) = client;
+            Ok(conn)
+        };
+        let result = match tokio::time::timeout(self.connect_timeout, attempt).await {
+            Ok(result) => result,
+            Err(_) => Err(Failure::Connection(format!(
+                "connect timed out after {} ms",
+                self.connect_timeout.as_millis()
+            ))),
+        };
+        let mut state = lock(&self.state);
+        let reply = match result {
+            Ok(conn) => {
+                let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+                *state = ConnState::Ready(generation, conn);
+                Ok(())
+            }
+            Err(failure) => {
+                *state = ConnState::Idle;
+                Err(failure)
+            }
+        };
+        done.send_replace(Some(reply));
+    }
+
+    /// The client to connect with: the server's own, or the master the first answering
+    /// sentinel names.
+    async fn resolve(&self) -> Result<redis::Client, Failure> {
+        let Some(spec) = &self.sentinel else {
+            return Ok(self.client.clone());
+        };
+        let mut why = Vec::new();
+        for sentinel in &spec.sentinels {
+            let asked = async {
+                let mut conn = sentinel.get_multiplexed_async_connection().await?;
+                redis::cmd("SENTINEL")
+                    .arg("get-master-addr-by-name")
+                    .arg(&spec.master)
+                    .query_async::<Option<(String, u16)>>(&mut conn)
+                    .await
+            };
+            match asked.await {
+                Ok(Some((host, port))) => {
+                    let info = self
+                        .client
+                        .get_connection_info()
+                        .clone()
+                        .set_addr(redis::ConnectionAddr::Tcp(host, port));
+                    return redis::Client::open(info).map_err(|e| Failure::from_redis(&e));
+                }
+                Ok(None) => why.push(format!(
+                    "{} does not know master {:?}",
+                    sentinel.get_connection_info().addr(),
+                    spec.master
+                )),
+                Err(e) => why.push(format!(
+                    "{}: {}",
+                    sentinel.get_connection_info().addr(),
+                    Failure::from_redis(&e)
+                )),
+            }
+        }
+        Err(Failure::Connection(format!(
+            "no sentinel named a master: {}",
+            why.join("; ")
+        )))
+    }
+
+    fn forget_connection(&self, generation: u64) {
+        let mut state = lock(&self.state);
+        if matches!(&*state, ConnState::Ready(g, _) if *g == generation) {
+            *state = ConnState::Idle;
+        }
+    }
+
+    /// Runs a script with the given keys and arguments, within `timeout`. When the connection
+    /// turns out to be broken (e.g. the server restarted), it is reopened and the script run
+    /// once more: every fencelock script has the same effect when repeated with the same
+    /// token, so a retry after a lost reply is safe.
+    pub async fn eval<T: FromRedisValue>(
+        self: &Arc<Self>,
+        script: &Script,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        timeout: Duration,
+    ) -> Result<T, Failure> {
+        let call = async {
+            let mut retried = false;
+            loop {
+                let (generation, mut conn) = self.connection().await?;
+                let mut invocation = script.prepare_invoke();
+                for k in keys {
+                    invocation.key(*k);
+                }
+                for a in args {
+                    invocation.arg(*a);
+                }
+                match invocation.invoke_async(&mut conn).await {
+                    Ok(value) => return Ok(value),
+                    Err(e) => {
+                        let failure = Failure::from_redis(&e);
+                        if matches!(failure, Failure::Connection(_)) {
+                            self.forget_connection(generation);
+                            if !retried {
+                                retried = true;
+                                continue;
+                            }
+                        }
+                        return Err(failure);
+                    }
+                }
+            }
+        };
+        match tokio::time::timeout(timeout, call).await {
+            Ok(result) => result,
+            Err(_) => Err(Failure::Timeout(timeout)),
+        }
+    }
+
+    /// Subscribes to a release channel on this server, within `timeout`.
+    pub async fn subscribe(
+        self: &Arc<Self>,
+        channel: &[u8],
+        timeout: Duration,
+    ) -> Result<Subscription, Failure> {
+        let client = lock(&self.current).clone();
+        match tokio::time::timeout(timeout, self.sub.subscribe(&client, channel)).await {
+            Ok(Ok(rx)) => Ok(Subscription {
+                server: Arc::clone(self),
+                runtime: tokio::runtime::Handle::try_current().ok(),
+                channel: channel.to_vec(),
+                rx,
+            }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(Failure::Timeout(timeout)),
+        }
+    }
+}
+
+/// Release notifications from one server, shared by every waiter of the manager.
+#[derive(Default)]
+struct Subscriber {
+    /// Serialises SUBSCRIBE/UNSUBSCRIBE and (re)connecting.
+    commands: tokio::sync::Mutex<SubscriberConn>,
+    /// Channel → (number of waiters, notification counter). Read by the dispatcher task.
+    table: Arc<StdMutex<HashMap<Vec<u8>, ChannelEntry>>>,
+}
+
+#[derive(Default)]
+struct SubscriberConn {
+    sink: Option<(PubSubSink, Arc<AtomicBool>)>,
+    subscribed: HashSet<Vec<u8>>,
+}
+
+struct ChannelEntry {
+    users: usize,
+    notify: watch::Sender<u64>,
+}
+
+impl Subscriber {
+    async fn subscribe(
+        &self,
+        client: &redis::Client,
+        channel: &[u8],
+    ) -> Result<watch::Receiver<u64>, Failure> {
+        let mut conn = self.commands.lock().await;
+        let alive = matches!(&conn.sink, Some((_, alive)) if alive.load(Ordering::Acquire));
+        if !alive {
+            conn.subscribed.clear();
+            conn.sink = None;
+            let pubsub = client
+                .get_async_pubsub()
+                .await
+                .map_err(|e| Failure::from_redis(&e))?;
+            let (sink, mut stream) = pubsub.split();
+            let alive = Arc::new(AtomicBool::new(true));
+            let table = Arc::clone(&self.table);
+            let flag = Arc::clone(&alive);
+            tokio::spawn(async move {
+                while let Some(msg) = stream.next().await {
+                    if let Some(entry) = lock(&table).get(msg.get_channel_name().as_bytes()) {
+                        entry.notify.send_modify(|n| *n = n.wrapping_add(1));
+                    }
+                }
+                flag.store(false, Ordering::Release);
+                // Wake every waiter: they retry at once, then fall back to timed retries.
+                for entry in lock(&table).values() {
+                    entry.notify.send_modify(|n| *n = n.wrapping_add(1));
+                }
+            });
+            conn.sink = Some((sink, alive));
+        }
+        let rx = {
+            let mut table = lock(&self.table);
+            let entry = table
+                .entry(channel.to_vec())
+                .or_insert_with(|| ChannelEntry {
+                    users: 0,
+                    notify: watch::channel(0).0,
+                });
+            entry.users += 1;
+            entry.notify.subscribe()
+        };
+        if !conn.subscribed.contains(channel) {
+            let (sink, _) = conn.sink.as_mut().expect("connected above");
+            if let Err(e) = sink.subscribe(channel).await {
+                drop(conn);
+                self.release_user(channel);
+                return Err(Failure::from_redis(&e));
+            }
+            conn.subscribed.insert(channel.to_vec());
+        }
+        Ok(rx)
+    }
+
+    /// Drops one waiter; returns true when the channel has none left.
+    fn release_user(&self, channel: &[u8]) -> bool {
+        let mut table = lock(&self.table);
+        match table.get_mut(channel) {
+            Some(entry) => {
+                entry.users = entry.users.saturating_sub(1);
+                entry.users == 0
+            }
+            None => false,
+        }
+    }
+
+    async fn unsubscribe_if_unused(&self, channel: Vec<u8>) {
+        tokio::time::sleep(SUBSCRIPTION_LINGER).await;
+        let mut conn = self.commands.lock().await;
+        {
+            let mut table = lock(&self.table);
+            match table.get(&channel) {
+                Some(entry) if entry.users == 0 => {
+                    table.remove(&channel);
+                }
+                _ => return,
+            }
+        }
+        if conn.subscribed.remove(&channel) {
+            if let Some((sink, _)) = conn.sink.as_mut() {
+                // Best effort: a failure here only leaves an idle subscription behind.
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(1), sink.unsubscribe(&channel)).await;
+            }
+        }
+    }
+}
+
+/// One waiter's subscription to a release channel on one server; unsubscribes (after a
+/// short linger) when the last waiter drops it.
+pub(crate) struct Subscription {
+    server: Arc<Server>,
+    runtime: Option<tokio::runtime::Handle>,
+    channel: Vec<u8>,
+    rx: watch::Receiver<u64>,
+}
+
+impl Subscription {
+    /// Marks every notification so far as seen.
+    pub fn mark_seen(&mut self) {
+        self.rx.borrow_and_update();
+    }
+
+    /// Completes at the next notification after the last [`mark_seen`](Self::mark_seen).
+    pub async fn notified(&mut self) {
+        if self.rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if self.server.sub.release_user(&self.channel) {
+            if let Some(runtime) = &self.runtime {
+                let server = Arc::clone(&self.server);
+                let channel = std::mem::take(&mut self.channel);
+                runtime.spawn(async move { server.sub.unsubscribe_if_unused(channel).await });
+            }
+        }
+    }
+}

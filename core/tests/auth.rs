@@ -1,0 +1,127 @@
+//! Authentication: password-only and ACL `user:password` URLs, the minimal ACL rule the library
+//! needs (documented in docs/SECURITY.md), and clear errors that never show a password.
+
+use std::time::Duration;
+
+use fencelock::{ErrorKind, LockManager};
+use fencelock_testkit::RedisServer;
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+/// The minimal rule for a key prefix of `app:`; keep in sync with docs/SECURITY.md.
+const MINIMAL_ACL: &[&str] = &[
+    "on",
+    ">locker-pw",
+    "resetkeys",
+    "~app:*",
+    "resetchannels",
+    "&app:fencelock:released:*",
+    "-@all",
+    "+evalsha",
+    "+eval",
+    "+script|load",
+    "+get",
+    "+set",
+    "+incr",
+    "+pttl",
+    "+pexpire",
+    "+del",
+    "+publish",
+    "+subscribe",
+    "+unsubscribe",
+    "+ping",
+];
+
+fn set_user(server: &RedisServer, user: &str, rules: &[&str]) {
+    let mut args: Vec<&[u8]> = vec![b"ACL", b"SETUSER", user.as_bytes()];
+    args.extend(rules.iter().map(|r| r.as_bytes()));
+    let reply = server.cmd(&args);
+    assert_eq!(reply, fencelock_testkit::Reply::Status("OK".into()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_with_the_minimal_acl_can_do_everything() {
+    let server = RedisServer::start();
+    set_user(&server, "locker", MINIMAL_ACL);
+    let url = format!("redis://locker:locker-pw@127.0.0.1:{}", server.port());
+    let m = LockManager::builder([url])
+        .key_prefix("app:")
+        .retry_delay(Duration::from_secs(20))
+        .build()
+        .unwrap();
+
+    let lock = m.acquire("jobs", MS(2000), None).await.unwrap();
+    lock.extend(MS(2000)).await.unwrap();
+    // A waiter subscribes to the release channel and is woken by the release.
+    let waiter = {
+        let m = m.clone();
+        tokio::spawn(async move {
+            m.acquire("jobs", MS(2000), Some(Duration::from_secs(10)))
+                .await
+        })
+    };
+    tokio::time::sleep(MS(300)).await;
+    lock.release().await.unwrap();
+    let next = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("woken by release")
+        .unwrap()
+        .unwrap();
+    next.release().await.unwrap();
+    m.release_by_token("jobs", "nobody").await.unwrap_err();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_only_server_accepts_the_right_password() {
+    let server = RedisServer::start();
+    set_user(&server, "default", &["on", ">only-pw"]);
+    let url = format!("redis://:only-pw@127.0.0.1:{}", server.port());
+    let m = LockManager::new([url]).unwrap();
+    m.acquire("p", MS(1000), None)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    // Without the password the server refuses: authentication failed, as Unavailable.
+    let anonymous = LockManager::new([format!("redis://127.0.0.1:{}", server.port())]).unwrap();
+    let e = anonymous.try_acquire("p", MS(1000)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.message().contains("authentication"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_acl_password_is_unavailable_naming_the_server_not_the_password() {
+    let server = RedisServer::start();
+    set_user(&server, "locker", MINIMAL_ACL);
+    let url = format!("redis://locker:not-the-pw@127.0.0.1:{}", server.port());
+    let m = LockManager::builder([url])
+        .key_prefix("app:")
+        .build()
+        .unwrap();
+    let e = m.acquire("jobs", MS(1000), Some(MS(0))).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.message().contains("authentication failed"), "{e}");
+    assert!(
+        e.message()
+            .contains(&format!("127.0.0.1:{}", server.port())),
+        "{e}"
+    );
+    assert!(!format!("{e} {e:?} {m:?}").contains("not-the-pw"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_missing_a_permission_gets_a_clear_error() {
+    let server = RedisServer::start();
+    // The minimal rule without the key pattern for the prefix in use.
+    set_user(&server, "locker", MINIMAL_ACL);
+    let url = format!("redis://locker:locker-pw@127.0.0.1:{}", server.port());
+    let m = LockManager::builder([url])
+        .key_prefix("other:")
+        .build()
+        .unwrap();
+    let e = m.acquire("jobs", MS(1000), None).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.message().contains("permission"), "{e}");
+    println!("{e}");
+}

@@ -1,0 +1,114 @@
+//! The blocking facade, used from plain threads (as the C and synchronous Python layers do).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fencelock::blocking::LockManager;
+use fencelock::{AcquireOptions, ErrorKind};
+use fencelock_testkit::RedisServer;
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+#[test]
+fn round_trip_from_a_plain_thread() {
+    let server = RedisServer::start();
+    let m = LockManager::new([server.url()]).unwrap();
+    let lock = m.acquire("b", MS(2000), None).unwrap();
+    assert_eq!(server.get(b"b").as_deref(), Some(lock.token()));
+    assert!(lock.validity() > MS(1900));
+    lock.extend(MS(5000)).unwrap();
+    assert!(server.pttl(b"b") > 4000);
+    assert!(m.try_acquire("b", MS(1000)).unwrap().is_none());
+    lock.release().unwrap();
+    assert_eq!(server.get(b"b"), None);
+}
+
+#[test]
+fn threads_sharing_one_manager_exclude_each_other() {
+    let server = RedisServer::start();
+    let m = LockManager::new([server.url()]).unwrap();
+    let inside = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let (m, inside, count) = (m.clone(), inside.clone(), count.clone());
+            std::thread::spawn(move || {
+                for _ in 0..10 {
+                    m.with_lock("shared", MS(5000), |_lock| {
+                        assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                        std::thread::sleep(MS(1));
+                        count.fetch_add(1, Ordering::SeqCst);
+                        inside.store(false, Ordering::SeqCst);
+                    })
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(count.load(Ordering::SeqCst), 80);
+}
+
+#[test]
+fn an_interrupted_acquire_is_cancelled_and_leaves_no_lock() {
+    let server = RedisServer::start();
+    let m = LockManager::new([server.url()]).unwrap();
+    let holder = m.acquire("busy", MS(10_000), None).unwrap();
+    let started = Instant::now();
+    let e = m
+        .acquire_interruptible("busy", &AcquireOptions::new(MS(10_000)), MS(20), || {
+            started.elapsed() > MS(200)
+        })
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Cancelled);
+    assert!(started.elapsed() < MS(2000));
+    holder.release().unwrap();
+    std::thread::sleep(MS(100));
+    assert_eq!(
+        server.get(b"busy"),
+        None,
+        "the cancelled waiter took nothing"
+    );
+}
+
+#[test]
+fn dropping_a_lock_on_a_plain_thread_releases_it() {
+    let server = RedisServer::start();
+    let m = LockManager::new([server.url()]).unwrap();
+    drop(m.acquire("d", MS(30_000), None).unwrap());
+    let again = m.acquire("d", MS(1000), Some(MS(2000))).unwrap();
+    again.release().unwrap();
+}
+
+#[test]
+fn auto_extension_and_wait_lost_from_a_plain_thread() {
+    let server = RedisServer::start();
+    let m = LockManager::new([server.url()]).unwrap();
+    let lock = m.acquire("ae", MS(300), None).unwrap();
+    lock.auto_extend(None);
+    assert_eq!(
+        lock.wait_lost(Some(MS(800))).unwrap(),
+        None,
+        "still held after 800 ms"
+    );
+    server.del(b"ae");
+    assert_eq!(lock.wait_lost(Some(MS(2000))).unwrap(), Some(true));
+    assert!(lock.is_lost());
+    assert_eq!(lock.finish_scope().unwrap_err().kind(), ErrorKind::NotHeld);
+}
+
+#[test]
+fn blocking_inside_an_async_runtime_is_refused_not_a_panic() {
+    let server = RedisServer::start();
+    let m = LockManager::new([server.url()]).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let e = rt.block_on(async { m.acquire("x", MS(1000), None).unwrap_err() });
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.message().contains("async runtime"), "{e}");
+}

@@ -1,0 +1,271 @@
+//! Redlock over five real redis-server processes: killed, paused and restarted servers.
+
+use std::time::{Duration, Instant};
+
+use fencelock::{ErrorKind, LockManager};
+use fencelock_testkit::{servers, RedisServer};
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+fn manager(servers: &[RedisServer], timeout: Duration) -> LockManager {
+    LockManager::builder(servers.iter().map(|s| s.url()))
+        .server_timeout(timeout)
+        .retry_delay(MS(50))
+        .build()
+        .unwrap()
+}
+
+fn holders(servers: &[RedisServer], key: &[u8], token: &[u8]) -> usize {
+    servers
+        .iter()
+        .filter(|s| s.get(key).as_deref() == Some(token))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lock_is_written_to_every_server_and_released_from_all() {
+    let srv = servers(5);
+    let m = manager(&srv, MS(200));
+    assert_eq!(m.quorum(), 3);
+    let lock = m.acquire("r", MS(5000), None).await.unwrap();
+    assert_eq!(holders(&srv, b"r", lock.token()), 5);
+    lock.extend(MS(9000)).await.unwrap();
+    assert!(srv.iter().all(|s| s.pttl(b"r") > 8000));
+    lock.release().await.unwrap();
+    assert_eq!(srv.iter().filter(|s| s.get(b"r").is_some()).count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn works_with_two_of_five_servers_killed() {
+    let mut srv = servers(5);
+    let m = manager(&srv, MS(200));
+    srv[0].kill();
+    srv[3].kill();
+    let a = m.acquire("r", MS(5000), Some(MS(2000))).await.unwrap();
+    assert!(
+        m.try_acquire("r", MS(5000)).await.unwrap().is_none(),
+        "still exclusive"
+    );
+    let t = a.fencing_token();
+    a.extend(MS(5000)).await.unwrap();
+    a.release().await.unwrap();
+    let b = m.acquire("r", MS(5000), Some(MS(2000))).await.unwrap();
+    assert!(b.fencing_token() > t);
+    b.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_three_of_five_killed_acquire_fails_within_its_wait_limit() {
+    let mut srv = servers(5);
+    let m = manager(&srv, MS(200));
+    for i in [1, 2, 4] {
+        srv[i].kill();
+    }
+    let started = Instant::now();
+    let e = m.acquire("r", MS(5000), Some(MS(500))).await.unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.message().contains("only 2 of 5 servers answered"), "{e}");
+    for i in [1, 2, 4] {
+        assert!(
+            e.message().contains(&format!(":{}", srv[i].port())),
+            "names {i}: {e}"
+        );
+    }
+    assert!(took < MS(1500), "took {took:?} for a 500 ms wait");
+    // Nothing is left on the two live servers: the failed attempts were undone.
+    assert_eq!(srv[0].get(b"r"), None);
+    assert_eq!(srv[3].get(b"r"), None);
+    let e = m.try_acquire("r", MS(5000)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_server_does_not_stall_acquire_beyond_the_server_timeout() {
+    let mut srv = servers(5);
+    let m = manager(&srv, MS(100));
+    // Warm the connections, then hang one server.
+    m.acquire("warm", MS(1000), None)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    srv[2].stop();
+    let started = Instant::now();
+    let lock = m.acquire("r", MS(5000), Some(MS(0))).await.unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < MS(600),
+        "acquire took {took:?} with a 100 ms server timeout"
+    );
+    assert_eq!(
+        holders(&srv[..2], b"r", lock.token()) + holders(&srv[3..], b"r", lock.token()),
+        4
+    );
+    let started = Instant::now();
+    lock.release().await.unwrap();
+    assert!(started.elapsed() < MS(600));
+    srv[2].cont();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_an_attempt_stuck_on_a_paused_server_undoes_its_votes() {
+    let mut srv = servers(3);
+    let m = manager(&srv, Duration::from_secs(5));
+    // Hold the lock on the paused server only, so that the attempt needs it for a quorum.
+    m.acquire("warm", MS(1000), None)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    srv[0].stop();
+    srv[1].set_nx_px(b"r", b"other", 60_000);
+    let r = tokio::time::timeout(MS(300), m.acquire("r", MS(10_000), None)).await;
+    assert!(
+        r.is_err(),
+        "the attempt was still waiting on the paused server"
+    );
+    tokio::time::sleep(MS(200)).await;
+    assert_eq!(
+        srv[2].get(b"r"),
+        None,
+        "the vote won on server 2 was released on drop"
+    );
+    srv[0].cont();
+    tokio::time::sleep(MS(200)).await;
+    assert_eq!(
+        srv[0].get(b"r"),
+        None,
+        "and on the paused server once it answered"
+    );
+    assert_eq!(
+        srv[1].get(b"r").as_deref(),
+        Some(&b"other"[..]),
+        "the other holder untouched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contending_acquisitions_cancelled_at_any_moment_leave_no_vote_behind() {
+    // Many tasks of one manager race for one name with a long TTL: their attempts split the
+    // votes, fail and undo them, and each task is cancelled at a different moment, often while
+    // its undo is still under way. A vote left anywhere would sit there for the whole minute.
+    let srv = servers(3);
+    // Several managers, so that the servers see the contenders' calls in different orders and
+    // the votes split.
+    let managers: Vec<_> = (0..3).map(|_| manager(&srv, MS(200))).collect();
+    for round in 0..20u64 {
+        let tasks: Vec<_> = (0..30u64)
+            .map(|i| {
+                let m = managers[i as usize % managers.len()].clone();
+                let limit = Duration::from_micros((i * 137 + round * 311) % 4000);
+                tokio::spawn(async move {
+                    if let Ok(Ok(lock)) =
+                        tokio::time::timeout(limit, m.acquire("ab", MS(60_000), None)).await
+                    {
+                        lock.release().await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        // Undo calls time out after a second; give them that, then nothing may be left.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while srv.iter().any(|s| s.get(b"ab").is_some()) && Instant::now() < deadline {
+            tokio::time::sleep(MS(20)).await;
+        }
+        let left: Vec<_> = srv
+            .iter()
+            .filter_map(|s| s.get(b"ab"))
+            .map(|t| String::from_utf8_lossy(&t).into_owned())
+            .collect();
+        assert!(left.is_empty(), "round {round}: votes left behind: {left:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_minority_holding_another_token_does_not_block_the_quorum() {
+    let srv = servers(5);
+    let m = manager(&srv, MS(200));
+    srv[0].set_nx_px(b"r", b"other", 60_000);
+    srv[1].set_nx_px(b"r", b"other", 60_000);
+    let lock = m.acquire("r", MS(5000), Some(MS(0))).await.unwrap();
+    assert_eq!(holders(&srv, b"r", lock.token()), 3);
+    lock.release().await.unwrap();
+    assert_eq!(
+        holders(&srv, b"r", b"other"),
+        2,
+        "release only deletes our own token"
+    );
+    // A majority for someone else: not acquired, and our partial votes are undone.
+    srv[2].set_nx_px(b"r", b"other", 60_000);
+    let e = m.acquire("r", MS(5000), Some(MS(0))).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotAcquired, "{e}");
+    assert_eq!(srv[3].get(b"r"), None);
+    assert_eq!(srv[4].get(b"r"), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_keep_increasing_when_servers_restart_empty() {
+    let mut srv = servers(5);
+    let m = manager(&srv, MS(300));
+    let mut last = 0;
+    for round in 0..10 {
+        // Counters drift apart: some servers lose theirs between acquisitions.
+        let victim = round % 5;
+        srv[victim].restart();
+        if round % 3 == 0 {
+            srv[(victim + 2) % 5].restart(); // a second one at once: still a minority
+        }
+        let lock = m.acquire("r", MS(5000), Some(MS(3000))).await.unwrap();
+        assert!(
+            lock.fencing_token() > last,
+            "round {round}: {} after {last}",
+            lock.fencing_token()
+        );
+        last = lock.fencing_token();
+        lock.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_write_back_raises_lagging_counters() {
+    let srv = servers(3);
+    let m = manager(&srv, MS(300));
+    srv[1].set(b"fencelock:fence", b"100");
+    let lock = m.acquire("r", MS(5000), None).await.unwrap();
+    assert_eq!(lock.fencing_token(), 101);
+    for s in &srv {
+        let c: u64 = String::from_utf8(s.get(b"fencelock:fence").unwrap())
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(c >= 101, "counter {c} on {} was raised", s.port());
+    }
+    lock.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latency_that_eats_the_ttl_refuses_the_lock() {
+    let mut srv = servers(3);
+    // One paused server and a server timeout longer than the TTL: each attempt takes the full
+    // timeout, so the lock would be expired by the time it was handed out.
+    let m = manager(&srv, MS(150));
+    m.acquire("warm", MS(1000), None)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    srv[0].stop();
+    let e = m.acquire("r", MS(100), Some(MS(0))).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotAcquired, "{e}");
+    assert!(e.message().contains("too long for a ttl"), "{e}");
+    assert_eq!(srv[1].get(b"r"), None, "the votes were undone");
+    assert_eq!(srv[2].get(b"r"), None, "the votes were undone");
+    srv[0].cont();
+}

@@ -1,0 +1,513 @@
+//! The single-server lock against a real redis-server that each test starts for itself.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fencelock::{AcquireOptions, ErrorKind, LockManager};
+use fencelock_testkit::RedisServer;
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+fn manager(server: &RedisServer) -> LockManager {
+    LockManager::new([server.url()]).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_extend_release_round_trip() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let lock = m.acquire("jobs", MS(2000), None).await.unwrap();
+    assert_eq!(lock.name(), b"jobs");
+    assert_eq!(
+        server.get(b"jobs").as_deref(),
+        Some(lock.token()),
+        "the key's value is the token"
+    );
+    let pttl = server.pttl(b"jobs");
+    assert!(pttl > 1500 && pttl <= 2000, "pttl {pttl}");
+    let v = lock.validity();
+    assert!(
+        v > MS(1900) && v < MS(2000),
+        "validity {v:?} is ttl minus elapsed and drift"
+    );
+    assert!(lock.fencing_token() >= 1);
+
+    lock.extend(MS(10_000)).await.unwrap();
+    assert!(server.pttl(b"jobs") > 9000, "extend set a new expiry");
+    assert!(lock.validity() > MS(9000));
+    assert_eq!(lock.ttl(), MS(10_000));
+
+    lock.release().await.unwrap();
+    assert_eq!(server.get(b"jobs"), None, "release deleted the key");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_tasks_on_one_name_never_overlap() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let inside = Arc::new(AtomicBool::new(false));
+    let sections = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let (m, inside, sections) = (m.clone(), inside.clone(), sections.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..8 {
+                let lock = m
+                    .acquire("counter", MS(5000), Some(MS(30_000)))
+                    .await
+                    .unwrap();
+                assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                tokio::time::sleep(MS(1)).await;
+                sections.fetch_add(1, Ordering::SeqCst);
+                inside.store(false, Ordering::SeqCst);
+                lock.release().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(sections.load(Ordering::SeqCst), 16 * 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiry_frees_a_lock_whose_holder_vanished() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let gone = m.acquire("orphan", MS(300), None).await.unwrap();
+    let first_token = gone.fencing_token();
+    std::mem::forget(gone); // the holder vanishes without releasing
+    assert!(m.try_acquire("orphan", MS(300)).await.unwrap().is_none());
+    let next = m.acquire("orphan", MS(1000), Some(MS(3000))).await.unwrap();
+    assert!(next.fencing_token() > first_token);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_after_expiry_reports_not_held_and_spares_the_new_holder() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let old = m.acquire("res", MS(100), None).await.unwrap();
+    tokio::time::sleep(MS(150)).await;
+    assert!(old.is_lost(), "validity ran out");
+    assert_eq!(old.validity(), Duration::ZERO);
+    let new = m.acquire("res", MS(5000), Some(MS(1000))).await.unwrap();
+
+    let e = old.extend(MS(5000)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotHeld);
+    assert!(e.message().contains("another owner"), "{e}");
+    let e = old.release().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotHeld);
+    assert!(e.message().contains("another owner"), "{e}");
+    assert!(e.message().contains("\"res\""), "names the lock: {e}");
+
+    assert_eq!(
+        server.get(b"res").as_deref(),
+        Some(new.token()),
+        "new holder untouched"
+    );
+    assert!(server.pttl(b"res") > 4000, "new holder's ttl untouched");
+    new.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_of_an_expired_key_says_it_was_gone() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let lock = m.acquire("res", MS(5000), None).await.unwrap();
+    server.del(b"res");
+    let e = lock.release().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotHeld);
+    assert!(e.message().contains("gone"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_by_token_without_a_lock_object() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let lock = m.acquire("handoff", MS(5000), None).await.unwrap();
+    let token = lock.token().to_vec();
+    std::mem::forget(lock);
+
+    let e = m
+        .release_by_token("handoff", "not-the-token")
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotHeld);
+    assert_eq!(
+        server.get(b"handoff"),
+        Some(token.clone()),
+        "wrong token released nothing"
+    );
+
+    m.release_by_token("handoff", &token).await.unwrap();
+    assert_eq!(server.get(b"handoff"), None);
+    let e = m.release_by_token("handoff", &token).await.unwrap_err();
+    assert!(e.message().contains("gone"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_strictly_increase_across_holders_and_managers() {
+    let server = RedisServer::start();
+    let a = manager(&server);
+    let b = manager(&server);
+    let mut last = 0;
+    for i in 0..20 {
+        let m = if i % 2 == 0 { &a } else { &b };
+        let name = if i % 3 == 0 { "x" } else { "y" };
+        let lock = m.acquire(name, MS(5000), None).await.unwrap();
+        assert!(
+            lock.fencing_token() > last,
+            "{} after {last}",
+            lock.fencing_token()
+        );
+        last = lock.fencing_token();
+        lock.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_set_nx_px_lock_and_ours_exclude_each_other() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    assert!(server.set_nx_px(b"shared", b"someone-else", 5000));
+    assert!(m.try_acquire("shared", MS(5000)).await.unwrap().is_none());
+    let e = m
+        .acquire("shared", MS(5000), Some(MS(100)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotAcquired);
+    assert!(e.message().contains("held by another owner"), "{e}");
+    server.del(b"shared");
+
+    let lock = m.try_acquire("shared", MS(5000)).await.unwrap().unwrap();
+    assert!(
+        !server.set_nx_px(b"shared", b"someone-else", 5000),
+        "ours excludes SET NX"
+    );
+    lock.release().await.unwrap();
+    assert!(server.set_nx_px(b"shared", b"someone-else", 5000));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_extension_outlives_the_ttl_and_signals_loss() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let lock = m.acquire("long-job", MS(300), None).await.unwrap();
+    lock.auto_extend(None);
+    tokio::time::sleep(MS(1000)).await; // more than three TTLs
+    assert_eq!(server.get(b"long-job").as_deref(), Some(lock.token()));
+    assert!(!lock.is_lost());
+    assert!(lock.validity() > Duration::ZERO);
+
+    server.del(b"long-job"); // the key vanishes behind the holder's back
+    let lost = tokio::time::timeout(MS(2000), lock.lost()).await;
+    assert_eq!(lost, Ok(true), "lost signal fired");
+    assert!(lock.is_lost());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_extension_stops_at_the_maximum_hold_time() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let lock = m.acquire("bounded", MS(300), None).await.unwrap();
+    lock.auto_extend(Some(MS(500)));
+    let started = Instant::now();
+    assert_eq!(tokio::time::timeout(MS(3000), lock.lost()).await, Ok(true));
+    let held = started.elapsed();
+    assert!(
+        held >= MS(400) && held < MS(900),
+        "held {held:?}, max hold 500 ms"
+    );
+    // Validity ends a drift allowance before the key's expiry on the server.
+    assert!(
+        server.pttl(b"bounded") <= 20,
+        "no extension past the max hold time"
+    );
+    tokio::time::sleep(MS(50)).await;
+    assert_eq!(
+        server.get(b"bounded"),
+        None,
+        "key expired at the max hold time"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_is_woken_by_the_release_not_by_polling() {
+    let server = RedisServer::start();
+    // A retry delay of 20 s: only the release notification can explain a quick wake-up.
+    let m = LockManager::builder([server.url()])
+        .retry_delay(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let holder = m
+        .acquire("wake", Duration::from_secs(60), None)
+        .await
+        .unwrap();
+    let waiter_m = m.clone();
+    let waiter = tokio::spawn(async move {
+        let lock = waiter_m
+            .acquire("wake", Duration::from_secs(60), None)
+            .await
+            .unwrap();
+        (Instant::now(), lock)
+    });
+    tokio::time::sleep(MS(300)).await; // the waiter has tried, subscribed and is asleep
+    assert!(!waiter.is_finished());
+    let released_at = Instant::now();
+    holder.release().await.unwrap();
+    let (acquired_at, lock) = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("waiter woke up")
+        .unwrap();
+    let gap = acquired_at - released_at;
+    println!("release-to-acquire gap: {gap:?}");
+    assert!(
+        gap < Duration::from_secs(2),
+        "gap {gap:?}: woken by polling, not by the release"
+    );
+    lock.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_limit_is_kept() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let _holder = m.acquire("busy", MS(10_000), None).await.unwrap();
+    let started = Instant::now();
+    let e = m
+        .acquire("busy", MS(1000), Some(MS(400)))
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(e.kind(), ErrorKind::NotAcquired);
+    assert!(e.message().contains("gave up after"), "{e}");
+    assert!(took >= MS(400) && took < MS(1500), "took {took:?}");
+    let started = Instant::now();
+    assert!(m.try_acquire("busy", MS(1000)).await.unwrap().is_none());
+    assert!(started.elapsed() < MS(500));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_waiting_acquire_leaves_no_lock_behind() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let holder = m.acquire("cancel", MS(10_000), None).await.unwrap();
+    let r = tokio::time::timeout(MS(300), m.acquire("cancel", MS(10_000), None)).await;
+    assert!(r.is_err(), "still waiting when dropped");
+    holder.release().await.unwrap();
+    tokio::time::sleep(MS(100)).await;
+    assert_eq!(
+        server.get(b"cancel"),
+        None,
+        "the cancelled waiter took nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_held_lock_releases_it_in_the_background() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let lock = m.acquire("dropped", MS(30_000), None).await.unwrap();
+    drop(lock);
+    let again = m
+        .acquire("dropped", MS(1000), Some(MS(2000)))
+        .await
+        .unwrap();
+    again.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_token_makes_acquire_reentrant() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let opts = AcquireOptions::new(MS(1000))
+        .token("request-42")
+        .wait(Some(Duration::ZERO));
+    let first = m.acquire_with("re", &opts).await.unwrap();
+    assert_eq!(first.token(), b"request-42");
+    let opts = AcquireOptions::new(MS(8000))
+        .token("request-42")
+        .wait(Some(Duration::ZERO));
+    let second = m.acquire_with("re", &opts).await.unwrap();
+    assert!(server.pttl(b"re") > 7000, "ttl was reset");
+    assert!(second.fencing_token() > first.fencing_token());
+    let other = AcquireOptions::new(MS(1000))
+        .token("request-43")
+        .wait(Some(Duration::ZERO));
+    assert_eq!(
+        m.acquire_with("re", &other).await.unwrap_err().kind(),
+        ErrorKind::NotAcquired
+    );
+    std::mem::forget(first);
+    second.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_lock_returns_the_result_and_reports_a_loss() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let out = m
+        .with_lock("scoped", MS(300), async |lock: &fencelock::Lock| {
+            tokio::time::sleep(MS(700)).await; // longer than the ttl: auto-extension holds it
+            assert!(!lock.is_lost());
+            lock.fencing_token()
+        })
+        .await
+        .unwrap();
+    assert!(out >= 1);
+    assert_eq!(server.get(b"scoped"), None, "released at the end");
+
+    let e = m
+        .with_lock("scoped", MS(300), async |lock: &fencelock::Lock| {
+            server.del(b"scoped");
+            lock.lost().await
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotHeld);
+    assert!(e.message().contains("lost while its scope ran"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_rejected_before_any_network_call() {
+    // Nothing listens on this port: a network call would fail with Unavailable instead.
+    let m = LockManager::new([format!(
+        "redis://127.0.0.1:{}",
+        fencelock_testkit::free_port()
+    )])
+    .unwrap();
+    let cases: Vec<(&[u8], Duration)> = vec![
+        (b"", MS(1000)),
+        (&[b'n'; 1025], MS(1000)),
+        (b"fencelock:fence", MS(1000)),
+        (b"ok", Duration::ZERO),
+        (b"ok", Duration::from_secs(400_000_000)),
+    ];
+    for (name, ttl) in cases {
+        let e = m.acquire(name, ttl, None).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    }
+    let e = m
+        .acquire_with("ok", &AcquireOptions::new(MS(10)).token(""))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let e = m.release_by_token("ok", vec![b't'; 513]).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_server_is_unavailable_and_named() {
+    let port = fencelock_testkit::free_port();
+    let m = LockManager::new([format!("redis://:s3cret-pw@127.0.0.1:{port}")]).unwrap();
+    let e = m.try_acquire("x", MS(1000)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable);
+    assert!(e.message().contains(&format!("127.0.0.1:{port}")), "{e}");
+    assert!(!e.to_string().contains("s3cret-pw"), "{e}");
+    let e = m.acquire("x", MS(1000), Some(MS(300))).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_password_is_not_shown() {
+    let server = RedisServer::start();
+    server.cmd(&[b"CONFIG", b"SET", b"requirepass", b"right-pw"]);
+    let url = format!("redis://:wrong-pw@127.0.0.1:{}", server.port());
+    let m = LockManager::new([url]).unwrap();
+    let e = m.acquire("x", MS(1000), Some(MS(0))).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.message().contains("authentication failed"), "{e}");
+    assert!(!format!("{e} {e:?} {m:?}").contains("wrong-pw"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_types_give_a_redis_error_and_corrupt_nothing() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    server.cmd(&[b"RPUSH", b"a-list", b"x"]);
+    let e = m.acquire("a-list", MS(1000), None).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Redis, "{e}");
+    assert!(e.message().contains("WRONGTYPE"), "{e}");
+
+    server.set(b"fencelock:fence", b"not-a-number");
+    let e = m.acquire("fresh", MS(1000), None).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Redis, "{e}");
+    assert_eq!(server.get(b"fresh"), None, "the lock key was not written");
+    assert_eq!(
+        server.get(b"fencelock:fence").as_deref(),
+        Some(&b"not-a-number"[..])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_prefix_applies_to_keys_and_the_counter() {
+    let server = RedisServer::start();
+    let m = LockManager::builder([server.url()])
+        .key_prefix("app:")
+        .build()
+        .unwrap();
+    let lock = m.acquire("jobs", MS(2000), None).await.unwrap();
+    assert_eq!(server.get(b"app:jobs").as_deref(), Some(lock.token()));
+    assert_eq!(server.get(b"jobs"), None);
+    let counter = server.get(b"app:fencelock:fence").unwrap();
+    assert_eq!(counter, lock.fencing_token().to_string().into_bytes());
+    lock.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_acquire_after_a_server_restart_succeeds() {
+    let mut server = RedisServer::start();
+    let m = manager(&server);
+    m.acquire("r", MS(1000), None)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        server.restart();
+        // One try, no waiting: the broken connection is replaced within the call.
+        let lock = m
+            .try_acquire("r", MS(1000))
+            .await
+            .unwrap()
+            .expect("free after restart");
+        assert_eq!(server.get(b"r").as_deref(), Some(lock.token()));
+        lock.release().await.unwrap();
+        assert_eq!(server.get(b"r"), None);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_hung_at_connect_time_costs_one_server_timeout() {
+    let mut server = RedisServer::start();
+    let m = LockManager::builder([server.url()])
+        .server_timeout(MS(100))
+        .connect_timeout(MS(400))
+        .build()
+        .unwrap();
+    server.stop(); // accepts TCP connections (kernel backlog) but never answers
+    let started = Instant::now();
+    let e = m.try_acquire("h", MS(5000)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(started.elapsed() < MS(1000), "took {:?}", started.elapsed());
+    server.cont();
+    // The background connect either completes now or has timed out and is retried.
+    let lock = m.acquire("h", MS(5000), Some(MS(3000))).await.unwrap();
+    lock.release().await.unwrap();
+}
+
+#[test]
+fn debug_output_never_shows_the_token() {
+    let server = RedisServer::start();
+    let m = fencelock::blocking::LockManager::new([server.url()]).unwrap();
+    let lock = m.acquire("secret", MS(2000), None).unwrap();
+    let token = String::from_utf8(lock.token().to_vec()).unwrap();
+    let shown = format!("{lock:?} {:?}", lock.as_async());
+    assert!(
+        shown.contains("secret") && !shown.contains(&token),
+        "{shown}"
+    );
+    lock.release().unwrap();
+}

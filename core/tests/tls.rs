@@ -1,0 +1,220 @@
+//! TLS (`rediss://`) against a real redis-server started with `--tls-port` and certificates the
+//! test generates itself with the `openssl` command: a custom CA, mutual TLS, and the explicit
+//! insecure mode.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use fencelock::{ErrorKind, LockManager};
+use fencelock_testkit::{free_port, RedisServer};
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the openssl command (apt-get install openssl)");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by the CA.
+fn make_certs(dir: &Path) {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec![
+        "req",
+        "-x509",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=fencelock test CA",
+    ];
+    ca.extend(ec);
+    ca.extend(["-keyout", "ca.key", "-out", "ca.crt"]);
+    openssl(dir, &ca);
+    for (name, ext) in [
+        (
+            "server",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+        ),
+        ("client", "extendedKeyUsage=clientAuth\n"),
+    ] {
+        std::fs::write(dir.join(format!("{name}.ext")), ext).unwrap();
+        let mut req = vec!["req", "-new", "-subj"];
+        let subj = format!("/CN=fencelock test {name}");
+        req.push(&subj);
+        req.extend(ec);
+        let (key, csr, crt, extfile) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.crt"),
+            format!("{name}.ext"),
+        );
+        req.extend(["-keyout", &key, "-out", &csr]);
+        openssl(dir, &req);
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-out",
+                &crt,
+                "-extfile",
+                &extfile,
+            ],
+        );
+    }
+}
+
+struct TlsServer {
+    server: RedisServer,
+    tls_port: u16,
+    certs: PathBuf,
+}
+
+impl TlsServer {
+    fn start(require_client_cert: bool) -> TlsServer {
+        let certs = std::env::temp_dir().join(format!(
+            "fencelock-tls-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        std::fs::create_dir_all(&certs).unwrap();
+        make_certs(&certs);
+        let tls_port = free_port();
+        let p = |f: &str| certs.join(f).display().to_string();
+        let args = vec![
+            "--tls-port".to_string(),
+            tls_port.to_string(),
+            "--tls-cert-file".into(),
+            p("server.crt"),
+            "--tls-key-file".into(),
+            p("server.key"),
+            "--tls-ca-cert-file".into(),
+            p("ca.crt"),
+            "--tls-auth-clients".into(),
+            if require_client_cert { "yes" } else { "no" }.into(),
+        ];
+        let server = RedisServer::start_with_args(&args);
+        TlsServer {
+            server,
+            tls_port,
+            certs,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("rediss://127.0.0.1:{}", self.tls_port)
+    }
+
+    fn file(&self, f: &str) -> PathBuf {
+        self.certs.join(f)
+    }
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.certs);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_ca_verifies_the_server() {
+    let s = TlsServer::start(false);
+    let m = LockManager::builder([s.url()])
+        .tls_ca_file(s.file("ca.crt"))
+        .build()
+        .unwrap();
+    let lock = m.acquire("tls-lock", MS(2000), None).await.unwrap();
+    assert_eq!(
+        s.server.get(b"tls-lock").as_deref(),
+        Some(lock.token()),
+        "written over TLS"
+    );
+    // Waiting works over TLS too: the waiter's subscription is woken by the release.
+    let waiter = {
+        let m = m.clone();
+        tokio::spawn(async move {
+            m.acquire("tls-lock", MS(2000), Some(Duration::from_secs(10)))
+                .await
+        })
+    };
+    tokio::time::sleep(MS(200)).await;
+    lock.release().await.unwrap();
+    waiter.await.unwrap().unwrap().release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_ca_is_refused_unless_insecure_mode_is_asked_for() {
+    let s = TlsServer::start(false);
+    // System roots do not know the test CA: the handshake fails, the server is unavailable.
+    let m = LockManager::new([s.url()]).unwrap();
+    // Not retried until a wait limit: a certificate problem is configuration, it fails at once.
+    let started = std::time::Instant::now();
+    let e = m.acquire("x", MS(1000), None).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5), "failed fast");
+    assert!(e.message().contains("TLS handshake failed"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(
+        e.message().contains(&format!("127.0.0.1:{}", s.tls_port)),
+        "{e}"
+    );
+
+    println!("{e}");
+    let m = LockManager::builder([s.url()])
+        .tls_insecure(true)
+        .build()
+        .unwrap();
+    let lock = m.try_acquire("x", MS(1000)).await.unwrap().unwrap();
+    lock.release().await.unwrap();
+    assert!(
+        format!("{m:?}").contains("INSECURE"),
+        "the mode is visible: {m:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_needs_the_client_certificate() {
+    let s = TlsServer::start(true);
+    let without = LockManager::builder([s.url()])
+        .tls_ca_file(s.file("ca.crt"))
+        .build()
+        .unwrap();
+    let e = without.try_acquire("m", MS(1000)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+
+    let with = LockManager::builder([s.url()])
+        .tls_ca_file(s.file("ca.crt"))
+        .tls_client_cert_files(s.file("client.crt"), s.file("client.key"))
+        .build()
+        .unwrap();
+    let lock = with.try_acquire("m", MS(1000)).await.unwrap().unwrap();
+    lock.release().await.unwrap();
+    let key = std::fs::read_to_string(s.file("client.key")).unwrap();
+    let key_body = key.lines().nth(1).unwrap();
+    assert!(
+        !format!("{with:?} {e}").contains(key_body),
+        "no key material in output"
+    );
+}

@@ -1,0 +1,212 @@
+//! Holders contending for a few names until a deadline, recording every hold in a
+//! [`History`] and every failure, for the fault tests.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fencelock::{ErrorKind, LockManager};
+
+use crate::history::{now_us, History, Hold};
+
+/// What the holders do.
+#[derive(Debug, Clone)]
+pub struct Contention {
+    /// Number of concurrent holder tasks.
+    pub holders: usize,
+    /// The names they contend for (holder `i` starts at name `i % len` and moves on).
+    pub names: Vec<String>,
+    /// TTL of each acquisition.
+    pub ttl: Duration,
+    /// Wait limit of each acquisition.
+    pub wait: Duration,
+    /// Each hold lasts a pseudo-random time in `[0, max_hold]`.
+    pub max_hold: Duration,
+    /// When the holders stop (each finishes the acquisition it is in).
+    pub until: Instant,
+}
+
+/// One acquisition attempt's outcome, as a holder saw it.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// When the attempt started.
+    pub started: Instant,
+    /// How long it took.
+    pub took: Duration,
+    /// `None` when acquired, else the error's kind.
+    pub error: Option<ErrorKind>,
+    /// The error message, if any.
+    pub message: String,
+}
+
+/// Everything the holders saw.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Every acquisition attempt, in completion order.
+    pub attempts: Vec<Attempt>,
+    /// Release outcomes by kind (`"ok"` or the error kind).
+    pub releases: BTreeMap<String, usize>,
+}
+
+impl Report {
+    /// Number of successful acquisitions.
+    pub fn acquired(&self) -> usize {
+        self.attempts.iter().filter(|a| a.error.is_none()).count()
+    }
+
+    /// Number of successful acquisitions that started at or after `t`.
+    pub fn acquired_after(&self, t: Instant) -> usize {
+        self.attempts
+            .iter()
+            .filter(|a| a.error.is_none() && a.started >= t)
+            .count()
+    }
+
+    /// Number of successful acquisitions that started at or after `from` and ended before `to`.
+    pub fn acquired_within(&self, from: Instant, to: Instant) -> usize {
+        self.within(from, to).filter(|a| a.error.is_none()).count()
+    }
+
+    /// Attempts that started at or after `from` and ended before `to`.
+    pub fn within(&self, from: Instant, to: Instant) -> impl Iterator<Item = &Attempt> {
+        self.attempts
+            .iter()
+            .filter(move |a| a.started >= from && a.started + a.took <= to)
+    }
+
+    /// Failed attempts by kind name.
+    pub fn errors(&self) -> BTreeMap<&'static str, usize> {
+        let mut m = BTreeMap::new();
+        for a in &self.attempts {
+            if let Some(k) = a.error {
+                *m.entry(k.as_str()).or_insert(0) += 1;
+            }
+        }
+        m
+    }
+
+    /// Number of failed attempts of one kind.
+    pub fn failed_with(&self, kind: ErrorKind) -> usize {
+        self.attempts
+            .iter()
+            .filter(|a| a.error == Some(kind))
+            .count()
+    }
+
+    /// Failed attempts whose kind is not one of `allowed`, with their messages.
+    pub fn unexpected_errors(&self, allowed: &[ErrorKind]) -> Vec<String> {
+        self.attempts
+            .iter()
+            .filter(|a| matches!(a.error, Some(k) if !allowed.contains(&k)))
+            .map(|a| a.message.clone())
+            .collect()
+    }
+
+    /// The longest time any attempt took.
+    pub fn slowest(&self) -> Duration {
+        self.attempts
+            .iter()
+            .map(|a| a.took)
+            .max()
+            .unwrap_or_default()
+    }
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} attempts, {} acquired, errors {:?}, releases {:?}, slowest attempt {:?}",
+            self.attempts.len(),
+            self.acquired(),
+            self.errors(),
+            self.releases,
+            self.slowest()
+        )
+    }
+}
+
+/// A small xorshift generator: hold times need spread, not quality.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        if n == 0 {
+            0
+        } else {
+            self.0 % n
+        }
+    }
+}
+
+/// Runs the holders to the deadline on the current runtime, recording holds in `history`.
+pub async fn contend(manager: LockManager, spec: Contention, history: History) -> Report {
+    let report = Arc::new(Mutex::new(Report::default()));
+    let mut tasks = Vec::new();
+    for i in 0..spec.holders {
+        let (m, spec, history, report) = (
+            manager.clone(),
+            spec.clone(),
+            history.clone(),
+            Arc::clone(&report),
+        );
+        tasks.push(tokio::spawn(async move {
+            let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((i as u64 + 1) * 0x1000_0001));
+            let mut round = 0usize;
+            while Instant::now() < spec.until {
+                let name = &spec.names[(i + round) % spec.names.len()];
+                round += 1;
+                let started = Instant::now();
+                let result = m.acquire(name, spec.ttl, Some(spec.wait)).await;
+                let took = started.elapsed();
+                let lock = match result {
+                    Ok(lock) => lock,
+                    Err(e) => {
+                        report.lock().unwrap().attempts.push(Attempt {
+                            started,
+                            took,
+                            error: Some(e.kind()),
+                            message: e.to_string(),
+                        });
+                        // Do not spin when servers refuse at once (a majority down).
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        continue;
+                    }
+                };
+                let start_us = now_us();
+                let validity = lock.validity();
+                let hold_us = rng.below(spec.max_hold.as_micros() as u64 + 1);
+                tokio::time::sleep(Duration::from_micros(hold_us)).await;
+                let end_us = now_us();
+                history.record(Hold::new(
+                    name.clone(),
+                    lock.fencing_token(),
+                    start_us,
+                    end_us,
+                    validity,
+                    format!("task {i}"),
+                ));
+                let released = match lock.release().await {
+                    Ok(()) => "ok".to_string(),
+                    Err(e) => e.kind().to_string(),
+                };
+                let mut r = report.lock().unwrap();
+                r.attempts.push(Attempt {
+                    started,
+                    took,
+                    error: None,
+                    message: String::new(),
+                });
+                *r.releases.entry(released).or_insert(0) += 1;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("holder task panicked");
+    }
+    let r = report.lock().unwrap().clone();
+    r
+}

@@ -1,0 +1,91 @@
+//! The storage a lock protects, in two flavours, both kept on a separate redis-server:
+//!
+//! - [`FencedStore`] remembers the largest fencing token it accepted per resource and rejects
+//!   a write with a smaller one, atomically with the write (a Lua check-and-set): what
+//!   `docs/SAFETY.md` asks of any storage that must never be written by a stale holder;
+//! - [`UnfencedStore`] just writes (the last writer wins, however stale).
+
+use redis::{Client, Commands, RedisResult, Script};
+
+/// Check-and-set: accept the write when the token is not smaller than the largest seen.
+/// Tokens are compared as decimal strings (length first), exactly, with no float rounding.
+/// An equal token is accepted: the same holder may write more than once.
+const FENCED_WRITE: &str = r#"
+-- KEYS[1] largest token accepted, KEYS[2] data; ARGV[1] token (decimal), ARGV[2] value.
+local seen = redis.call('GET', KEYS[1])
+local t = ARGV[1]
+if seen and (#t < #seen or (#t == #seen and t < seen)) then
+  return 0
+end
+redis.call('SET', KEYS[1], t)
+redis.call('SET', KEYS[2], ARGV[2])
+return 1
+"#;
+
+fn client(url: &str) -> Client {
+    Client::open(url).unwrap_or_else(|e| panic!("store: bad url {url}: {e}"))
+}
+
+/// A store that rejects writes carrying a fencing token older than one it accepted.
+#[derive(Debug, Clone)]
+pub struct FencedStore {
+    client: Client,
+}
+
+impl FencedStore {
+    /// A fenced store on the redis-server at `url`.
+    pub fn new(url: &str) -> FencedStore {
+        FencedStore {
+            client: client(url),
+        }
+    }
+
+    /// Writes `value` to `resource` with `token`: `Ok(true)` when accepted, `Ok(false)` when
+    /// rejected because a larger token was already accepted.
+    pub fn write(&self, resource: &str, token: u64, value: &str) -> RedisResult<bool> {
+        let mut con = self.client.get_connection()?;
+        let accepted: i64 = Script::new(FENCED_WRITE)
+            .key(format!("fenced:{resource}:token"))
+            .key(format!("fenced:{resource}:data"))
+            .arg(token.to_string())
+            .arg(value)
+            .invoke(&mut con)?;
+        Ok(accepted == 1)
+    }
+
+    /// The value stored for `resource`.
+    pub fn read(&self, resource: &str) -> RedisResult<Option<String>> {
+        self.client
+            .get_connection()?
+            .get(format!("fenced:{resource}:data"))
+    }
+}
+
+/// A store that accepts every write: the last writer wins.
+#[derive(Debug, Clone)]
+pub struct UnfencedStore {
+    client: Client,
+}
+
+impl UnfencedStore {
+    /// An unfenced store on the redis-server at `url`.
+    pub fn new(url: &str) -> UnfencedStore {
+        UnfencedStore {
+            client: client(url),
+        }
+    }
+
+    /// Writes `value` to `resource`.
+    pub fn write(&self, resource: &str, value: &str) -> RedisResult<()> {
+        self.client
+            .get_connection()?
+            .set(format!("unfenced:{resource}"), value)
+    }
+
+    /// The value stored for `resource`.
+    pub fn read(&self, resource: &str) -> RedisResult<Option<String>> {
+        self.client
+            .get_connection()?
+            .get(format!("unfenced:{resource}"))
+    }
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Makes sure every language's contend worker can run (debug builds), reusing what is already
+# built and fresh, building what is missing or older than its sources. Idempotent.
+#
+#   Rust:   chaos-worker, chaos-check, chaos-demo (cargo build -p fencelock-chaos --bins)
+#   C:      libfencelock installed into target/mixed/c-prefix (make -C bindings-c install);
+#           worker.c is compiled against it by the tests and the demo
+#   Node:   the package staged in target/mixed/node-package: bindings-node's JS files and its
+#           addon (the one ci/stages/30-node.sh built when it is fresh, else napi build --output-dir
+#           after npm ci if bindings-node/node_modules is missing); nothing is written into
+#           bindings-node/ but its node_modules
+#   Python: a virtualenv with the fencelock WHEEL installed: target/venv-ci-python (made by
+#           ci/stages/20-python.sh) when it is fresh, else target/venv-mixed (maturin build +
+#           pip install of the wheel)
+#
+# Writes target/mixed/env (FENCELOCK_PYTHON, FENCELOCK_C_PREFIX, FENCELOCK_NODE_PACKAGE) for
+# `source`: ci/stages/60-mixed.sh and ci/demo.sh read it. Progress goes to stderr.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../../.." && pwd)"
+cd "$root"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+out="$root/target/mixed"
+mkdir -p "$out"
+say() { echo "workers/build.sh: $*" >&2; }
+
+# True when a file under the given paths is newer than $1 (or $1 does not exist).
+stale() {
+  local artifact="$1"
+  shift
+  [ -e "$artifact" ] || return 0
+  [ -n "$(find "$@" -newer "$artifact" -type f -print -quit 2>/dev/null)" ]
+}
+core_sources=(core/src core/Cargo.toml Cargo.lock)
+
+say "rust: chaos binaries"
+cargo build --locked --quiet -p fencelock-chaos --bins
+
+say "c: libfencelock into target/mixed/c-prefix"
+make -s -C bindings-c install PREFIX="$out/c-prefix" >&2
+
+# The Node package is staged in target/mixed/node-package (bindings-node's JS files plus the
+# addon), so that nothing is written into bindings-node/ except its node_modules.
+pkg="$out/node-package"
+node_sources=("${core_sources[@]}" bindings-node/src bindings-node/Cargo.toml)
+mkdir -p "$pkg"
+ci_addon=$(ls bindings-node/*.node 2>/dev/null | head -n 1 || true)
+staged=$(ls "$pkg"/*.node 2>/dev/null | head -n 1 || true)
+if [ -n "$ci_addon" ] && ! stale "$ci_addon" "${node_sources[@]}"; then
+  say "node: reusing $ci_addon"
+  cp -f "$ci_addon" "$pkg/"
+elif [ -n "$staged" ] && ! stale "$staged" "${node_sources[@]}"; then
+  say "node: reusing $staged"
+else
+  say "node: building the addon into $pkg"
+  if [ ! -x bindings-node/node_modules/.bin/napi ]; then
+    (cd bindings-node && npm ci --no-audit --no-fund >&2)
+  fi
+  (cd bindings-node && npx napi build --platform --no-js --dts native.d.ts --output-dir "$pkg" -- --locked >&2)
+fi
+cp -f bindings-node/package.json bindings-node/index.js bindings-node/index.mjs \
+  bindings-node/index.d.ts bindings-node/native.js "$pkg/"
+
+python=""
+for venv in "$root/target/venv-ci-python" "$root/target/venv-mixed"; do
+  [ -x "$venv/bin/python" ] || continue
+  native=$(cd /tmp && "$venv/bin/python" -c 'import fencelock._native as n; print(n.__file__)' 2>/dev/null || true)
+  [ -n "$native" ] || continue
+  if stale "$native" "${core_sources[@]}" bindings-python/src bindings-python/python \
+      bindings-python/Cargo.toml bindings-python/pyproject.toml; then
+    continue
+  fi
+  python="$venv/bin/python"
+  say "python: reusing the wheel in $venv"
+  break
+done
+if [ -z "$python" ]; then
+  venv="$root/target/venv-mixed"
+  say "python: building the wheel into $venv"
+  [ -x "$venv/bin/python" ] || "${PYTHON:-python3}" -m venv "$venv"
+  [ -x "$venv/bin/maturin" ] || "$venv/bin/pip" install -q --disable-pip-version-check "maturin==1.16.0" >&2
+  rm -rf "$out/wheels"
+  (cd bindings-python && "$venv/bin/maturin" build --quiet --locked --out "$out/wheels" >&2)
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --force-reinstall "$out"/wheels/fencelock-*.whl >&2
+  python="$venv/bin/python"
+fi
+
+cat > "$out/env" <<ENV
+export FENCELOCK_PYTHON="$python"
+export FENCELOCK_C_PREFIX="$out/c-prefix"
+export FENCELOCK_NODE_PACKAGE="$pkg"
+ENV
+say "ready (target/mixed/env)"

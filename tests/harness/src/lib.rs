@@ -1,0 +1,481 @@
+//! Test fixtures for fencelock: throwaway `redis-server` processes and a tiny
+//! synchronous RESP2 client to inspect and tamper with their state.
+//!
+//! Everything here is synchronous (std only, plus `libc` for signals), so it can
+//! be used from plain `#[test]`s and from `#[tokio::test]`s alike. Failures
+//! panic with a descriptive message: these are test fixtures, not library code.
+//!
+//! Every [`RedisServer`] owns exactly one child process; signals are only ever
+//! sent to that child's PID while it is still un-reaped, so a recycled PID can
+//! never be hit.
+
+use std::fs;
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Read timeout used by [`RedisServer::cmd`] and the helpers built on it.
+pub const CMD_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a freshly spawned server gets to answer `PING`.
+const READY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long [`RedisServer::restart`] keeps retrying to bind the same port.
+const RESTART_BIND_TIMEOUT: Duration = Duration::from_secs(3);
+/// Fresh ports tried by [`RedisServer::start`] before giving up.
+const START_ATTEMPTS: usize = 5;
+
+/// A parsed RESP2 reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Simple string, e.g. `+OK`.
+    Status(String),
+    /// Error reply, e.g. `-ERR unknown command` (without the leading `-`).
+    Error(String),
+    /// Integer reply, e.g. `:1`.
+    Int(i64),
+    /// Bulk string; `None` is the nil bulk string `$-1`.
+    Bulk(Option<Vec<u8>>),
+    /// Array; `None` is the nil array `*-1`.
+    Array(Option<Vec<Reply>>),
+}
+
+/// Returns a currently free TCP port on 127.0.0.1 (never 6379).
+///
+/// The port is found by binding `127.0.0.1:0` and dropping the listener, so
+/// another process may grab it before you use it; callers should retry.
+pub fn free_port() -> u16 {
+    loop {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .unwrap_or_else(|e| panic!("fencelock-testkit: cannot bind 127.0.0.1:0: {e}"));
+        let port = listener.local_addr().expect("local_addr").port();
+        if port != 6379 {
+            return port;
+        }
+    }
+}
+
+/// Starts `n` independent servers concurrently (one thread each).
+///
+/// If any of them fails to start, the ones that did start are killed and the
+/// panic is propagated.
+pub fn servers(n: usize) -> Vec<RedisServer> {
+    let results: Vec<thread::Result<RedisServer>> = thread::scope(|s| {
+        let handles: Vec<_> = (0..n).map(|_| s.spawn(RedisServer::start)).collect();
+        handles.into_iter().map(|h| h.join()).collect()
+    });
+    let mut out = Vec::with_capacity(n);
+    for r in results {
+        match r {
+            Ok(server) => out.push(server),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+    out
+}
+
+/// Sends one command over a fresh connection to `127.0.0.1:port` and parses the reply.
+pub fn request(port: u16, args: &[&[u8]], timeout: Duration) -> io::Result<Reply> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    let mut buf = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        buf.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        buf.extend_from_slice(arg);
+        buf.extend_from_slice(b"\r\n");
+    }
+    stream.write_all(&buf)?;
+    read_reply(&mut BufReader::new(stream))
+}
+
+fn protocol_error(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+/// Parses one RESP2 reply (recursively for arrays).
+fn read_reply(r: &mut impl BufRead) -> io::Result<Reply> {
+    let mut line = String::new();
+    if r.read_line(&mut line)? == 0 {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    let body = line
+        .strip_suffix("\r\n")
+        .ok_or_else(|| protocol_error(format!("unterminated RESP line {line:?}")))?;
+    let (kind, rest) = body.split_at(body.len().min(1));
+    let int = || {
+        rest.parse::<i64>()
+            .map_err(|_| protocol_error(format!("bad RESP integer {body:?}")))
+    };
+    match kind {
+        "+" => Ok(Reply::Status(rest.to_owned())),
+        "-" => Ok(Reply::Error(rest.to_owned())),
+        ":" => Ok(Reply::Int(int()?)),
+        "$" => match usize::try_from(int()?) {
+            Err(_) => Ok(Reply::Bulk(None)),
+            Ok(len) => {
+                let mut data = vec![0; len + 2];
+                r.read_exact(&mut data)?;
+                data.truncate(len);
+                Ok(Reply::Bulk(Some(data)))
+            }
+        },
+        "*" => match usize::try_from(int()?) {
+            Err(_) => Ok(Reply::Array(None)),
+            Ok(len) => (0..len)
+                .map(|_| read_reply(r))
+                .collect::<io::Result<_>>()
+                .map(|v| Reply::Array(Some(v))),
+        },
+        _ => Err(protocol_error(format!("unknown RESP reply {body:?}"))),
+    }
+}
+
+/// Sends `sig` to `pid`; returns whether the signal was delivered.
+fn signal(pid: u32, sig: libc::c_int) -> bool {
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe { libc::kill(pid as libc::pid_t, sig) == 0 }
+}
+
+/// The last `n` lines of the file at `path` (or a note that it is unreadable).
+fn tail(path: &Path, n: usize) -> String {
+    match fs::read_to_string(path) {
+        Ok(text) => {
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(n)..].join("\n")
+        }
+        Err(e) => format!("<cannot read {}: {e}>", path.display()),
+    }
+}
+
+/// Creates a fresh, uniquely named directory under [`std::env::temp_dir`].
+fn unique_temp_dir() -> PathBuf {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let name = format!(
+        "fencelock-testkit-{}-{}-{nanos}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let dir = std::env::temp_dir().join(name);
+    fs::create_dir(&dir)
+        .unwrap_or_else(|e| panic!("fencelock-testkit: cannot create {}: {e}", dir.display()));
+    dir
+}
+
+/// A `redis-server` child process on 127.0.0.1 with no persistence, owned by
+/// the test. Dropping it kills the process and removes its temp dir.
+#[derive(Debug)]
+pub struct RedisServer {
+    /// `None` once the child has been killed and reaped.
+    child: Option<Child>,
+    port: u16,
+    pid: u32,
+    dir: PathBuf,
+    /// Extra command-line arguments, kept for [`restart`](Self::restart).
+    extra_args: Vec<String>,
+}
+
+impl RedisServer {
+    /// Starts a server on a free port and waits until it answers `PING`.
+    ///
+    /// The binary is `$REDIS_SERVER_BIN` if set, else `redis-server` on `PATH`.
+    /// Panics (with the server log) if no server could be started.
+    pub fn start() -> RedisServer {
+        RedisServer::start_with_args(&[])
+    }
+
+    /// Starts a server as [`start`](Self::start) does, with extra `redis-server` arguments
+    /// (e.g. `--tls-port`, `--replicaof`), which [`restart`](Self::restart) repeats. The plain
+    /// port stays on, for the fixture's own commands.
+    pub fn start_with_args(extra_args: &[String]) -> RedisServer {
+        let dir = unique_temp_dir();
+        let mut last_err = String::new();
+        for _ in 0..START_ATTEMPTS {
+            let port = free_port();
+            match launch(port, &dir, extra_args) {
+                Ok(child) => {
+                    let pid = child.id();
+                    return RedisServer {
+                        child: Some(child),
+                        port,
+                        pid,
+                        dir,
+                        extra_args: extra_args.to_vec(),
+                    };
+                }
+                Err(e) => last_err = e,
+            }
+        }
+        let _ = fs::remove_dir_all(&dir);
+        panic!("fencelock-testkit: redis-server failed to start after {START_ATTEMPTS} attempts: {last_err}");
+    }
+
+    /// The directory of this server's files (log, any files a test puts there).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The TCP port the server listens on (stable across [`restart`](Self::restart)).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// PID of the current server process (changes on [`restart`](Self::restart)).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Path of the server's log file.
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.join("redis.log")
+    }
+
+    /// Whether the server process is alive (a SIGSTOPped server counts as running).
+    pub fn is_running(&mut self) -> bool {
+        let Some(child) = self.child.as_mut() else {
+            return false;
+        };
+        match child.try_wait() {
+            Ok(None) => true,
+            // Exited (and now reaped): forget it so its PID is never signalled again.
+            Ok(Some(_)) | Err(_) => {
+                self.child = None;
+                false
+            }
+        }
+    }
+
+    /// Kills the server with SIGKILL and reaps it. Idempotent.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            signal(self.pid, libc::SIGCONT);
+            signal(self.pid, libc::SIGKILL);
+            let _ = child.wait();
+        }
+    }
+
+    /// Freezes the server with SIGSTOP: connections are still accepted by the
+    /// kernel but nothing is answered until [`cont`](Self::cont).
+    pub fn stop(&mut self) {
+        self.send_signal(libc::SIGSTOP, "SIGSTOP");
+    }
+
+    /// Resumes a server frozen by [`stop`](Self::stop) (SIGCONT).
+    pub fn cont(&mut self) {
+        self.send_signal(libc::SIGCONT, "SIGCONT");
+    }
+
+    fn send_signal(&mut self, sig: libc::c_int, name: &str) {
+        assert!(
+            self.is_running(),
+            "fencelock-testkit: {name} to a server that is not running"
+        );
+        assert!(
+            signal(self.pid, sig),
+            "fencelock-testkit: {name} to pid {} failed: {}",
+            self.pid,
+            io::Error::last_os_error()
+        );
+    }
+
+    /// Kills the server if it is running, then starts a new, empty one on the
+    /// same port and waits for `PING`. Retries binding for ~3 s.
+    pub fn restart(&mut self) {
+        self.kill();
+        let _ = fs::remove_file(self.dir.join("dump.rdb"));
+        let deadline = Instant::now() + RESTART_BIND_TIMEOUT;
+        loop {
+            match launch(self.port, &self.dir, &self.extra_args) {
+                Ok(child) => {
+                    self.pid = child.id();
+                    self.child = Some(child);
+                    return;
+                }
+                Err(e) if Instant::now() >= deadline => {
+                    panic!(
+                        "fencelock-testkit: restart on port {} failed: {e}",
+                        self.port
+                    )
+                }
+                Err(_) => thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
+    /// Sends a command and returns the reply; panics on I/O or protocol errors
+    /// (a Redis error reply is returned as [`Reply::Error`]). 2 s read timeout.
+    pub fn cmd(&self, args: &[&[u8]]) -> Reply {
+        self.cmd_with_timeout(args, CMD_TIMEOUT)
+            .unwrap_or_else(|e| {
+                panic!(
+                    "fencelock-testkit: {} on port {} failed: {e}",
+                    String::from_utf8_lossy(args[0]),
+                    self.port
+                )
+            })
+    }
+
+    /// Like [`cmd`](Self::cmd) but with a custom connect/read timeout, returning
+    /// I/O errors (e.g. a timeout while the server is stopped) instead of panicking.
+    pub fn cmd_with_timeout(&self, args: &[&[u8]], timeout: Duration) -> io::Result<Reply> {
+        request(self.port, args, timeout)
+    }
+
+    /// `GET key`.
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        match self.cmd(&[b"GET", key]) {
+            Reply::Bulk(v) => v,
+            other => panic!("fencelock-testkit: unexpected GET reply {other:?}"),
+        }
+    }
+
+    /// `SET key value`.
+    pub fn set(&self, key: &[u8], value: &[u8]) {
+        let reply = self.cmd(&[b"SET", key, value]);
+        assert_eq!(
+            reply,
+            Reply::Status("OK".into()),
+            "fencelock-testkit: SET failed"
+        );
+    }
+
+    /// `SET key value NX PX ms`; true if the key was set.
+    pub fn set_nx_px(&self, key: &[u8], value: &[u8], ms: u64) -> bool {
+        match self.cmd(&[b"SET", key, value, b"NX", b"PX", ms.to_string().as_bytes()]) {
+            Reply::Status(s) if s == "OK" => true,
+            Reply::Bulk(None) => false,
+            other => panic!("fencelock-testkit: unexpected SET NX PX reply {other:?}"),
+        }
+    }
+
+    /// `PTTL key`: remaining ms, -1 if no expiry, -2 if missing.
+    pub fn pttl(&self, key: &[u8]) -> i64 {
+        self.int_cmd(&[b"PTTL", key])
+    }
+
+    /// `DEL key`: number of keys removed.
+    pub fn del(&self, key: &[u8]) -> i64 {
+        self.int_cmd(&[b"DEL", key])
+    }
+
+    /// `DBSIZE`: number of keys in the current database.
+    pub fn dbsize(&self) -> i64 {
+        self.int_cmd(&[b"DBSIZE"])
+    }
+
+    /// `INFO commandstats` as text (lines like `cmdstat_set:calls=3,...`).
+    pub fn info_commandstats(&self) -> String {
+        match self.cmd(&[b"INFO", b"commandstats"]) {
+            Reply::Bulk(Some(v)) => String::from_utf8_lossy(&v).into_owned(),
+            other => panic!("fencelock-testkit: unexpected INFO reply {other:?}"),
+        }
+    }
+
+    /// `FLUSHALL`.
+    pub fn flushall(&self) {
+        let reply = self.cmd(&[b"FLUSHALL"]);
+        assert_eq!(
+            reply,
+            Reply::Status("OK".into()),
+            "fencelock-testkit: FLUSHALL failed"
+        );
+    }
+
+    fn int_cmd(&self, args: &[&[u8]]) -> i64 {
+        match self.cmd(args) {
+            Reply::Int(n) => n,
+            other => panic!(
+                "fencelock-testkit: unexpected {} reply {other:?}",
+                String::from_utf8_lossy(args[0])
+            ),
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        if thread::panicking() {
+            eprintln!(
+                "---- redis-server on port {} log tail ({}) ----\n{}\n---- end of log ----",
+                self.port,
+                self.log_path().display(),
+                tail(&self.log_path(), 40)
+            );
+        }
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Spawns redis-server on `port` and waits until it answers `PING`.
+///
+/// Returns `Err` (after reaping the child) if it exits early, e.g. because the
+/// port is taken, or does not become ready in time.
+fn launch(port: u16, dir: &Path, extra_args: &[String]) -> Result<Child, String> {
+    let bin = std::env::var_os("REDIS_SERVER_BIN").unwrap_or_else(|| "redis-server".into());
+    let log = dir.join("redis.log");
+    let stderr =
+        fs::File::create(dir.join("stderr.log")).map_err(|e| format!("stderr.log: {e}"))?;
+    let mut child = Command::new(&bin)
+        .arg("--port").arg(port.to_string())
+        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .arg("--dir").arg(dir)
+        .arg("--logfile").arg(&log)
+        .args(["--daemonize", "no", "--protected-mode", "no"])
+        .args(extra_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("fencelock-testkit: cannot spawn {bin:?} (set REDIS_SERVER_BIN or put redis-server on PATH): {e}")
+        });
+    let pid = child.id();
+    let deadline = Instant::now() + READY_TIMEOUT;
+    let failure = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            // Already reaped: do not signal the (possibly recycled) PID.
+            return Err(failure_report(
+                pid,
+                port,
+                dir,
+                &format!("exited early with {status}"),
+            ));
+        }
+        // PING, then make sure it is *our* process answering, not a stranger on the port.
+        let ping = request(port, &[b"PING"], Duration::from_millis(200));
+        if matches!(ping, Ok(Reply::Status(ref s)) if s == "PONG") {
+            if let Ok(Reply::Bulk(Some(info))) = request(port, &[b"INFO", b"server"], CMD_TIMEOUT) {
+                if String::from_utf8_lossy(&info).contains(&format!("process_id:{pid}\r\n")) {
+                    return Ok(child);
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            break format!("not answering PING after {READY_TIMEOUT:?}");
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    signal(pid, libc::SIGKILL);
+    let _ = child.wait();
+    Err(failure_report(pid, port, dir, &failure))
+}
+
+fn failure_report(pid: u32, port: u16, dir: &Path, failure: &str) -> String {
+    format!(
+        "redis-server (pid {pid}, port {port}) {failure}\n--- stderr ---\n{}\n--- log ---\n{}",
+        tail(&dir.join("stderr.log"), 40),
+        tail(&dir.join("redis.log"), 40)
+    )
+}
