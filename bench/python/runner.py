@@ -1,0 +1,686 @@
+#!/usr/bin/env python3
+"""fencelock benchmark runner for Python (issue #8).
+
+Runs ONE scenario for ONE implementation against Redis servers that are already running and
+prints one JSON object as the last line of stdout (everything else goes to stderr).
+
+    runner.py cycle   --impl IMPL --servers URL[,URL...] --duration-ms D [--ttl-ms 10000]
+                      [--name NAME] [--samples]
+    runner.py contend --impl IMPL --servers URLS --name NAME --hold-ms H --duration-ms D
+                      --start-at-ms EPOCH_MS --worker ID [--ttl-ms 10000]
+
+IMPL: ours, ours-asyncio, redis-py, python-redis-lock, pottery, pottery-asyncio, floor,
+floor-asyncio. `scale` and `hold` are Rust/Node only. Bad flags, an unknown impl or an impl
+that cannot run the scenario (redis-py / python-redis-lock with several servers): exit 2.
+
+Standard library plus the packages pinned in requirements.txt; CPython 3.11+.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import math
+import os
+import sys
+import time
+from typing import Any, Callable, Optional
+
+LANG = "python"
+SYNC_IMPLS = ("ours", "redis-py", "python-redis-lock", "pottery", "floor")
+ASYNC_IMPLS = ("ours-asyncio", "pottery-asyncio", "floor-asyncio")
+IMPLS = SYNC_IMPLS + ASYNC_IMPLS
+SINGLE_SERVER_ONLY = ("redis-py", "python-redis-lock")
+WARMUP_CYCLES = 50
+# After a failed cycle, pause this long so that a dead server does not turn the loop into a
+# hot spin on a shared machine (the failure still counts; the pause is not in its latency).
+ERROR_PAUSE_S = 0.001
+# The floor's retry interval while waiting in `contend`: redis-py Lock's default `sleep`.
+FLOOR_RETRY_S = 0.1
+
+RELEASE_LUA = (
+    'if redis.call("get",KEYS[1])==ARGV[1] then return redis.call("del",KEYS[1]) '
+    "else return 0 end"
+)
+
+
+class UsageError(Exception):
+    """Exit code 2 with this message on stderr."""
+
+
+def log(msg: str) -> None:
+    print(f"runner.py: {msg}", file=sys.stderr, flush=True)
+
+
+def new_token() -> str:
+    return os.urandom(16).hex()
+
+
+def majority(n: int) -> int:
+    return n // 2 + 1
+
+
+# --------------------------------------------------------------------------------------------
+# Implementations. Sync ones expose try_acquire(name) -> handle | None, acquire(name) -> handle
+# (waiting without giving up) and release(handle) (raises when the lock was not released);
+# the asyncio ones expose the same as coroutines. Every call may raise on connection errors.
+
+
+class Ours:
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        import fencelock
+
+        self.ttl = ttl_s
+        self.m = fencelock.LockManager(servers[0] if len(servers) == 1 else servers)
+
+    def try_acquire(self, name: str) -> Any:
+        return self.m.try_acquire(name, self.ttl)
+
+    def acquire(self, name: str) -> Any:
+        return self.m.acquire(name, self.ttl)  # wait=None: until acquired, default retries
+
+    def release(self, lock: Any) -> None:
+        lock.release()
+
+
+class OursAsyncio:
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        import fencelock.asyncio
+
+        self.ttl = ttl_s
+        self.m = fencelock.asyncio.LockManager(servers[0] if len(servers) == 1 else servers)
+
+    async def try_acquire(self, name: str) -> Any:
+        return await self.m.try_acquire(name, self.ttl)
+
+    async def acquire(self, name: str) -> Any:
+        return await self.m.acquire(name, self.ttl)
+
+    async def release(self, lock: Any) -> None:
+        await lock.release()
+
+
+class RedisPy:
+    """redis.lock.Lock through r.lock(name, timeout=ttl_s), as redis-py documents it."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        import redis
+
+        self.r = redis.Redis.from_url(servers[0])
+        self.ttl = ttl_s
+        self.locks: dict[str, Any] = {}
+
+    def _lock(self, name: str) -> Any:
+        lock = self.locks.get(name)
+        if lock is None:
+            lock = self.locks[name] = self.r.lock(name, timeout=self.ttl)
+        return lock
+
+    def try_acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        return lock if lock.acquire(blocking=False) else None
+
+    def acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        if not lock.acquire():  # blocking, blocking_timeout=None: waits for ever (sleep 0.1)
+            raise RuntimeError("redis-py Lock.acquire returned False")
+        return lock
+
+    def release(self, lock: Any) -> None:
+        lock.release()
+
+
+class PythonRedisLock:
+    """redis_lock.Lock(conn, name, expire=s). `expire` is whole seconds in this library."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        import redis
+
+        self.r = redis.Redis.from_url(servers[0])
+        self.expire = max(1, round(ttl_s))
+        self.locks: dict[str, Any] = {}
+        # It logs a WARNING for every failed non-blocking acquire; keep stderr readable.
+        logging.getLogger("redis_lock").setLevel(logging.ERROR)
+
+    def _lock(self, name: str) -> Any:
+        import redis_lock
+
+        lock = self.locks.get(name)
+        if lock is None:
+            lock = self.locks[name] = redis_lock.Lock(self.r, name, expire=self.expire)
+        return lock
+
+    def try_acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        return lock if lock.acquire(blocking=False) else None
+
+    def acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        if not lock.acquire(blocking=True):  # timeout=None: BLPOP on the release signal
+            raise RuntimeError("redis_lock.Lock.acquire returned False")
+        return lock
+
+    def release(self, lock: Any) -> None:
+        lock.release()
+
+
+def _quiet_pottery() -> None:
+    # pottery logs every Redis error of a master with logger.exception (a traceback each):
+    # with a killed server that floods stderr. Errors are still counted by the runner.
+    logging.getLogger("pottery").setLevel(logging.CRITICAL)
+
+
+class Pottery:
+    """pottery.Redlock(key=name, masters={redis.Redis...}, auto_release_time=ttl_s)."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        import redis
+
+        _quiet_pottery()
+        self.masters = {redis.Redis.from_url(u) for u in servers}
+        self.ttl = ttl_s
+        self.locks: dict[str, Any] = {}
+
+    def _lock(self, name: str) -> Any:
+        from pottery import Redlock
+
+        lock = self.locks.get(name)
+        if lock is None:
+            lock = self.locks[name] = Redlock(
+                key=name, masters=self.masters, auto_release_time=self.ttl
+            )
+        return lock
+
+    def try_acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        return lock if lock.acquire(blocking=False) else None
+
+    def acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        if not lock.acquire():  # blocking=True, timeout=-1: for ever
+            raise RuntimeError("pottery Redlock.acquire returned False")
+        return lock
+
+    def release(self, lock: Any) -> None:
+        lock.release()
+
+
+class PotteryAsyncio:
+    """pottery.AIORedlock with redis.asyncio clients."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        from redis.asyncio import Redis as AIORedis
+
+        _quiet_pottery()
+        self.masters = {AIORedis.from_url(u) for u in servers}
+        self.ttl = ttl_s
+        self.locks: dict[str, Any] = {}
+
+    def _lock(self, name: str) -> Any:
+        from pottery import AIORedlock
+
+        lock = self.locks.get(name)
+        if lock is None:
+            lock = self.locks[name] = AIORedlock(
+                key=name, masters=self.masters, auto_release_time=self.ttl
+            )
+        return lock
+
+    async def try_acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        return lock if await lock.acquire(blocking=False) else None
+
+    async def acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        if not await lock.acquire():
+            raise RuntimeError("pottery AIORedlock.acquire returned False")
+        return lock
+
+    async def release(self, lock: Any) -> None:
+        await lock.release()
+
+
+def _floor_clients(servers: list[str], asyncio_flavour: bool) -> list[Any]:
+    # The floor is the bare cost of SET NX PX + EVALSHA: no client-side retries (redis-py's
+    # default client retries a failed command 10 times with backoff up to 1 s, which would
+    # make a dead server cost seconds per cycle and measure the retry policy, not the floor).
+    if asyncio_flavour:
+        from redis.asyncio import Redis
+        from redis.asyncio.retry import Retry
+    else:
+        from redis import Redis
+        from redis.retry import Retry
+    from redis.backoff import NoBackoff
+
+    return [Redis.from_url(u, retry=Retry(NoBackoff(), 0)) for u in servers]
+
+
+class Floor:
+    """redis-py (hiredis parser) SET key token NX PX ttl, then EVALSHA compare-and-delete;
+    with several servers, each step goes to the servers one after the other; success when a
+    majority answered OK."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        import redis
+
+        if not redis.utils.HIREDIS_AVAILABLE:
+            log("warning: hiredis is not installed; the floor uses the pure-Python parser")
+        self.clients = _floor_clients(servers, False)
+        self.scripts = [c.register_script(RELEASE_LUA) for c in self.clients]  # EVALSHA
+        self.px = max(1, round(ttl_s * 1000))
+        self.need = majority(len(servers))
+
+    def _set_all(self, name: str, token: str) -> int:
+        ok = 0
+        for c in self.clients:
+            try:
+                ok += bool(c.set(name, token, nx=True, px=self.px))
+            except Exception:
+                pass
+        return ok
+
+    def _del_all(self, name: str, token: str) -> int:
+        ok = 0
+        for s in self.scripts:
+            try:
+                ok += s(keys=[name], args=[token]) == 1
+            except Exception:
+                pass
+        return ok
+
+    def try_acquire(self, name: str) -> Any:
+        token = new_token()
+        if self._set_all(name, token) >= self.need:
+            return (name, token)
+        self._del_all(name, token)  # undo the minority it won
+        return None
+
+    def acquire(self, name: str) -> Any:
+        while True:
+            handle = self.try_acquire(name)
+            if handle is not None:
+                return handle
+            time.sleep(FLOOR_RETRY_S)
+
+    def release(self, handle: Any) -> None:
+        if self._del_all(*handle) < self.need:
+            raise RuntimeError("floor release: no majority deleted the key")
+
+
+class FloorAsyncio:
+    """redis.asyncio (hiredis parser): the parallel floor, each step sent to every server at
+    once with asyncio.gather; success when a majority answered OK."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        self.clients = _floor_clients(servers, True)
+        self.scripts = [c.register_script(RELEASE_LUA) for c in self.clients]
+        self.px = max(1, round(ttl_s * 1000))
+        self.need = majority(len(servers))
+
+    async def _set_all(self, name: str, token: str) -> int:
+        res = await asyncio.gather(
+            *(c.set(name, token, nx=True, px=self.px) for c in self.clients),
+            return_exceptions=True,
+        )
+        return sum(1 for r in res if r is True)
+
+    async def _del_all(self, name: str, token: str) -> int:
+        res = await asyncio.gather(
+            *(s(keys=[name], args=[token]) for s in self.scripts), return_exceptions=True
+        )
+        return sum(1 for r in res if r == 1)
+
+    async def try_acquire(self, name: str) -> Any:
+        token = new_token()
+        if await self._set_all(name, token) >= self.need:
+            return (name, token)
+        await self._del_all(name, token)
+        return None
+
+    async def acquire(self, name: str) -> Any:
+        while True:
+            handle = await self.try_acquire(name)
+            if handle is not None:
+                return handle
+            await asyncio.sleep(FLOOR_RETRY_S)
+
+    async def release(self, handle: Any) -> None:
+        if await self._del_all(*handle) < self.need:
+            raise RuntimeError("floor release: no majority deleted the key")
+
+
+FACTORIES: dict[str, Callable[[list[str], float], Any]] = {
+    "ours": Ours,
+    "ours-asyncio": OursAsyncio,
+    "redis-py": RedisPy,
+    "python-redis-lock": PythonRedisLock,
+    "pottery": Pottery,
+    "pottery-asyncio": PotteryAsyncio,
+    "floor": Floor,
+    "floor-asyncio": FloorAsyncio,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Scenarios
+
+
+def percentiles(lat: list[float]) -> dict[str, Optional[float]]:
+    if not lat:
+        return {"p50": None, "p90": None, "p99": None, "max": None}
+    s = sorted(lat)
+
+    def rank(p: float) -> float:  # nearest rank
+        return round(s[max(0, math.ceil(p * len(s)) - 1)], 1)
+
+    return {"p50": rank(0.50), "p90": rank(0.90), "p99": rank(0.99), "max": round(s[-1], 1)}
+
+
+class CycleStats:
+    def __init__(self, want_samples: bool) -> None:
+        self.ok = 0
+        self.errors = 0
+        self.lat: list[float] = []  # successful cycles only
+        self.samples: Optional[list[list[Any]]] = [] if want_samples else None
+        self.t0 = 0
+
+    def add(self, start_ns: int, end_ns: int, ok: bool) -> None:
+        lat_us = (end_ns - start_ns) / 1000
+        if ok:
+            self.ok += 1
+            self.lat.append(lat_us)
+        else:
+            self.errors += 1
+        if self.samples is not None:
+            self.samples.append(
+                [round((start_ns - self.t0) / 1e6, 3), round(lat_us, 1), 1 if ok else 0]
+            )
+
+    def result(self, impl: str, n: int, elapsed_s: float) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "scenario": "cycle",
+            "impl": impl,
+            "lang": LANG,
+            "servers": n,
+            "ops": self.ok,
+            "errors": self.errors,
+            "elapsed_s": round(elapsed_s, 6),
+            "ops_per_s": round(self.ok / elapsed_s, 3) if elapsed_s > 0 else 0.0,
+            "lat_us": percentiles(self.lat),
+        }
+        if self.samples is not None:
+            out["samples"] = self.samples
+        return out
+
+
+def _cycle_once_sync(impl: Any, name: str) -> bool:
+    try:
+        lock = impl.try_acquire(name)
+    except Exception as e:  # connection errors and the like: counted, never fatal
+        _note(e)
+        return False
+    if lock is None:
+        return False
+    try:
+        impl.release(lock)
+        return True
+    except Exception as e:
+        _note(e)
+        return False
+
+
+async def _cycle_once_async(impl: Any, name: str) -> bool:
+    try:
+        lock = await impl.try_acquire(name)
+    except Exception as e:
+        _note(e)
+        return False
+    if lock is None:
+        return False
+    try:
+        await impl.release(lock)
+        return True
+    except Exception as e:
+        _note(e)
+        return False
+
+
+_seen_errors: set[str] = set()
+
+
+def _note(e: BaseException) -> None:
+    """Log each distinct kind of error once on stderr."""
+    key = type(e).__name__
+    if key not in _seen_errors:
+        _seen_errors.add(key)
+        log(f"error (first of its kind): {key}: {e}")
+
+
+def cycle_sync(args: argparse.Namespace, impl: Any, n: int) -> dict[str, Any]:
+    for _ in range(WARMUP_CYCLES):
+        _cycle_once_sync(impl, args.name)
+    st = CycleStats(args.samples)
+    clock = time.perf_counter_ns
+    st.t0 = t0 = clock()
+    end = t0 + args.duration_ms * 1_000_000
+    now = t0
+    while now < end:
+        ok = _cycle_once_sync(impl, args.name)
+        after = clock()
+        st.add(now, after, ok)
+        if not ok:
+            time.sleep(ERROR_PAUSE_S)
+            after = clock()
+        now = after
+    return st.result(args.impl, n, (now - t0) / 1e9)
+
+
+async def cycle_async(args: argparse.Namespace, impl: Any, n: int) -> dict[str, Any]:
+    for _ in range(WARMUP_CYCLES):
+        await _cycle_once_async(impl, args.name)
+    st = CycleStats(args.samples)
+    clock = time.perf_counter_ns
+    st.t0 = t0 = clock()
+    end = t0 + args.duration_ms * 1_000_000
+    now = t0
+    while now < end:
+        ok = await _cycle_once_async(impl, args.name)
+        after = clock()
+        st.add(now, after, ok)
+        if not ok:
+            await asyncio.sleep(ERROR_PAUSE_S)
+            after = clock()
+        now = after
+    return st.result(args.impl, n, (now - t0) / 1e9)
+
+
+def _wall_us() -> int:
+    return time.time_ns() // 1000
+
+
+def _contend_result(args: argparse.Namespace, n: int, errors: int, holds: list) -> dict:
+    return {
+        "scenario": "contend",
+        "impl": args.impl,
+        "lang": LANG,
+        "worker": args.worker,
+        "servers": n,
+        "errors": errors,
+        "holds": holds,
+    }
+
+
+def _warmup_name(args: argparse.Namespace) -> str:
+    return f"{args.name}-warmup-{args.worker}"
+
+
+def contend_sync(args: argparse.Namespace, impl: Any, n: int) -> dict[str, Any]:
+    for _ in range(WARMUP_CYCLES):
+        _cycle_once_sync(impl, _warmup_name(args))
+    start_s = args.start_at_ms / 1000
+    delay = start_s - time.time()
+    if delay > 0:
+        time.sleep(delay)
+    else:
+        log(f"warning: start time already passed {-delay:.3f} s ago")
+    deadline_us = (args.start_at_ms + args.duration_ms) * 1000
+    hold_s = args.hold_ms / 1000
+    errors = 0
+    holds: list[list[int]] = []
+    while _wall_us() < deadline_us:
+        req = _wall_us()
+        try:
+            lock = impl.acquire(args.name)
+        except Exception as e:
+            _note(e)
+            errors += 1
+            time.sleep(ERROR_PAUSE_S)
+            continue
+        acq = _wall_us()
+        time.sleep(hold_s)
+        rel_start = _wall_us()
+        try:
+            impl.release(lock)
+        except Exception as e:
+            _note(e)
+            errors += 1
+        holds.append([req, acq, rel_start, _wall_us()])
+    return _contend_result(args, n, errors, holds)
+
+
+async def contend_async(args: argparse.Namespace, impl: Any, n: int) -> dict[str, Any]:
+    for _ in range(WARMUP_CYCLES):
+        await _cycle_once_async(impl, _warmup_name(args))
+    delay = args.start_at_ms / 1000 - time.time()
+    if delay > 0:
+        await asyncio.sleep(delay)
+    else:
+        log(f"warning: start time already passed {-delay:.3f} s ago")
+    deadline_us = (args.start_at_ms + args.duration_ms) * 1000
+    hold_s = args.hold_ms / 1000
+    errors = 0
+    holds: list[list[int]] = []
+    while _wall_us() < deadline_us:
+        req = _wall_us()
+        try:
+            lock = await impl.acquire(args.name)
+        except Exception as e:
+            _note(e)
+            errors += 1
+            await asyncio.sleep(ERROR_PAUSE_S)
+            continue
+        acq = _wall_us()
+        await asyncio.sleep(hold_s)
+        rel_start = _wall_us()
+        try:
+            await impl.release(lock)
+        except Exception as e:
+            _note(e)
+            errors += 1
+        holds.append([req, acq, rel_start, _wall_us()])
+    return _contend_result(args, n, errors, holds)
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return v
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="runner.py", description="fencelock benchmark runner (Python)")
+    sub = p.add_subparsers(dest="scenario", required=True, parser_class=_Parser)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--impl", required=True)
+        sp.add_argument("--servers", required=True, help="URL[,URL...]")
+        sp.add_argument("--duration-ms", type=_positive_int, required=True)
+        sp.add_argument("--ttl-ms", type=_positive_int, default=10000)
+
+    c = sub.add_parser("cycle", help="uncontended try-acquire + release")
+    common(c)
+    c.add_argument("--name", default="bench")
+    c.add_argument("--samples", action="store_true")
+
+    k = sub.add_parser("contend", help="one worker of a contention run")
+    common(k)
+    k.add_argument("--name", default="bench")
+    k.add_argument("--hold-ms", type=_nonneg_int, required=True)
+    k.add_argument("--start-at-ms", type=_nonneg_int, required=True)
+    k.add_argument("--worker", required=True)
+
+    return p
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv and argv[0] in ("scale", "hold"):
+            raise UsageError(f"scenario {argv[0]!r} is not implemented in Python (Rust and Node only)")
+        args = build_parser().parse_args(argv)
+        if args.impl not in FACTORIES:
+            raise UsageError(f"unknown impl {args.impl!r} (one of: {', '.join(IMPLS)})")
+        servers = [s.strip() for s in args.servers.split(",") if s.strip()]
+        if not servers:
+            raise UsageError("--servers: no URL given")
+        if args.impl in SINGLE_SERVER_ONLY and len(servers) != 1:
+            raise UsageError(f"impl {args.impl!r} works with one server only, got {len(servers)}")
+        try:
+            worker = args.worker
+            args.worker = int(worker) if worker.isdigit() else worker
+        except AttributeError:
+            pass
+    except UsageError as e:
+        print(f"runner.py: {e}", file=sys.stderr)
+        return 2
+
+    ttl_s = args.ttl_ms / 1000
+    n = len(servers)
+    is_async = args.impl in ASYNC_IMPLS
+    if args.scenario == "cycle":
+        run = cycle_async if is_async else cycle_sync
+    else:
+        run = contend_async if is_async else contend_sync
+
+    if is_async:
+
+        async def go() -> dict[str, Any]:
+            impl = FACTORIES[args.impl](servers, ttl_s)
+            return await run(args, impl, n)
+
+        result = asyncio.run(go())
+    else:
+        impl = FACTORIES[args.impl](servers, ttl_s)
+        result = run(args, impl, n)
+    sys.stdout.write(json.dumps(result, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
