@@ -183,7 +183,10 @@ async fn contending_acquisitions_cancelled_at_any_moment_leave_no_vote_behind() 
             .filter_map(|s| s.get(b"ab"))
             .map(|t| String::from_utf8_lossy(&t).into_owned())
             .collect();
-        assert!(left.is_empty(), "round {round}: votes left behind: {left:?}");
+        assert!(
+            left.is_empty(),
+            "round {round}: votes left behind: {left:?}"
+        );
     }
 }
 
