@@ -1,0 +1,63 @@
+//! fencelock-bench: the Rust benchmark runner of issue #8. Runs one scenario for one
+//! implementation (`ours`, `rslock`, `floor`) against servers started by the orchestrator and
+//! prints one JSON object as the last line of stdout; everything else goes to stderr.
+//! Exit code 2 for bad flags or an unknown implementation.
+
+mod cli;
+mod impls;
+mod scenarios;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use cli::Scenario;
+use impls::Impl;
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.iter().any(|a| a == "-h" || a == "--help") {
+        eprintln!("{}", cli::USAGE);
+        return ExitCode::SUCCESS;
+    }
+    let args = match cli::parse(&argv) {
+        Ok(a) => a,
+        Err(cli::Usage(msg)) => {
+            eprintln!("fencelock-bench: {msg}\n{}", cli::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    // One multi-threaded runtime (one worker per core) for every implementation alike.
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("fencelock-bench: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let out = rt.block_on(async {
+        let imp = match Impl::new(args.imp, &args.servers) {
+            Ok(i) => Arc::new(i),
+            Err(e) => return Err(e),
+        };
+        Ok(match args.scenario {
+            Scenario::Cycle => scenarios::cycle(&args, &imp).await,
+            Scenario::Contend => scenarios::contend(&args, &imp).await,
+            Scenario::Scale => scenarios::scale(&args, Arc::clone(&imp)).await,
+            Scenario::Hold => scenarios::hold(&args, Arc::clone(&imp)).await,
+        })
+    });
+    let out = match out {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("fencelock-bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{out}");
+    let _ = stdout.flush();
+    // Background tasks (e.g. releases still in flight in a library) must not delay the exit.
+    rt.shutdown_background();
+    ExitCode::SUCCESS
+}
