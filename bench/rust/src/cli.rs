@@ -160,10 +160,7 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
         Scenario::Hold => 0,
         _ => num("duration-ms", None)?,
     };
-    let name = match scenario {
-        Scenario::Contend => need("name")?.to_string(),
-        _ => values.get("name").copied().unwrap_or("bench").to_string(),
-    };
+    let name = values.get("name").copied().unwrap_or("bench").to_string();
     let (hold_ms, start_at_ms, worker) = if scenario == Scenario::Contend {
         (
             num("hold-ms", None)?,
