@@ -25,6 +25,9 @@ pub struct JsLock {
     fencing_token: u64,
     /// Set when an extend or release found the lock lost, so `lost` stays true afterwards.
     lost_seen: Arc<AtomicBool>,
+    /// Set (on the JS thread) by `release`/dispose: from then on the pending call owns the
+    /// lock's fate, and collecting this object must not abandon it.
+    finishing: bool,
     /// The `AbortController` behind `signal`, created on first access.
     controller: Option<ObjectRef<false>>,
     /// The runtime the lock was acquired on, for work left when the object is collected
@@ -40,6 +43,7 @@ impl JsLock {
             fencing_token: lock.fencing_token(),
             slot: Arc::new(RwLock::new(Some(lock))),
             lost_seen: Arc::new(AtomicBool::new(false)),
+            finishing: false,
             controller: None,
             runtime,
         }
@@ -179,19 +183,19 @@ impl JsLock {
 
     /// Releases the lock on every server.
     #[napi(catch_unwind, ts_return_type = "Promise<void>")]
-    pub fn release<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
+    pub fn release<'e>(&mut self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
         self.finish(env, Finish::Release)
     }
 
     /// `Symbol.asyncDispose` (aliased in index.js): release, a no-op after an explicit release.
     #[napi(catch_unwind, js_name = "__dispose", skip_typescript)]
-    pub fn dispose<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
+    pub fn dispose<'e>(&mut self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
         self.finish(env, Finish::Dispose)
     }
 
     /// The end of `LockManager.using`: release, and report a loss during the scope.
     #[napi(catch_unwind, js_name = "__finishScope", skip_typescript)]
-    pub fn finish_scope<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
+    pub fn finish_scope<'e>(&mut self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
         self.finish(env, Finish::Scope)
     }
 }
@@ -204,7 +208,11 @@ enum Finish {
 }
 
 impl JsLock {
-    fn finish<'e>(&self, env: &'e Env, how: Finish) -> Result<PromiseRaw<'e, ()>> {
+    fn finish<'e>(&mut self, env: &'e Env, how: Finish) -> Result<PromiseRaw<'e, ()>> {
+        // The call below takes the lock out of the slot later, on a tokio thread; the program
+        // may drop its last reference to this object before then (`await lock.release()` as
+        // the lock's last use), and its finalizer must not abandon the lock in between.
+        self.finishing = true;
         let slot = Arc::clone(&self.slot);
         let lost_seen = Arc::clone(&self.lost_seen);
         let released = self.released("release");
@@ -241,6 +249,10 @@ impl ObjectFinalize for JsLock {
     fn finalize(self, env: Env) -> Result<()> {
         if let Some(c) = self.controller {
             c.unref(&env)?;
+        }
+        if self.finishing {
+            // A release (or dispose) is under way and owns the lock: nothing to abandon.
+            return Ok(());
         }
         match self.slot.try_write() {
             Ok(mut guard) => {

@@ -93,6 +93,42 @@ describe('lock lifetime', () => {
     await server.del('collected')
   })
 
+  it('a lock whose last use is release() is released, however soon it is collected', async () => {
+    // `await (await m.acquire(...)).release()` drops the last reference to the Lock while its
+    // release is still queued for the tokio thread; collection in between must not abandon it.
+    const out = node(
+      ['--expose-gc'],
+      `
+      const { LockManager } = require(process.env.INDEX)
+      const m = new LockManager(process.env.URL)
+      let errors = 0, cycles = 0, running = true
+      const collector = setInterval(() => global.gc(), 5)
+      const task = async (i) => {
+        while (running) {
+          try {
+            await (await m.acquire('gc-' + i, { ttl: 60000, wait: 0 })).release()
+            cycles++
+          } catch (e) {
+            if (errors++ === 0) console.error(e)
+          }
+        }
+      }
+      setTimeout(() => { running = false }, 1500)
+      Promise.all(Array.from({ length: 64 }, (_, i) => task(i))).then(async () => {
+        clearInterval(collector)
+        await m.close()
+        console.log('cycles', cycles, 'errors', errors)
+      })
+      `,
+    )
+    const [, cycles, errors] = out.match(/cycles (\d+) errors (\d+)/).map(Number)
+    assert.ok(cycles > 100, `the loop ran (${cycles} cycles)`)
+    assert.equal(errors, 0, `every acquire and release succeeded (${cycles} cycles)`)
+    const left = []
+    for (let i = 0; i < 64; i++) if ((await server.get('gc-' + i)) !== null) left.push(i)
+    assert.deepEqual(left, [], 'no lock left behind')
+  })
+
   it('a held lock with a watched signal does not keep Node running', async () => {
     const t0 = Date.now()
     const out = node(
