@@ -8,6 +8,8 @@
 //!   past validity, fencing tokens strictly increasing in hold order);
 //! - [`contend`]: holders contending for a few names while faults happen;
 //! - [`store`]: a fenced and an unfenced store, to show what fencing tokens buy;
+//! - [`paused`]: a holder paused past its TTL and fenced off when it resumes, for holders in
+//!   any two languages;
 //! - [`worker`]: worker processes (the `chaos-worker` binary) that can be paused and killed;
 //! - [`mixed`]: worker processes in Rust, Python, Node and C contending for the same locks
 //!   (`tests/chaos/workers/`).
@@ -26,6 +28,7 @@
 pub mod contend;
 pub mod history;
 pub mod mixed;
+pub mod paused;
 pub mod proxy;
 pub mod store;
 pub mod worker;

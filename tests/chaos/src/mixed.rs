@@ -8,7 +8,10 @@
 //! header and library, through pkg-config). They share one command line
 //! (`--servers --names --rounds --hold-ms --holder --ttl-ms --wait-ms --server-timeout-ms
 //! --duration-ms`) and one output protocol (`HOLD ...`, `FAIL kind=K took_ms=N`,
-//! `RFAIL kind=K`, `DONE acquired=N failed=M`).
+//! `RFAIL kind=K`, `DONE acquired=N failed=M`). Each also has the interactive `hold` mode of
+//! `chaos-worker hold` (one lock, driven over stdin, writing to a fenced and an unfenced
+//! store), for the paused-holder scenario of [`crate::paused`]; [`Launcher::spawn`] starts
+//! either mode.
 //!
 //! [`Toolchains::find`] locates what each language needs, and says what is missing:
 //!
@@ -98,6 +101,25 @@ pub struct Launcher {
     pub env: Vec<(String, String)>,
 }
 
+impl Launcher {
+    /// The Rust worker: the `chaos-worker` binary at `exe`.
+    pub fn rust(exe: &Path) -> Launcher {
+        Launcher {
+            language: Language::Rust,
+            program: exe.to_path_buf(),
+            leading_args: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Starts this language's worker with `args` (after the launcher's own leading ones).
+    pub fn spawn(&self, args: &[String]) -> Worker {
+        let mut all = self.leading_args.clone();
+        all.extend_from_slice(args);
+        Worker::spawn_with_env(&self.program, &all, &self.env)
+    }
+}
+
 /// What was found for each language.
 #[derive(Debug, Clone, Default)]
 pub struct Toolchains {
@@ -138,12 +160,7 @@ impl Toolchains {
             Err(why) => t.missing.push(why),
         };
         add(if rust_worker.is_file() {
-            Ok(Launcher {
-                language: Language::Rust,
-                program: rust_worker.to_path_buf(),
-                leading_args: Vec::new(),
-                env: Vec::new(),
-            })
+            Ok(Launcher::rust(rust_worker))
         } else {
             Err(format!(
                 "rust: no chaos-worker at {}",
@@ -357,9 +374,7 @@ pub fn start(launcher: &Launcher, spec: &Spec, first: usize, count: usize) -> Ve
     (first..first + count)
         .map(|i| {
             let holder = format!("{}-{i}", launcher.language.label());
-            let mut args = launcher.leading_args.clone();
-            args.extend(spec.args(launcher.language, &holder));
-            let worker = Worker::spawn_with_env(&launcher.program, &args, &launcher.env);
+            let worker = launcher.spawn(&spec.args(launcher.language, &holder));
             Running { holder, worker }
         })
         .collect()

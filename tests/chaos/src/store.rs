@@ -4,13 +4,20 @@
 //!   a write with a smaller one, atomically with the write (a Lua check-and-set): what
 //!   `docs/SAFETY.md` asks of any storage that must never be written by a stale holder;
 //! - [`UnfencedStore`] just writes (the last writer wins, however stale).
+//!
+//! Keys: `fenced:<resource>:token` (the largest token accepted), `fenced:<resource>:data` and
+//! `unfenced:<resource>`.
 
 use redis::{Client, Commands, RedisResult, Script};
 
 /// Check-and-set: accept the write when the token is not smaller than the largest seen.
 /// Tokens are compared as decimal strings (length first), exactly, with no float rounding.
 /// An equal token is accepted: the same holder may write more than once.
-const FENCED_WRITE: &str = r#"
+///
+/// The workers in `tests/chaos/workers/` send a byte-identical copy with `EVAL` from their
+/// `hold` mode; [`crate::paused`] checks that through the store's script cache (the script's
+/// SHA1, see [`fenced_write_sha1`]).
+pub const FENCED_WRITE: &str = r#"
 -- KEYS[1] largest token accepted, KEYS[2] data; ARGV[1] token (decimal), ARGV[2] value.
 local seen = redis.call('GET', KEYS[1])
 local t = ARGV[1]
@@ -21,6 +28,11 @@ redis.call('SET', KEYS[1], t)
 redis.call('SET', KEYS[2], ARGV[2])
 return 1
 "#;
+
+/// The SHA1 (hex) of [`FENCED_WRITE`], under which a server caches it once it ran it.
+pub fn fenced_write_sha1() -> String {
+    Script::new(FENCED_WRITE).get_hash().to_string()
+}
 
 fn client(url: &str) -> Client {
     Client::open(url).unwrap_or_else(|e| panic!("store: bad url {url}: {e}"))

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use fencelock::{ErrorKind, LockManager};
 use fencelock_chaos::contend::{contend, Contention, Report};
-use fencelock_chaos::history::{now_us, History, Hold, Violation};
+use fencelock_chaos::history::{now_us, History, Hold};
+use fencelock_chaos::mixed::Launcher;
+use fencelock_chaos::paused::a_paused_holder_is_fenced_off;
 use fencelock_chaos::proxy::{Direction, Proxy};
-use fencelock_chaos::store::{FencedStore, UnfencedStore};
 use fencelock_chaos::worker::{field, num, Worker};
 use fencelock_chaos::{scaled, soak, urls};
 use fencelock_testkit::{servers, RedisServer};
@@ -56,19 +57,6 @@ fn finish(
             panic!("holders still running {HANG_LIMIT:?} after their deadline: hung")
         })
         .expect("holders panicked")
-}
-
-/// Polls `cond` every 10 ms until it holds; panics after `limit`.
-#[track_caller]
-fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not true within {limit:?}"
-        );
-        sleep(MS(10));
-    }
 }
 
 fn worker_args(urls: &[String], name: &str, ttl_ms: u64, extra: &[&str]) -> Vec<String> {
@@ -212,101 +200,19 @@ fn a_majority_killed_fails_cleanly_within_the_wait_limit_and_recovers() {
 /// auto-extension) and is frozen with SIGSTOP past its TTL; its lock expires and worker B
 /// takes over with a larger fencing token and writes. When A resumes, its write to the fenced
 /// store is rejected, while the same write to the unfenced store overwrites B's data. The
-/// checker blames A (held past validity) and finds no overlap within validity.
+/// checker blames A (held past validity) and finds no overlap within validity. Both holders
+/// are `chaos-worker hold`; `tests/mixed_faults.rs` runs the same scenario
+/// ([`a_paused_holder_is_fenced_off`]) with Python, Node and C holders.
 #[test]
 fn a_holder_paused_past_its_ttl_is_fenced_off_when_it_resumes() {
-    let srv = servers(5);
-    let store = RedisServer::start();
-    let urls = urls(&srv);
-    let ttl_ms = 1000;
-    let store_args = |value: &str| {
-        worker_args(
-            &urls,
-            "job",
-            ttl_ms,
-            &[
-                "--auto-extend",
-                "--wait-ms",
-                "10000",
-                "--store",
-                &store.url(),
-                "--resource",
-                "report",
-                "--value",
-                value,
-            ],
-        )
-    };
-    let mut a = Worker::spawn(Path::new(WORKER), &store_args("from-A"));
-    let a_got = a.expect("ACQUIRED", MS(10_000));
-    a.stop(); // a GC pause, a VM migration: auto-extension stops with it
-    let paused = Instant::now();
-    // Deterministic, not sleep-and-hope: wait until A's key is gone from a majority.
-    wait_until(MS(10_000), "A's lock expired", || {
-        srv.iter().filter(|s| s.get(b"job").is_some()).count() < 3
-    });
-    println!("A's lock expired {:?} after the pause", paused.elapsed());
-    let mut b = Worker::spawn(Path::new(WORKER), &store_args("from-B"));
-    let b_got = b.expect("ACQUIRED", MS(10_000));
-    assert!(
-        num(&b_got, "token") > num(&a_got, "token"),
-        "B's fencing token is larger: {b_got} / {a_got}"
-    );
-    b.send("WRITE");
-    let b_wrote = b.expect("WROTE", MS(5000));
-    assert_eq!(field(&b_wrote, "fenced"), Some("accepted"), "{b_wrote}");
-    // A wakes up and carries on with the write it was about to do.
-    a.send("WRITE");
-    a.cont();
-    let a_wrote = a.expect("WROTE", MS(10_000));
-    assert_eq!(
-        field(&a_wrote, "lost"),
-        Some("true"),
-        "A's lock knows it is lost: {a_wrote}"
-    );
-    assert_eq!(
-        field(&a_wrote, "fenced"),
-        Some("rejected"),
-        "the fenced store rejects A's stale token: {a_wrote}"
-    );
-    assert_eq!(field(&a_wrote, "unfenced"), Some("written"), "{a_wrote}");
-    assert_eq!(
-        FencedStore::new(&store.url())
-            .read("report")
-            .unwrap()
-            .as_deref(),
-        Some("from-B"),
-        "fenced: the newer holder's data survives"
-    );
-    assert_eq!(
-        UnfencedStore::new(&store.url())
-            .read("report")
-            .unwrap()
-            .as_deref(),
-        Some("from-A"),
-        "unfenced: the paused holder overwrote the newer holder's data"
-    );
-    b.send("RELEASE");
-    let b_released = b.expect("RELEASED", MS(5000));
-    assert_eq!(field(&b_released, "result"), Some("ok"), "{b_released}");
-
-    let hold = |line: &str, end_us: u64, who: &str| Hold {
-        name: "job".into(),
-        fencing_token: num(line, "token"),
-        start_us: num(line, "start_us"),
-        end_us,
-        validity_us: num(line, "validity_us"),
-        holder: who.into(),
-    };
-    let verdict = fencelock_chaos::history::check(&[
-        hold(&a_got, num(&a_wrote, "end_us"), "paused worker A"),
-        hold(&b_got, num(&b_released, "end_us"), "worker B"),
-    ]);
-    println!("{verdict}");
-    assert_eq!(verdict.violations.len(), 1, "{verdict}");
-    assert!(
-        matches!(&verdict.violations[0], Violation::HeldPastValidity { hold, .. } if hold.holder == "paused worker A"),
-        "the checker blames the paused holder, and only it: {verdict}"
+    let rust = Launcher::rust(Path::new(WORKER));
+    let run = a_paused_holder_is_fenced_off(&rust, &rust);
+    println!(
+        "A's lock expired {:?} after the pause; {:?} in all\n{}\n{}",
+        run.expired_after,
+        run.took,
+        run.lines.join("\n"),
+        run.verdict
     );
 }
 

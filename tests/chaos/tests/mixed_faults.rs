@@ -5,6 +5,13 @@
 //! workers' own `FAIL kind=K took_ms=N` lines show how acquisitions failed and how long that
 //! took.
 //!
+//!
+//! The paused-holder tests run the scenario of `faults.rs`'s
+//! `a_holder_paused_past_its_ttl_is_fenced_off_when_it_resumes`
+//! ([`a_paused_holder_is_fenced_off`]) with a Python, a Node and a C holder as the one that is
+//! frozen, and a holder in another language taking over: each worker takes the lock through
+//! its own binding and writes to the fenced and the unfenced store itself.
+//!
 //! Like `tests/mixed.rs`, the tests skip when a language's worker cannot run, unless
 //! `FENCELOCK_MIXED_REQUIRED` is set (CI sets it), in which case they fail.
 
@@ -14,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use fencelock_chaos::history::{now_us, Hold};
 use fencelock_chaos::mixed::{collect, start, Language, Outcome, Running, Spec, Toolchains};
+use fencelock_chaos::paused::a_paused_holder_is_fenced_off;
 use fencelock_chaos::proxy::{Direction, Proxy};
 use fencelock_chaos::urls;
 use fencelock_chaos::worker::{field, num};
@@ -490,4 +498,43 @@ fn a_python_holder_killed_with_sigkill_frees_its_lock_within_the_ttl_for_every_l
     );
     let after: Vec<&Hold> = out.holds.iter().collect();
     assert_every_language_held(&after, "after the python holder was killed", &out);
+}
+
+/// The paused-holder scenario with holder A in `paused`'s language and B in `next`'s:
+/// A, frozen with SIGSTOP past its TTL while B takes over, resumes and writes; its own binding
+/// reports the lock lost, the fenced store rejects its write while the unfenced one takes
+/// it, and the checker blames A only (see [`a_paused_holder_is_fenced_off`]).
+fn paused_holder_is_fenced_off(paused: Language, next: Language) {
+    let Some(t) = toolchains() else { return };
+    let launcher = |l: Language| t.launcher(l).expect("found");
+    let run = a_paused_holder_is_fenced_off(launcher(paused), launcher(next));
+    println!(
+        "paused {paused} holder A, {next} holder B: A's lock expired {:?} after the pause; \
+         {:?} in all\n{}\n{}",
+        run.expired_after,
+        run.took,
+        run.lines.join("\n"),
+        run.verdict
+    );
+}
+
+/// A Python holder paused past its TTL, a Node holder takes over: the Python holder's late
+/// write is rejected by the fenced store and corrupts the unfenced one.
+#[test]
+fn a_paused_python_holder_is_fenced_off_when_it_resumes_after_a_node_holder_took_over() {
+    paused_holder_is_fenced_off(Language::Python, Language::Node);
+}
+
+/// A Node holder paused past its TTL, a C holder takes over: the Node holder's late write is
+/// rejected by the fenced store and corrupts the unfenced one.
+#[test]
+fn a_paused_node_holder_is_fenced_off_when_it_resumes_after_a_c_holder_took_over() {
+    paused_holder_is_fenced_off(Language::Node, Language::C);
+}
+
+/// A C holder paused past its TTL, a Python holder takes over: the C holder's late write is
+/// rejected by the fenced store and corrupts the unfenced one.
+#[test]
+fn a_paused_c_holder_is_fenced_off_when_it_resumes_after_a_python_holder_took_over() {
+    paused_holder_is_fenced_off(Language::C, Language::Python);
 }

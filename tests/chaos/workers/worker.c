@@ -1,22 +1,36 @@
-/* A contend worker in C for the cross-language fault tests (tests/chaos/tests/mixed.rs) and
- * the demo (ci/demo.sh), built against the INSTALLED libfencelock:
+/* A worker in C for the cross-language fault tests (tests/chaos/tests/mixed.rs,
+ * mixed_faults.rs) and the demo (ci/demo.sh), built against the INSTALLED libfencelock:
  *
  *   cc worker.c $(pkg-config --cflags --libs fencelock) -o worker-c
  *   worker-c --servers URL[,URL...] --names A[,B...] --rounds N --hold-ms N --holder ID
  *            [--ttl-ms N] [--wait-ms N] [--server-timeout-ms N] [--duration-ms N]
+ *   worker-c hold --servers URL[,URL...] --name NAME --ttl-ms N [--wait-ms N]
+ *            [--server-timeout-ms N] [--auto-extend] [--store URL --resource R --value V]
  *
  * Same protocol as worker.py: one `HOLD name=.. token=.. start_us=.. end_us=.. validity_us=..
  * holder=..` line per hold (start right after acquire returned, validity read after it, end
  * before release; wall-clock microseconds), `FAIL kind=K took_ms=N` per failed acquisition,
- * `RFAIL kind=K` per failed release, then `DONE acquired=N failed=M`. */
+ * `RFAIL kind=K` per failed release, then `DONE acquired=N failed=M`.
+ *
+ * `hold` is the interactive mode of `chaos-worker hold` (fencelock_chaos::paused has the
+ * protocol): `ACQUIRED token=T start_us=S validity_us=V pid=P`, then stdin commands `WRITE`
+ * (fenced store: the Lua check-and-set of fencelock_chaos::store byte for byte, with the
+ * fencing token; unfenced store: a plain SET; both on the redis-server at --store, over a
+ * plain socket) -> `WROTE fenced=accepted|rejected unfenced=written lost=BOOL end_us=E`
+ * (`lost`: fl_lock_is_lost, read before the writes), and `RELEASE` -> `RELEASED
+ * result=ok|KIND end_us=E`, then exit. A failed acquire: `ERROR kind=K message=...`, exit 2. */
 #define _POSIX_C_SOURCE 200809L
 #include <fencelock.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_LIST 32
 
@@ -56,7 +70,9 @@ static void usage(const char *why) {
     fprintf(stderr,
             "worker-c: %s\nusage: worker-c --servers URL[,URL] --names A[,B] --rounds N "
             "--hold-ms N --holder ID [--ttl-ms N] [--wait-ms N] [--server-timeout-ms N] "
-            "[--duration-ms N]\n",
+            "[--duration-ms N]\n"
+            "       worker-c hold --servers URL[,URL] --name NAME [--ttl-ms N] [--wait-ms N] "
+            "[--server-timeout-ms N] [--auto-extend] [--store URL --resource R --value V]\n",
             why);
     exit(64);
 }
@@ -69,7 +85,203 @@ static size_t split(char *s, const char **out) {
     return n;
 }
 
+/* fencelock_chaos::store::FENCED_WRITE, byte for byte (the test checks its SHA1 on the store). */
+static const char FENCED_WRITE[] =
+    "\n"
+    "-- KEYS[1] largest token accepted, KEYS[2] data; ARGV[1] token (decimal), ARGV[2] value.\n"
+    "local seen = redis.call('GET', KEYS[1])\n"
+    "local t = ARGV[1]\n"
+    "if seen and (#t < #seen or (#t == #seen and t < seen)) then\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('SET', KEYS[1], t)\n"
+    "redis.call('SET', KEYS[2], ARGV[2])\n"
+    "return 1\n";
+
+static int write_all(int fd, const char *p, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Sends one command to the redis-server at url (redis://HOST:PORT) on a fresh connection and
+ * copies the first line of its reply, without CRLF, into reply (`:1`, `+OK`, `-ERR ...`).
+ * Returns 0, or -1 on a connection error (reply then says what failed). */
+static int redis_call(const char *url, int argc, const char *const *args, char *reply,
+                      size_t cap) {
+    char host[256], port[16];
+    const char *hp = strncmp(url, "redis://", 8) == 0 ? url + 8 : url;
+    const char *colon = strrchr(hp, ':');
+    size_t hlen = colon ? (size_t)(colon - hp) : 0, plen = colon ? strcspn(colon + 1, "/") : 0;
+    if (hlen == 0 || hlen >= sizeof host || plen == 0 || plen >= sizeof port) {
+        snprintf(reply, cap, "store URL without host and port: %s", url);
+        return -1;
+    }
+    memcpy(host, hp, hlen);
+    host[hlen] = '\0';
+    memcpy(port, colon + 1, plen);
+    port[plen] = '\0';
+    struct addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(host, port, &hints, &ai);
+    if (rc != 0) {
+        snprintf(reply, cap, "cannot resolve %s: %s", host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+    struct timeval timeout = {5, 0};
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout) != 0 ||
+        connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+        snprintf(reply, cap, "cannot connect to %s:%s", host, port);
+        if (fd >= 0) close(fd);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    char head[32];
+    int failed = 0;
+    snprintf(head, sizeof head, "*%d\r\n", argc);
+    failed |= write_all(fd, head, strlen(head));
+    for (int i = 0; i < argc; i++) {
+        snprintf(head, sizeof head, "$%zu\r\n", strlen(args[i]));
+        failed |= write_all(fd, head, strlen(head));
+        failed |= write_all(fd, args[i], strlen(args[i]));
+        failed |= write_all(fd, "\r\n", 2);
+    }
+    size_t got = 0;
+    char *eol = NULL;
+    while (!failed && eol == NULL && got + 1 < cap) {
+        ssize_t r = read(fd, reply + got, cap - 1 - got);
+        if (r <= 0) break;
+        got += (size_t)r;
+        reply[got] = '\0';
+        eol = strstr(reply, "\r\n");
+    }
+    close(fd);
+    if (eol == NULL) {
+        snprintf(reply, cap, "no reply from %s:%s", host, port);
+        return -1;
+    }
+    *eol = '\0';
+    return 0;
+}
+
+/* `error:<what>` with spaces turned into underscores, as the Rust worker reports store errors. */
+static const char *store_error(char *what) {
+    static char out[300];
+    snprintf(out, sizeof out, "error:%s", what);
+    for (char *p = out; *p; p++)
+        if (*p == ' ') *p = '_';
+    return out;
+}
+
+static int hold(int argc, char **argv) {
+    const char *servers[MAX_LIST];
+    size_t nservers = 0;
+    const char *name = NULL, *store = NULL, *resource = "resource", *value = "";
+    uint64_t ttl_ms = 1000, server_timeout_ms = 0;
+    int64_t wait_ms = 10000;
+    bool auto_extend = false;
+    for (int i = 0; i < argc; i++) {
+        const char *flag = argv[i];
+        if (!strcmp(flag, "--auto-extend")) {
+            auto_extend = true;
+            continue;
+        }
+        if (i + 1 >= argc) usage("missing value");
+        const char *v = argv[++i];
+        if (!strcmp(flag, "--servers")) nservers = split(argv[i], servers);
+        else if (!strcmp(flag, "--name")) name = v;
+        else if (!strcmp(flag, "--ttl-ms")) ttl_ms = strtoull(v, NULL, 10);
+        else if (!strcmp(flag, "--wait-ms")) wait_ms = strtoll(v, NULL, 10);
+        else if (!strcmp(flag, "--server-timeout-ms")) server_timeout_ms = strtoull(v, NULL, 10);
+        else if (!strcmp(flag, "--store")) store = v;
+        else if (!strcmp(flag, "--resource")) resource = v;
+        else if (!strcmp(flag, "--value")) value = v;
+        else usage(flag);
+    }
+    if (nservers == 0 || name == NULL) usage("hold needs --servers and --name");
+
+    fl_manager_options *opts = NULL;
+    fl_manager *m = NULL;
+    if (fl_manager_options_new(&opts) != FL_OK ||
+        fl_manager_options_set_retry_delay_ms(opts, 50) != FL_OK ||
+        (server_timeout_ms > 0 &&
+         fl_manager_options_set_server_timeout_ms(opts, server_timeout_ms) != FL_OK) ||
+        fl_manager_new(servers, nservers, opts, &m) != FL_OK) {
+        fprintf(stderr, "worker-c: %s\n", fl_last_error_message());
+        return 2;
+    }
+    fl_manager_options_free(opts);
+    fl_lock *lock = NULL;
+    fl_status st = fl_lock_acquire(m, name, ttl_ms, wait_ms, &lock);
+    if (st != FL_OK) {
+        printf("ERROR kind=%s message=%s\n", kind(st), fl_last_error_message());
+        fflush(stdout);
+        fl_manager_free(m);
+        return 2;
+    }
+    uint64_t start_us = wall_us(), validity_ms = 0, fence = 0;
+    fl_lock_validity_ms(lock, &validity_ms);
+    fl_lock_fencing_token(lock, &fence);
+    if (auto_extend && fl_lock_auto_extend(lock, 0) != FL_OK) {
+        fprintf(stderr, "worker-c: auto-extend: %s\n", fl_last_error_message());
+        return 2;
+    }
+    printf("ACQUIRED token=%" PRIu64 " start_us=%" PRIu64 " validity_us=%" PRIu64 " pid=%ld\n",
+           fence, start_us, validity_ms * 1000u, (long)getpid());
+    fflush(stdout);
+
+    char line[256];
+    while (fgets(line, sizeof line, stdin) != NULL) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!strcmp(line, "WRITE")) {
+            if (store == NULL) usage("WRITE needs --store");
+            bool lost = false;
+            fl_lock_is_lost(lock, &lost);
+            char token_key[300], data_key[300], unfenced_key[300], token[32], reply[300];
+            snprintf(token_key, sizeof token_key, "fenced:%s:token", resource);
+            snprintf(data_key, sizeof data_key, "fenced:%s:data", resource);
+            snprintf(unfenced_key, sizeof unfenced_key, "unfenced:%s", resource);
+            snprintf(token, sizeof token, "%" PRIu64, fence);
+            const char *eval[] = {"EVAL", FENCED_WRITE, "2", token_key, data_key, token, value};
+            const char *fenced;
+            if (redis_call(store, 7, eval, reply, sizeof reply) != 0 || reply[0] == '-')
+                fenced = store_error(reply);
+            else
+                fenced = !strcmp(reply, ":1") ? "accepted" : "rejected";
+            printf("WROTE fenced=%s", fenced);
+            const char *set[] = {"SET", unfenced_key, value};
+            if (redis_call(store, 3, set, reply, sizeof reply) != 0 || reply[0] == '-')
+                printf(" unfenced=%s", store_error(reply));
+            else
+                printf(" unfenced=written");
+            printf(" lost=%s end_us=%" PRIu64 "\n", lost ? "true" : "false", wall_us());
+            fflush(stdout);
+        } else if (!strcmp(line, "RELEASE")) {
+            uint64_t end_us = wall_us();
+            st = fl_lock_release(lock);
+            printf("RELEASED result=%s end_us=%" PRIu64 "\n", st == FL_OK ? "ok" : kind(st),
+                   end_us);
+            fflush(stdout);
+            break;
+        } else {
+            fprintf(stderr, "worker-c: unknown command \"%s\"\n", line);
+        }
+    }
+    fl_lock_free(lock);
+    fl_manager_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "hold")) return hold(argc - 2, argv + 2);
     const char *servers[MAX_LIST], *names[MAX_LIST];
     size_t nservers = 0, nnames = 0;
     const char *holder = NULL;

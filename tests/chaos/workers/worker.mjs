@@ -1,15 +1,27 @@
-// A contend worker in Node.js for the cross-language fault tests (tests/chaos/tests/mixed.rs)
-// and the demo (ci/demo.sh), using the fencelock npm package: bindings-node of this checkout,
-// or the directory named by FENCELOCK_NODE_PACKAGE.
+// A worker in Node.js for the cross-language fault tests (tests/chaos/tests/mixed.rs,
+// mixed_faults.rs) and the demo (ci/demo.sh), using the fencelock npm package: bindings-node
+// of this checkout, or the directory named by FENCELOCK_NODE_PACKAGE.
 //
 //   node worker.mjs --servers URL[,URL...] --names A[,B...] --rounds N --hold-ms N --holder ID
 //                   [--ttl-ms N] [--wait-ms N] [--server-timeout-ms N] [--duration-ms N]
+//   node worker.mjs hold --servers URL[,URL...] --name NAME --ttl-ms N [--wait-ms N]
+//                   [--server-timeout-ms N] [--auto-extend] [--store URL --resource R --value V]
 //
 // Same protocol as worker.py: one `HOLD name=.. token=.. start_us=.. end_us=.. validity_us=..
 // holder=..` line per hold (start right after acquire resolved, validity read after it, end
 // before release; wall-clock microseconds), `FAIL kind=K took_ms=N` per failed acquisition,
 // `RFAIL kind=K` per failed release, then `DONE acquired=N failed=M`.
+//
+// `hold` is the interactive mode of `chaos-worker hold` (fencelock_chaos::paused has the
+// protocol): `ACQUIRED token=T start_us=S validity_us=V pid=P`, then stdin commands `WRITE`
+// (fenced store: the Lua check-and-set of fencelock_chaos::store byte for byte, with the
+// fencing token; unfenced store: a plain SET; both on the redis-server at --store, over a
+// plain socket) -> `WROTE fenced=accepted|rejected unfenced=written lost=BOOL end_us=E`
+// (`lost`: the lock's own flag, read before the writes), and `RELEASE` -> `RELEASED
+// result=ok|KIND end_us=E`, then exit. A failed acquire: `ERROR kind=K message=...`, exit 2.
 import { writeSync } from 'node:fs'
+import net from 'node:net'
+import readline from 'node:readline'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
@@ -62,7 +74,9 @@ function parse(argv) {
 function usage(why) {
   process.stderr.write(
     `worker.mjs: ${why}\nusage: node worker.mjs --servers URL[,URL] --names A[,B] --rounds N ` +
-      '--hold-ms N --holder ID [--ttl-ms N] [--wait-ms N] [--server-timeout-ms N] [--duration-ms N]\n',
+      '--hold-ms N --holder ID [--ttl-ms N] [--wait-ms N] [--server-timeout-ms N] [--duration-ms N]\n' +
+      '       node worker.mjs hold --servers URL[,URL] --name NAME [--ttl-ms N] [--wait-ms N] ' +
+      '[--server-timeout-ms N] [--auto-extend] [--store URL --resource R --value V]\n',
   )
   process.exit(64)
 }
@@ -76,7 +90,145 @@ function crc(s) {
   return h
 }
 
+// fencelock_chaos::store::FENCED_WRITE, byte for byte (the test checks its SHA1 on the store).
+const FENCED_WRITE = `
+-- KEYS[1] largest token accepted, KEYS[2] data; ARGV[1] token (decimal), ARGV[2] value.
+local seen = redis.call('GET', KEYS[1])
+local t = ARGV[1]
+if seen and (#t < #seen or (#t == #seen and t < seen)) then
+  return 0
+end
+redis.call('SET', KEYS[1], t)
+redis.call('SET', KEYS[2], ARGV[2])
+return 1
+`
+
+// Sends one command to the redis-server at `url` (redis://HOST:PORT) on a fresh connection;
+// resolves to its reply (a number, a string, or null), rejects on an error reply.
+function redisCall(url, ...args) {
+  const { hostname, port } = new URL(url)
+  if (!hostname || !port) return Promise.reject(new Error(`store URL without host and port: ${url}`))
+  const parts = [`*${args.length}\r\n`]
+  for (const arg of args) parts.push(`$${Buffer.byteLength(arg)}\r\n${arg}\r\n`)
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ host: hostname, port: Number(port) })
+    let got = Buffer.alloc(0)
+    const done = (err, value) => {
+      sock.destroy()
+      if (err) reject(err)
+      else resolve(value)
+    }
+    sock.setTimeout(5000, () => done(new Error('store timed out')))
+    sock.on('error', (e) => done(e))
+    sock.on('data', (chunk) => {
+      got = Buffer.concat([got, chunk])
+      const eol = got.indexOf('\r\n')
+      if (eol < 0) return
+      const kind = String.fromCharCode(got[0])
+      const rest = got.subarray(1, eol).toString()
+      if (kind === '+') done(null, rest)
+      else if (kind === '-') done(new Error(rest))
+      else if (kind === ':') done(null, Number(rest))
+      else if (kind === '$') {
+        const n = Number(rest)
+        if (n < 0) done(null, null)
+        else if (got.length >= eol + 2 + n + 2) done(null, got.subarray(eol + 2, eol + 2 + n).toString())
+      } else done(new Error(`unexpected reply ${got.subarray(0, eol)}`))
+    })
+    sock.write(parts.join(''))
+  })
+}
+
+const storeError = (e) => `error:${String((e && e.message) || e).replace(/ /g, '_')}`
+
+function parseHold(argv) {
+  const a = { ttlMs: 1000, waitMs: 10000, autoExtend: false, resource: 'resource', value: '' }
+  const flags = {
+    '--servers': (v) => (a.servers = v.split(',')),
+    '--name': (v) => (a.name = v),
+    '--ttl-ms': (v) => (a.ttlMs = Number(v)),
+    '--wait-ms': (v) => (a.waitMs = Number(v)),
+    '--server-timeout-ms': (v) => (a.serverTimeoutMs = Number(v)),
+    '--store': (v) => (a.store = v),
+    '--resource': (v) => (a.resource = v),
+    '--value': (v) => (a.value = v),
+  }
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--auto-extend') {
+      a.autoExtend = true
+      continue
+    }
+    const set = flags[argv[i]]
+    if (!set || argv[i + 1] === undefined) usage(`bad argument ${argv[i]}`)
+    set(argv[++i])
+  }
+  if (a.servers === undefined || a.name === undefined) usage('hold needs --servers and --name')
+  return a
+}
+
+async function hold(argv) {
+  const a = parseHold(argv)
+  const options = { retryDelay: 50 }
+  if (a.serverTimeoutMs !== undefined) options.serverTimeout = a.serverTimeoutMs
+  const manager = new LockManager(a.servers, options)
+  let lock
+  try {
+    lock = await manager.acquire(a.name, { ttl: a.ttlMs, wait: a.waitMs, autoExtend: a.autoExtend })
+  } catch (e) {
+    say(`ERROR kind=${kind(e)} message=${(e && e.message) || e}`)
+    process.exit(2)
+  }
+  const startUs = nowUs()
+  const validityUs = Math.floor(lock.validity * 1000)
+  say(`ACQUIRED token=${lock.fencingToken} start_us=${startUs} validity_us=${validityUs} pid=${process.pid}`)
+  for await (const line of readline.createInterface({ input: process.stdin })) {
+    const command = line.trim()
+    if (command === 'WRITE') {
+      if (a.store === undefined) usage('WRITE needs --store')
+      const lost = lock.lost
+      let fenced
+      try {
+        const accepted = await redisCall(
+          a.store,
+          'EVAL',
+          FENCED_WRITE,
+          '2',
+          `fenced:${a.resource}:token`,
+          `fenced:${a.resource}:data`,
+          String(lock.fencingToken),
+          a.value,
+        )
+        fenced = accepted === 1 ? 'accepted' : 'rejected'
+      } catch (e) {
+        fenced = storeError(e)
+      }
+      let unfenced
+      try {
+        await redisCall(a.store, 'SET', `unfenced:${a.resource}`, a.value)
+        unfenced = 'written'
+      } catch (e) {
+        unfenced = storeError(e)
+      }
+      say(`WROTE fenced=${fenced} unfenced=${unfenced} lost=${lost} end_us=${nowUs()}`)
+    } else if (command === 'RELEASE') {
+      const endUs = nowUs()
+      let result = 'ok'
+      try {
+        await lock.release()
+      } catch (e) {
+        result = kind(e)
+      }
+      say(`RELEASED result=${result} end_us=${endUs}`)
+      process.exit(0)
+    } else {
+      process.stderr.write(`worker.mjs: unknown command ${JSON.stringify(command)}\n`)
+    }
+  }
+  process.exit(0)
+}
+
 async function main() {
+  if (process.argv[2] === 'hold') return hold(process.argv.slice(3))
   const a = parse(process.argv.slice(2))
   const manager = new LockManager(a.servers, { retryDelay: 50, serverTimeout: a.serverTimeoutMs })
   const deadline = a.durationMs > 0 ? performance.now() + a.durationMs : Infinity

@@ -1,9 +1,12 @@
-"""A contend worker in Python for the cross-language fault tests (tests/chaos/tests/mixed.rs)
-and the demo (ci/demo.sh), using the installed `fencelock` wheel.
+"""A worker in Python for the cross-language fault tests (tests/chaos/tests/mixed.rs,
+mixed_faults.rs) and the demo (ci/demo.sh), using the installed `fencelock` wheel.
 
     python worker.py --servers URL[,URL...] --names A[,B...] --rounds N --hold-ms N
                      --holder ID [--ttl-ms N] [--wait-ms N] [--server-timeout-ms N]
                      [--duration-ms N]
+    python worker.py hold --servers URL[,URL...] --name NAME --ttl-ms N [--wait-ms N]
+                     [--server-timeout-ms N] [--auto-extend]
+                     [--store URL --resource R --value V]
 
 Each round acquires the next name (round-robin, starting at a name chosen by the holder id),
 holds it for --hold-ms, and prints one line per hold, in the format the history checker reads
@@ -16,13 +19,26 @@ before release: wall-clock microseconds, the clock every process on the machine 
 A failed acquisition prints `FAIL kind=K took_ms=N`, a failed release `RFAIL kind=K`, and the
 worker ends with `DONE acquired=N failed=M`. It stops after --rounds rounds or when
 --duration-ms (if given) has passed, whichever comes first.
+
+`hold` is the interactive mode of `chaos-worker hold` (fencelock_chaos::paused has the
+protocol): it acquires one lock, prints `ACQUIRED token=T start_us=S validity_us=V pid=P`, then
+obeys stdin: `WRITE` writes --value to --resource in the fenced store (the Lua check-and-set
+of fencelock_chaos::store, byte for byte, with the lock's fencing token) and in the unfenced
+one (a plain SET), both on the redis-server at --store, and prints `WROTE
+fenced=accepted|rejected unfenced=written lost=BOOL end_us=E` (`lost`: the lock's own flag,
+read before the writes); `RELEASE` prints `RELEASED result=ok|KIND end_us=E` and exits. A
+failed acquire prints `ERROR kind=K message=...` and exits with 2. The store is spoken to
+over a plain socket (RESP), so that the worker needs nothing but the wheel.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import sys
 import time
+import urllib.parse
 import zlib
 
 import fencelock
@@ -42,7 +58,129 @@ def kind(e: BaseException) -> str:
     return "error:" + type(e).__name__
 
 
+# fencelock_chaos::store::FENCED_WRITE, byte for byte (the test checks its SHA1 on the store).
+FENCED_WRITE = """
+-- KEYS[1] largest token accepted, KEYS[2] data; ARGV[1] token (decimal), ARGV[2] value.
+local seen = redis.call('GET', KEYS[1])
+local t = ARGV[1]
+if seen and (#t < #seen or (#t == #seen and t < seen)) then
+  return 0
+end
+redis.call('SET', KEYS[1], t)
+redis.call('SET', KEYS[2], ARGV[2])
+return 1
+"""
+
+
+def redis_call(url: str, *args: str) -> object:
+    """Sends one command to the redis-server at `url` (redis://HOST:PORT) on a fresh
+    connection and returns its reply: int, str (status or bulk) or None; raises
+    RuntimeError on an error reply."""
+    u = urllib.parse.urlsplit(url)
+    if u.hostname is None or u.port is None:
+        raise ValueError(f"store URL without host and port: {url}")
+    request = [f"*{len(args)}\r\n".encode()]
+    for arg in args:
+        b = arg.encode()
+        request += [f"${len(b)}\r\n".encode(), b, b"\r\n"]
+    with socket.create_connection((u.hostname, u.port), timeout=5) as sock:
+        sock.sendall(b"".join(request))
+        reply = sock.makefile("rb")
+        line = reply.readline().decode().rstrip("\r\n")
+        kind, rest = line[:1], line[1:]
+        if kind == "+":
+            return rest
+        if kind == "-":
+            raise RuntimeError(rest)
+        if kind == ":":
+            return int(rest)
+        if kind == "$":
+            n = int(rest)
+            return None if n < 0 else reply.read(n + 2)[:n].decode()
+        raise RuntimeError(f"unexpected reply {line!r}")
+
+
+def store_error(e: BaseException) -> str:
+    return "error:" + str(e).replace(" ", "_")
+
+
+def hold(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="worker.py hold")
+    p.add_argument("--servers", required=True)
+    p.add_argument("--name", required=True)
+    p.add_argument("--ttl-ms", type=int, default=1000)
+    p.add_argument("--wait-ms", type=int, default=10000)
+    p.add_argument("--server-timeout-ms", type=int)
+    p.add_argument("--auto-extend", action="store_true")
+    p.add_argument("--store")
+    p.add_argument("--resource", default="resource")
+    p.add_argument("--value", default="")
+    a = p.parse_args(argv)
+    options = {"retry_delay": 0.05}
+    if a.server_timeout_ms is not None:
+        options["server_timeout"] = a.server_timeout_ms / 1000
+    manager = fencelock.LockManager(a.servers.split(","), **options)
+    try:
+        lock = manager.acquire(
+            a.name, a.ttl_ms / 1000, wait=a.wait_ms / 1000, auto_extend=a.auto_extend
+        )
+    except (fencelock.LockError, ValueError, TypeError) as e:
+        print(f"ERROR kind={kind(e)} message={e}", flush=True)
+        return 2
+    start_us = time.time_ns() // 1000
+    validity_us = int(lock.validity * 1_000_000)
+    print(
+        f"ACQUIRED token={lock.fencing_token} start_us={start_us} "
+        f"validity_us={validity_us} pid={os.getpid()}",
+        flush=True,
+    )
+    for line in iter(sys.stdin.readline, ""):
+        command = line.strip()
+        if command == "WRITE":
+            if a.store is None:
+                p.error("WRITE needs --store")
+            lost = "true" if lock.lost else "false"
+            try:
+                accepted = redis_call(
+                    a.store,
+                    "EVAL",
+                    FENCED_WRITE,
+                    "2",
+                    f"fenced:{a.resource}:token",
+                    f"fenced:{a.resource}:data",
+                    str(lock.fencing_token),
+                    a.value,
+                )
+                fenced = "accepted" if accepted == 1 else "rejected"
+            except (OSError, RuntimeError) as e:
+                fenced = store_error(e)
+            try:
+                redis_call(a.store, "SET", f"unfenced:{a.resource}", a.value)
+                unfenced = "written"
+            except (OSError, RuntimeError) as e:
+                unfenced = store_error(e)
+            end_us = time.time_ns() // 1000
+            print(
+                f"WROTE fenced={fenced} unfenced={unfenced} lost={lost} end_us={end_us}",
+                flush=True,
+            )
+        elif command == "RELEASE":
+            end_us = time.time_ns() // 1000
+            try:
+                lock.release()
+                result = "ok"
+            except fencelock.LockError as e:
+                result = kind(e)
+            print(f"RELEASED result={result} end_us={end_us}", flush=True)
+            return 0
+        else:
+            print(f"worker.py: unknown command {command!r}", file=sys.stderr)
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["hold"]:
+        return hold(sys.argv[2:])
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--servers", required=True)
     p.add_argument("--names", required=True)
