@@ -217,6 +217,8 @@ async function cycle(a, impl, n) {
   let errors = 0
   const lat = []
   const samples = a.samples ? [] : null
+  const loopStartMs = performance.timeOrigin + performance.now() // wall clock at loop start
+  process.stderr.write('LOOP-START\n') // the orchestrator times a kill from here
   const t0 = nowNs()
   const end = t0 + BigInt(a.durationMs) * 1_000_000n
   let now = t0
@@ -246,6 +248,7 @@ async function cycle(a, impl, n) {
     elapsed_s: elapsed,
     ops_per_s: elapsed > 0 ? ok / elapsed : 0,
     lat_us: percentiles(lat),
+    loop_start_ms: loopStartMs,
   }
   if (samples) out.samples = samples
   return out

@@ -385,6 +385,7 @@ class CycleStats:
         self.lat: list[float] = []  # successful cycles only
         self.samples: Optional[list[list[Any]]] = [] if want_samples else None
         self.t0 = 0
+        self.loop_start_ms = 0.0  # wall clock when the timed loop began
 
     def add(self, start_ns: int, end_ns: int, ok: bool) -> None:
         lat_us = (end_ns - start_ns) / 1000
@@ -409,6 +410,7 @@ class CycleStats:
             "elapsed_s": round(elapsed_s, 6),
             "ops_per_s": round(self.ok / elapsed_s, 3) if elapsed_s > 0 else 0.0,
             "lat_us": percentiles(self.lat),
+            "loop_start_ms": self.loop_start_ms,
         }
         if self.samples is not None:
             out["samples"] = self.samples
@@ -463,6 +465,8 @@ def cycle_sync(args: argparse.Namespace, impl: Any, n: int) -> dict[str, Any]:
         _cycle_once_sync(impl, args.name)
     st = CycleStats(args.samples)
     clock = time.perf_counter_ns
+    st.loop_start_ms = time.time_ns() / 1e6
+    print("LOOP-START", file=sys.stderr, flush=True)  # the orchestrator times a kill from here
     st.t0 = t0 = clock()
     end = t0 + args.duration_ms * 1_000_000
     now = t0
@@ -482,6 +486,8 @@ async def cycle_async(args: argparse.Namespace, impl: Any, n: int) -> dict[str, 
         await _cycle_once_async(impl, args.name)
     st = CycleStats(args.samples)
     clock = time.perf_counter_ns
+    st.loop_start_ms = time.time_ns() / 1e6
+    print("LOOP-START", file=sys.stderr, flush=True)  # the orchestrator times a kill from here
     st.t0 = t0 = clock()
     end = t0 + args.duration_ms * 1_000_000
     now = t0

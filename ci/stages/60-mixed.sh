@@ -2,7 +2,8 @@
 # Cross-language exclusion (tests/chaos/tests/mixed.rs): worker processes in Rust, Python,
 # Node and C (two of each) contend for the same names on five redis-servers, without and with
 # a server killed and restarted; then (tests/chaos/tests/mixed_faults.rs) with a majority killed,
-# a server stalled behind the proxy, latency near the TTL, and a Python holder SIGKILLed; the
+# a server stalled behind the proxy, latency near the TTL, a Python holder SIGKILLed, and a
+# Python, Node or C holder SIGSTOPped past its TTL whose late write a fenced store rejects; the
 # history checker's verdict over every hold is part of each verdict.
 # Builds the Python wheel (virtualenv), the Node addon and libfencelock (installed prefix) when
 # they are missing or stale, reusing what stages 20/30 built (tests/chaos/workers/build.sh),

@@ -87,6 +87,11 @@ pub async fn cycle(args: &Args, imp: &Impl) -> Value {
     let (mut ok, mut errors) = (0u64, 0u64);
     let mut lat: Vec<f64> = Vec::new(); // successful cycles only
     let mut samples: Vec<Value> = Vec::new();
+    // Wall clock at the loop's start: places the samples on the orchestrator's timeline.
+    let loop_start_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1000.0);
+    eprintln!("LOOP-START"); // the orchestrator times a kill from here
     let t0 = Instant::now();
     let end = t0 + args.duration;
     let mut now = t0;
@@ -117,6 +122,7 @@ pub async fn cycle(args: &Args, imp: &Impl) -> Value {
         "elapsed_s": round(elapsed, 6),
         "ops_per_s": if elapsed > 0.0 { round(ok as f64 / elapsed, 3) } else { 0.0 },
         "lat_us": percentiles(&mut lat),
+        "loop_start_ms": loop_start_ms,
     });
     if args.samples {
         out["samples"] = Value::Array(samples);

@@ -1,0 +1,326 @@
+"""Turns bench/results/latest.json into the Markdown table (RESULTS.md) and the plot (PNG).
+
+Used by run.py at the end of a run; can also be run alone to redo the report from a results
+file: ``python bench/report.py bench/results/latest.json [OUT_DIR]``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+Row = list[str]
+
+
+def fmt(x: Optional[float], digits: int = 0) -> str:
+    if x is None:
+        return "–"
+    if digits == 0:
+        return f"{x:,.0f}"
+    return f"{x:,.{digits}f}"
+
+
+def med(d: dict[str, Any], key: str) -> Optional[float]:
+    v = d.get(key)
+    if isinstance(v, dict):
+        return v.get("median")
+    return v if isinstance(v, (int, float)) else None
+
+
+def p99(d: dict[str, Any], key: str) -> Optional[float]:
+    v = d.get(key)
+    return v.get("p99") if isinstance(v, dict) else None
+
+
+def table(header: Row, rows: list[Row]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def label(key: str) -> str:
+    lang, impl = key.split("/", 1)
+    return f"**{lang} {impl}**" if impl.startswith("ours") else f"{lang} {impl}"
+
+
+# --------------------------------------------------------------------------------------------
+# Targets (issue #8): each a check over the results, reported as met / missed with the figure.
+
+
+def targets(res: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    c1 = res.get("cycle_1", {})
+    c5 = res.get("cycle_5", {})
+    k1 = res.get("contend_1", {})
+    k5 = res.get("contend_5", {})
+    out = res.get("outage_5", {})
+
+    def ops(table_: dict[str, Any], key: str) -> Optional[float]:
+        return med(table_.get(key, {}), "ops_per_s")
+
+    def check(what: str, value: Optional[float], goal: float, higher: bool, unit: str = "x") -> None:
+        if value is None:
+            rows.append([what, "not measured", f"{'≥' if higher else '≤'} {goal:g}{unit}", "–"])
+            return
+        ok = value >= goal if higher else value <= goal
+        rows.append([what, f"{value:,.2f}{unit}", f"{'≥' if higher else '≤'} {goal:g}{unit}", "met" if ok else "**missed**"])
+
+    def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+        return a / b if a is not None and b else None
+
+    check("Rust 1 server: ours / redis-rs floor", ratio(ops(c1, "rust/ours"), ops(c1, "rust/floor")), 0.95, True)
+    for lang in ("python", "node"):
+        check(
+            f"{lang} binding / Rust core (1 server)",
+            ratio(ops(c1, f"{lang}/ours"), ops(c1, "rust/ours")), 0.90, True,
+        )
+    check("Python ours / redis-py Lock (1 server)", ratio(ops(c1, "python/ours"), ops(c1, "python/redis-py")), 1.2, True)
+    check("Node ours / node-redlock (1 server)", ratio(ops(c1, "node/ours"), ops(c1, "node/redlock")), 1.0, True)
+    check("Rust 5 servers: ours / parallel floor", ratio(ops(c5, "rust/ours"), ops(c5, "rust/floor")), 1.0, True)
+    check("Python asyncio 5 servers: ours / parallel floor", ratio(ops(c5, "python/ours-asyncio"), ops(c5, "python/floor-asyncio")), 1.0, True)
+    check("Node 5 servers: ours / parallel floor", ratio(ops(c5, "node/ours"), ops(c5, "node/floor")), 1.0, True)
+    check("Python asyncio 5 servers: ours / pottery asyncio", ratio(ops(c5, "python/ours-asyncio"), ops(c5, "python/pottery-asyncio")), 3.0, True)
+    for lang in ("rust", "python", "node"):
+        check(f"{lang} contention, 5 servers: fraction of the hold-time ceiling", med(k5.get(f"{lang}/ours", {}), "ceiling_fraction"), 0.90, True)
+    for lang in ("rust", "python", "node"):
+        h1 = med(k1.get(f"{lang}/ours", {}), "handoff_p50_us")
+        h5 = med(k5.get(f"{lang}/ours", {}), "handoff_p50_us")
+        check(f"{lang} median handoff, 1 server", h1 / 1000 if h1 is not None else None, 0.2, False, " ms")
+        check(f"{lang} median handoff, 5 servers", h5 / 1000 if h5 is not None else None, 0.5, False, " ms")
+    for lang in ("rust", "python", "node"):
+        check(f"{lang} client commands per critical section, 1 server", med(k1.get(f"{lang}/ours", {}), "commands_per_cs"), 4, False, "")
+    for n, k in ((1, k1), (5, k5)):
+        for lang in ("rust", "python", "node"):
+            d = k.get(f"{lang}/ours", {})
+            worst = med(d, "worker_wait_p99_max_ms")
+            check(f"{lang} worst worker's p99 wait, {n} server(s) (goal: 2 x 8 workers x 1 ms hold)", worst, 16, False, " ms")
+    for lang in ("rust", "python", "node"):
+        d = out.get(f"{lang}/ours", {})
+        check(f"{lang} success with 1 of 5 servers down", med(d, "success_after"), 1.0, True, "")
+        check(f"{lang} latency with 1 of 5 down / healthy", med(d, "degraded_ratio"), 1.2, False)
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def cycle_rows(t: dict[str, Any]) -> list[Row]:
+    rows = []
+    for k, v in sorted(t.items(), key=lambda kv: (kv[0].split("/")[0], -(med(kv[1], "ops_per_s") or 0))):
+        rows.append([
+            label(k),
+            fmt(med(v, "ops_per_s")),
+            fmt(p99(v, "ops_per_s")),
+            fmt(med(v, "lat_p50_us")),
+            fmt(med(v, "lat_p99_us")),
+            fmt(v.get("ratio_to_floor"), 2),
+            str(v.get("errors", 0)),
+        ])
+    return rows
+
+
+def contend_rows(t: dict[str, Any]) -> list[Row]:
+    rows = []
+    for k, v in sorted(t.items()):
+        rows.append([
+            label(k),
+            fmt(med(v, "cs_per_s")),
+            fmt(med(v, "ceiling_fraction"), 2),
+            fmt(med(v, "handoff_p50_us")),
+            fmt(med(v, "handoff_p99_us")),
+            fmt(med(v, "commands_per_cs"), 1),
+            fmt(med(v, "server_commands_per_cs"), 1),
+            str(v.get("overlaps", 0)),
+            str(v.get("errors", 0)),
+        ])
+    return rows
+
+
+def fairness_rows(t: dict[str, Any]) -> list[Row]:
+    rows = []
+    for k, v in sorted(t.items()):
+        shares = v.get("shares", {})
+        sh = sorted(shares.values())
+        rows.append([
+            label(k),
+            f"{min(sh) * 100:.1f}% / {max(sh) * 100:.1f}%" if sh else "–",
+            fmt(med(v, "wait_p99_ms"), 1),
+            fmt(med(v, "worker_wait_p99_max_ms"), 1),
+            fmt(med(v, "wait_max_ms"), 1),
+        ])
+    return rows
+
+
+def outage_rows(t: dict[str, Any]) -> list[Row]:
+    rows = []
+    for k, v in sorted(t.items()):
+        s = med(v, "success_after")
+        rows.append([
+            label(k),
+            f"{s * 100:.1f}%" if s is not None else "–",
+            fmt(med(v, "lat_p50_healthy_us")),
+            fmt(med(v, "lat_p50_degraded_us")),
+            fmt(med(v, "lat_p99_degraded_us")),
+            fmt(med(v, "degraded_ratio"), 2),
+        ])
+    return rows
+
+
+def scale_rows(t: dict[str, Any]) -> tuple[list[Row], list[Row]]:
+    rows, holds = [], []
+    for k, v in sorted(t.items()):
+        for tasks, r in sorted(((x, y) for x, y in v.items() if x != "hold"), key=lambda kv: int(kv[0])):
+            rows.append([label(k), tasks, fmt(r["ops_per_s"]), fmt(r["peak_rss_kb"] / 1024, 1), str(r["errors"])])
+        h = v.get("hold")
+        if h:
+            holds.append([
+                label(k), str(h["count"]), str(h["held"]), fmt(h["acquire_s"], 2), fmt(h["release_s"], 2),
+                fmt(h["peak_rss_kb"] / 1024, 1), str(h["errors"]),
+            ])
+    return rows, holds
+
+
+def markdown(doc: dict[str, Any], notes: str) -> str:
+    meta, res = doc["meta"], doc["results"]
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(meta.get("versions", {}).items()))
+    parts = [
+        "# fencelock benchmark results",
+        "",
+        f"Generated by `ci/bench.sh` ({meta['mode']} mode, {meta['build']} build) on {meta['date']}, "
+        f"in {meta['duration_s']} s: {meta['machine']['cpus']} CPUs, {meta['machine']['platform']}, "
+        f"redis-server {meta['redis_server']}, every library against the same local servers in the same run, "
+        "taking turns (the order rotates every round). Peers: " + (versions or "–") + ".",
+        "",
+        "Figures are medians over rounds (p99 over rounds where shown). Latencies in microseconds. "
+        "The plot: [results/latest.png](results/latest.png); the raw figures: "
+        "[results/latest.json](results/latest.json).",
+        "",
+        "![benchmark plot](results/latest.png)",
+        "",
+    ]
+    if doc.get("failures"):
+        parts += ["**Runs that failed:**", ""] + [f"- {f}" for f in doc["failures"]] + [""]
+    parts += ["## Targets", "", table(["target", "measured", "goal", ""], targets(res)), ""]
+    header = ["library", "cycles/s", "cycles/s p99 (low)", "cycle p50 µs", "cycle p99 µs", "× floor", "errors"]
+    if "cycle_1" in res:
+        parts += [
+            "## Uncontended acquire + release, 1 server",
+            "",
+            "One cycle = acquire (try once) + release of one name. `floor` = the same client library "
+            "sending the raw commands (SET NX PX, then the compare-and-delete script): two round trips, "
+            "no lock library.",
+            "",
+            table(header, cycle_rows(res["cycle_1"])),
+            "",
+        ]
+    if "cycle_5" in res:
+        parts += [
+            "## Uncontended acquire + release, 5 servers (Redlock)",
+            "",
+            "`floor` in Rust and Node and `floor-asyncio` in Python are the *parallel* floor: each step "
+            "sent to the five servers at once; Python's sync `floor` is sequential. The × floor column of "
+            "asyncio rows is against `floor-asyncio`.",
+            "",
+            table(header, cycle_rows(res["cycle_5"])),
+            "",
+        ]
+    ch = ["library", "critical sections/s", "of ceiling", "handoff p50 µs", "handoff p99 µs",
+          "client cmds / CS", "server cmds / CS", "overlaps", "errors"]
+    for n in (1, 5):
+        if f"contend_{n}" in res:
+            parts += [
+                f"## Contention: {meta['workers']} processes, one name, {meta['hold_ms']} ms hold, {n} server(s)",
+                "",
+                "Ceiling = 1 / mean measured hold time. Handoff = next acquire returning − previous "
+                "holder starting its release. Client commands are counted with MONITOR (commands run "
+                "inside Lua scripts excluded); server commands are `INFO commandstats` deltas, script "
+                "internals included.",
+                "",
+                table(ch, contend_rows(res[f"contend_{n}"])),
+                "",
+                f"Fairness, {n} server(s): share of critical sections (smallest / largest worker) and waits "
+                "(acquire call to acquired) in ms.",
+                "",
+                table(["library", "share min / max", "wait p99", "worst worker's p99", "wait max"],
+                      fairness_rows(res[f"contend_{n}"])),
+                "",
+            ]
+    if "outage_5" in res:
+        parts += [
+            "## One of 5 servers killed mid-run",
+            "",
+            "Success rate and latency of cycles after the kill, against the same run's cycles before it.",
+            "",
+            table(["library", "success after kill", "p50 µs before", "p50 µs after", "p99 µs after", "after / before"],
+                  outage_rows(res["outage_5"])),
+            "",
+        ]
+    if "scale" in res:
+        rows, holds = scale_rows(res["scale"])
+        parts += [
+            "## Scale: concurrent tasks on distinct names in one process, 1 server",
+            "",
+            table(["library", "tasks", "cycles/s", "peak RSS MiB", "errors"], rows),
+            "",
+            "Locks held at once (all acquired concurrently, then all released):",
+            "",
+            table(["library", "locks", "held", "acquire all s", "release all s", "peak RSS MiB", "errors"], holds),
+            "",
+        ]
+    if notes.strip():
+        parts += [notes.strip(), ""]
+    return "\n".join(parts)
+
+
+def plot(doc: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = doc["results"]
+    fig, axes = plt.subplots(2, 2, figsize=(15, 10))
+
+    def bars(ax: Any, t: dict[str, Any], metric: Callable[[dict[str, Any]], Optional[float]], title: str, xlabel: str, log: bool = False) -> None:
+        items = [(k, metric(v)) for k, v in sorted(t.items())]
+        items = [(k, v) for k, v in items if v is not None]
+        if not items:
+            ax.set_visible(False)
+            return
+        names = [k for k, _ in items]
+        values = [v for _, v in items]
+        colors = ["tab:green" if k.split("/", 1)[1].startswith("ours") else
+                  "tab:gray" if "floor" in k else "tab:blue" for k in names]
+        ax.barh(names, values, color=colors)
+        ax.invert_yaxis()
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
+        if log:
+            ax.set_xscale("log")
+        for y, v in enumerate(values):
+            ax.text(v, y, f" {v:,.0f}" if v >= 10 else f" {v:.2f}", va="center", fontsize=7)
+
+    bars(axes[0][0], res.get("cycle_1", {}), lambda v: med(v, "ops_per_s"), "Uncontended, 1 server", "acquire+release cycles/s")
+    bars(axes[0][1], res.get("cycle_5", {}), lambda v: med(v, "ops_per_s"), "Uncontended, 5 servers (Redlock)", "acquire+release cycles/s")
+    merged = {f"{k} ({n})": v for n in (1, 5) for k, v in res.get(f"contend_{n}", {}).items()}
+    bars(axes[1][0], merged, lambda v: med(v, "cs_per_s"), "Contention: 8 processes, 1 ms hold (servers)", "critical sections/s")
+    bars(axes[1][1], merged, lambda v: (med(v, "handoff_p50_us") or 0) / 1000 or None, "Median handoff gap (servers)", "ms (log)", log=True)
+    fig.suptitle(f"fencelock vs peers — {doc['meta']['mode']} run, {doc['meta']['date']}")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def write(doc: dict[str, Any], out_dir: Path, notes_file: Path) -> None:
+    notes = notes_file.read_text() if notes_file.exists() else ""
+    (out_dir / "RESULTS.md").write_text(markdown(doc, notes))
+    plot(doc, out_dir / "results" / "latest.png")
+
+
+if __name__ == "__main__":
+    src = Path(sys.argv[1])
+    out = Path(sys.argv[2]) if len(sys.argv) > 2 else src.parent.parent
+    write(json.loads(src.read_text()), out, Path(__file__).resolve().parent / "notes.md")

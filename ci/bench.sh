@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Benchmarks fencelock against the peer libraries in one run (see bench/RESULTS.md).
+#
+#   ci/bench.sh                  full run (about 15 minutes): writes bench/results/latest.json,
+#                                bench/results/latest.png and bench/RESULTS.md
+#   ci/bench.sh --quick          a shorter run (under 3 minutes once built), same files
+#   ci/bench.sh --quick --smoke  one tiny round with debug builds, into target/bench/smoke/:
+#                                checks that every runner works (run by ci/test.sh)
+#
+# Installs the peers into throwaway places: a virtualenv under target/bench/ (PyPI: redis with
+# hiredis, pottery, python-redis-lock), bench/node/node_modules (npm: redlock, ioredis) and the
+# bench-only crate bench/rust (crates.io: rslock), which is not part of the shipped workspace.
+# Starts and stops its own redis-server processes on free ports.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+export CARGO_TERM_COLOR=never
+
+quick=() smoke=0
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=(--quick) ;;
+    --smoke) smoke=1 ;;
+    *) echo "usage: ci/bench.sh [--quick] [--smoke]" >&2; exit 2 ;;
+  esac
+done
+
+ci/install-redis.sh
+
+if [ "$smoke" = 1 ]; then
+  profile=debug cargo_profile=() maturin_profile=() napi_profile=()
+  out_dir="$root/target/bench/smoke"
+  run_flags=(--smoke --build debug)
+else
+  profile=release cargo_profile=(--release) maturin_profile=(--release) napi_profile=(--release)
+  out_dir="$root/bench"
+  run_flags=("${quick[@]}" --build release)
+fi
+
+PYTHON="${PYTHON:-python3}"
+venv="$root/target/bench/venv"
+echo "--- Python: peers and our wheel ($profile) in $venv"
+if [ ! -x "$venv/bin/python" ]; then
+  "$PYTHON" -m venv "$venv"
+fi
+"$venv/bin/pip" install -q --disable-pip-version-check -r bench/python/requirements.txt \
+  "maturin==1.16.0" "matplotlib==3.10.7"
+wheels="$root/target/bench/wheels-$profile"
+rm -rf "$wheels"
+(cd bindings-python && "$venv/bin/maturin" build --locked "${maturin_profile[@]}" --out "$wheels" 2>&1 | tail -n 2)
+"$venv/bin/pip" install -q --disable-pip-version-check --no-deps --force-reinstall "$wheels"/fencelock-*.whl
+
+echo "--- Node: peers and our addon ($profile)"
+(cd bench/node && npm ci --no-audit --no-fund --loglevel=error)
+(cd bindings-node && npm ci --no-audit --no-fund --loglevel=error \
+  && npx napi build --platform "${napi_profile[@]}" --js native.js --dts native.d.ts -- --locked 2>&1 | tail -n 2)
+
+echo "--- Rust: the bench crate ($profile)"
+cargo build --locked "${cargo_profile[@]}" --manifest-path bench/rust/Cargo.toml 2>&1 | tail -n 2
+rust_bin="$CARGO_TARGET_DIR/$profile/fencelock-bench"
+
+echo "--- run"
+mkdir -p "$out_dir"
+FENCELOCK_NODE="$root/bindings-node" "$venv/bin/python" bench/run.py \
+  --rust-bin "$rust_bin" --python "$venv/bin/python" --out-dir "$out_dir" "${run_flags[@]}"
+
+for f in RESULTS.md results/latest.json results/latest.png; do
+  [ -s "$out_dir/$f" ] || { echo "bench: $out_dir/$f was not written" >&2; exit 1; }
+done
+echo "bench: wrote $out_dir/RESULTS.md, $out_dir/results/latest.json, $out_dir/results/latest.png"
