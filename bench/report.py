@@ -29,11 +29,6 @@ def med(d: dict[str, Any], key: str) -> Optional[float]:
     return v if isinstance(v, (int, float)) else None
 
 
-def p99(d: dict[str, Any], key: str) -> Optional[float]:
-    v = d.get(key)
-    return v.get("p99") if isinstance(v, dict) else None
-
-
 def table(header: Row, rows: list[Row]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -112,7 +107,7 @@ def cycle_rows(t: dict[str, Any]) -> list[Row]:
         rows.append([
             label(k),
             fmt(med(v, "ops_per_s")),
-            fmt(p99(v, "ops_per_s")),
+            fmt((v.get("ops_per_s") or {}).get("min")),
             fmt(med(v, "lat_p50_us")),
             fmt(med(v, "lat_p99_us")),
             fmt(v.get("ratio_to_floor"), 2),
@@ -193,7 +188,8 @@ def markdown(doc: dict[str, Any], notes: str) -> str:
         f"redis-server {meta['redis_server']}, every library against the same local servers in the same run, "
         "taking turns (the order rotates every round). Peers: " + (versions or "–") + ".",
         "",
-        "Figures are medians over rounds (p99 over rounds where shown). Latencies in microseconds. "
+        "Figures are medians over rounds; a cycle's p99 latency is the median over rounds of each "
+        "round's p99. Latencies in microseconds. "
         "The plot: [results/latest.png](results/latest.png); the raw figures: "
         "[results/latest.json](results/latest.json).",
         "",
@@ -203,7 +199,7 @@ def markdown(doc: dict[str, Any], notes: str) -> str:
     if doc.get("failures"):
         parts += ["**Runs that failed:**", ""] + [f"- {f}" for f in doc["failures"]] + [""]
     parts += ["## Targets", "", table(["target", "measured", "goal", ""], targets(res)), ""]
-    header = ["library", "cycles/s", "cycles/s p99 (low)", "cycle p50 µs", "cycle p99 µs", "× floor", "errors"]
+    header = ["library", "cycles/s", "slowest round", "cycle p50 µs", "cycle p99 µs", "× floor", "errors"]
     if "cycle_1" in res:
         parts += [
             "## Uncontended acquire + release, 1 server",
@@ -281,7 +277,7 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     res = doc["results"]
-    fig, axes = plt.subplots(2, 2, figsize=(15, 10))
+    fig, axes = plt.subplots(3, 2, figsize=(15, 15))
 
     def bars(ax: Any, t: dict[str, Any], metric: Callable[[dict[str, Any]], Optional[float]], title: str, xlabel: str, log: bool = False) -> None:
         items = [(k, metric(v)) for k, v in sorted(t.items())]
@@ -307,6 +303,8 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     merged = {f"{k} ({n})": v for n in (1, 5) for k, v in res.get(f"contend_{n}", {}).items()}
     bars(axes[1][0], merged, lambda v: med(v, "cs_per_s"), "Contention: 8 processes, 1 ms hold (servers)", "critical sections/s")
     bars(axes[1][1], merged, lambda v: (med(v, "handoff_p50_us") or 0) / 1000 or None, "Median handoff gap (servers)", "ms (log)", log=True)
+    bars(axes[2][0], merged, lambda v: med(v, "worker_wait_p99_max_ms"), "Fairness: worst worker's p99 wait (servers)", "ms (log)", log=True)
+    bars(axes[2][1], res.get("outage_5", {}), lambda v: med(v, "degraded_ratio"), "1 of 5 servers killed: median latency after / before", "ratio")
     fig.suptitle(f"fencelock vs peers — {doc['meta']['mode']} run, {doc['meta']['date']}")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -315,6 +313,7 @@ def plot(doc: dict[str, Any], path: Path) -> None:
 
 
 def write(doc: dict[str, Any], out_dir: Path, notes_file: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
     notes = notes_file.read_text() if notes_file.exists() else ""
     (out_dir / "RESULTS.md").write_text(markdown(doc, notes))
     plot(doc, out_dir / "results" / "latest.png")
