@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks fencelock against the peer libraries in one run (see bench/RESULTS.md).
 #
-#   ci/bench.sh                  full run (about 15 minutes): writes bench/results/latest.json,
+#   ci/bench.sh                  full run (about 10 minutes once built): writes bench/results/latest.json,
 #                                bench/results/latest.png and bench/RESULTS.md
 #   ci/bench.sh --quick          a shorter run (under 3 minutes once built), same files
 #   ci/bench.sh --quick --smoke  one tiny round with debug builds, into target/bench/smoke/:
