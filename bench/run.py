@@ -473,7 +473,10 @@ class Bench:
                 tail = se.decode(errors="replace").strip().splitlines()[-3:]
                 problems.append(f"worker {w}: exit {p.returncode}: {' | '.join(tail)}")
                 continue
-            results.append(json.loads(lines[-1]))
+            try:
+                results.append(json.loads(lines[-1]))
+            except json.JSONDecodeError as e:
+                problems.append(f"worker {w}: output is not JSON ({e})")
         counted = [m.stop() for m in monitors]
         if problems:
             raise RunFailed(f"contend {lang}/{impl}: " + "; ".join(problems))
@@ -552,7 +555,10 @@ class Bench:
         if p.returncode != 0 or not lines:
             tail = b"".join(err_lines).decode(errors="replace").strip().splitlines()[-3:]
             raise RunFailed(f"outage {lang}/{impl}: exit {p.returncode}: {' | '.join(tail)}")
-        res = json.loads(lines[-1])
+        try:
+            res = json.loads(lines[-1])
+        except json.JSONDecodeError as e:
+            raise RunFailed(f"outage {lang}/{impl}: output is not JSON ({e})")
         samples = res.get("samples") or []
         if not samples:
             raise RunFailed(f"outage {lang}/{impl}: no samples")

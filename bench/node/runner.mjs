@@ -438,7 +438,9 @@ async function main() {
   const impl = new FACTORIES[a.impl](a.servers, a.ttlMs)
   await impl.init()
   const result = await a.run(a, impl, a.servers.length)
-  process.stdout.write(JSON.stringify(result) + '\n')
+  // process.exit() does not wait for a piped stdout to drain (large results were cut at
+  // 64 KiB): exit once the write has been flushed.
+  await new Promise((resolve) => process.stdout.write(JSON.stringify(result) + '\n', resolve))
   // Closing can wait on a dead server's reconnect loop: the result is out, so just leave.
   process.exit(0)
 }
