@@ -294,6 +294,10 @@ fn compile_c_worker(root: &Path, workers: &Path) -> Result<PathBuf, String> {
             "-O1",
         ])
         .arg(workers.join("worker.c"))
+        .arg(format!(
+            "-DFENCED_WRITE_FILE=\"{}\"",
+            workers.join("fenced_write.lua").display()
+        ))
         .args(flags.split_whitespace())
         .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
         .arg("-o")

@@ -14,20 +14,10 @@ use redis::{Client, Commands, RedisResult, Script};
 /// Tokens are compared as decimal strings (length first), exactly, with no float rounding.
 /// An equal token is accepted: the same holder may write more than once.
 ///
-/// The workers in `tests/chaos/workers/` send a byte-identical copy with `EVAL` from their
-/// `hold` mode; [`crate::paused`] checks that through the store's script cache (the script's
+/// The script lives in `tests/chaos/workers/fenced_write.lua`, which the workers there read
+/// and send with `EVAL` from their `hold` mode; [`crate::paused`] checks that through the store's script cache (the script's
 /// SHA1, see [`fenced_write_sha1`]).
-pub const FENCED_WRITE: &str = r#"
--- KEYS[1] largest token accepted, KEYS[2] data; ARGV[1] token (decimal), ARGV[2] value.
-local seen = redis.call('GET', KEYS[1])
-local t = ARGV[1]
-if seen and (#t < #seen or (#t == #seen and t < seen)) then
-  return 0
-end
-redis.call('SET', KEYS[1], t)
-redis.call('SET', KEYS[2], ARGV[2])
-return 1
-"#;
+pub const FENCED_WRITE: &str = include_str!("../workers/fenced_write.lua");
 
 /// The SHA1 (hex) of [`FENCED_WRITE`], under which a server caches it once it ran it.
 pub fn fenced_write_sha1() -> String {

@@ -85,18 +85,21 @@ static size_t split(char *s, const char **out) {
     return n;
 }
 
-/* fencelock_chaos::store::FENCED_WRITE, byte for byte (the test checks its SHA1 on the store). */
-static const char FENCED_WRITE[] =
-    "\n"
-    "-- KEYS[1] largest token accepted, KEYS[2] data; ARGV[1] token (decimal), ARGV[2] value.\n"
-    "local seen = redis.call('GET', KEYS[1])\n"
-    "local t = ARGV[1]\n"
-    "if seen and (#t < #seen or (#t == #seen and t < seen)) then\n"
-    "  return 0\n"
-    "end\n"
-    "redis.call('SET', KEYS[1], t)\n"
-    "redis.call('SET', KEYS[2], ARGV[2])\n"
-    "return 1\n";
+/* The fenced store's check-and-set, read from fenced_write.lua beside this file (shared with
+ * tests/chaos/src/store.rs; the test checks its SHA1 on the store). FENCED_WRITE_FILE is set
+ * by the build (tests/chaos/src/mixed.rs). */
+#ifndef FENCED_WRITE_FILE
+#error "compile with -DFENCED_WRITE_FILE=\"/path/to/fenced_write.lua\""
+#endif
+static char *read_fenced_write(void) {
+    FILE *f = fopen(FENCED_WRITE_FILE, "rb");
+    if (f == NULL) return NULL;
+    static char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
 
 static int write_all(int fd, const char *p, size_t n) {
     while (n > 0) {
@@ -250,7 +253,12 @@ static int hold(int argc, char **argv) {
             snprintf(data_key, sizeof data_key, "fenced:%s:data", resource);
             snprintf(unfenced_key, sizeof unfenced_key, "unfenced:%s", resource);
             snprintf(token, sizeof token, "%" PRIu64, fence);
-            const char *eval[] = {"EVAL", FENCED_WRITE, "2", token_key, data_key, token, value};
+            const char *script = read_fenced_write();
+            if (script == NULL) {
+                fprintf(stderr, "worker-c: cannot read %s\n", FENCED_WRITE_FILE);
+                return 2;
+            }
+            const char *eval[] = {"EVAL", script, "2", token_key, data_key, token, value};
             const char *fenced;
             if (redis_call(store, 7, eval, reply, sizeof reply) != 0 || reply[0] == '-')
                 fenced = store_error(reply);

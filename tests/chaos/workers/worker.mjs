@@ -19,7 +19,7 @@
 // plain socket) -> `WROTE fenced=accepted|rejected unfenced=written lost=BOOL end_us=E`
 // (`lost`: the lock's own flag, read before the writes), and `RELEASE` -> `RELEASED
 // result=ok|KIND end_us=E`, then exit. A failed acquire: `ERROR kind=K message=...`, exit 2.
-import { writeSync } from 'node:fs'
+import { readFileSync, writeSync } from 'node:fs'
 import net from 'node:net'
 import readline from 'node:readline'
 import { createRequire } from 'node:module'
@@ -90,18 +90,9 @@ function crc(s) {
   return h
 }
 
-// fencelock_chaos::store::FENCED_WRITE, byte for byte (the test checks its SHA1 on the store).
-const FENCED_WRITE = `
--- KEYS[1] largest token accepted, KEYS[2] data; ARGV[1] token (decimal), ARGV[2] value.
-local seen = redis.call('GET', KEYS[1])
-local t = ARGV[1]
-if seen and (#t < #seen or (#t == #seen and t < seen)) then
-  return 0
-end
-redis.call('SET', KEYS[1], t)
-redis.call('SET', KEYS[2], ARGV[2])
-return 1
-`
+// The fenced store's check-and-set, shared with tests/chaos/src/store.rs (the test checks its
+// SHA1 on the store).
+const FENCED_WRITE = readFileSync(new URL('./fenced_write.lua', import.meta.url), 'utf8')
 
 // Sends one command to the redis-server at `url` (redis://HOST:PORT) on a fresh connection;
 // resolves to its reply (a number, a string, or null), rejects on an error reply.

@@ -40,6 +40,7 @@ import sys
 import time
 import urllib.parse
 import zlib
+from pathlib import Path
 
 import fencelock
 
@@ -58,18 +59,9 @@ def kind(e: BaseException) -> str:
     return "error:" + type(e).__name__
 
 
-# fencelock_chaos::store::FENCED_WRITE, byte for byte (the test checks its SHA1 on the store).
-FENCED_WRITE = """
--- KEYS[1] largest token accepted, KEYS[2] data; ARGV[1] token (decimal), ARGV[2] value.
-local seen = redis.call('GET', KEYS[1])
-local t = ARGV[1]
-if seen and (#t < #seen or (#t == #seen and t < seen)) then
-  return 0
-end
-redis.call('SET', KEYS[1], t)
-redis.call('SET', KEYS[2], ARGV[2])
-return 1
-"""
+# The fenced store's check-and-set, shared with tests/chaos/src/store.rs (the test checks its
+# SHA1 on the store).
+FENCED_WRITE = (Path(__file__).resolve().parent / "fenced_write.lua").read_bytes().decode()
 
 
 def redis_call(url: str, *args: str) -> object:
