@@ -27,7 +27,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -345,33 +345,41 @@ class Bench:
             self.log(f"FAILED {what}: {e}")
             return None
 
+    def schedule(
+        self, table: dict[str, list[str]], n_servers: int, rounds: int
+    ) -> Iterator[tuple[int, str, str]]:
+        """(round, lang, impl) for every library of `table` that runs on `n_servers`, round
+        after round, the order rotated by one each round so that no library always goes first."""
+        impls = [
+            (lang, impl)
+            for lang in self.langs
+            if lang in table
+            for impl in table[lang]
+            if applies(lang, impl, n_servers)
+        ]
+        for r in range(rounds):
+            for lang, impl in impls[r % len(impls) :] + impls[: r % len(impls)]:
+                yield r, lang, impl
+
     # 1-3: uncontended cycles --------------------------------------------------------------
 
     def cycles(self, n_servers: int) -> None:
         key = f"cycle_{n_servers}"
-        impls = [
-            (lang, impl)
-            for lang in self.langs
-            for impl in CYCLE_IMPLS[lang]
-            if applies(lang, impl, n_servers)
-        ]
-        raw: dict[str, list[dict[str, Any]]] = {f"{l}/{i}": [] for l, i in impls}
-        for r in range(self.mode.rounds):
-            order = impls[r % len(impls) :] + impls[: r % len(impls)]
-            for lang, impl in order:
-                self.log(f"cycle {n_servers} server(s) round {r + 1}: {lang}/{impl}")
-                res = self.attempt(
-                    f"cycle {lang}/{impl}",
-                    lambda: run_runner(
-                        self.runners,
-                        lang,
-                        ["cycle", "--impl", impl, "--servers", self.urls(n_servers),
-                         "--duration-ms", str(self.mode.cycle_ms), "--name", f"cycle-{lang}-{impl}"],
-                        timeout=60 + self.mode.cycle_ms / 1000 * 3,
-                    ),
-                )
-                if res is not None:
-                    raw[f"{lang}/{impl}"].append(res)
+        raw: dict[str, list[dict[str, Any]]] = {}
+        for r, lang, impl in self.schedule(CYCLE_IMPLS, n_servers, self.mode.rounds):
+            self.log(f"cycle {n_servers} server(s) round {r + 1}: {lang}/{impl}")
+            res = self.attempt(
+                f"cycle {lang}/{impl}",
+                lambda: run_runner(
+                    self.runners,
+                    lang,
+                    ["cycle", "--impl", impl, "--servers", self.urls(n_servers),
+                     "--duration-ms", str(self.mode.cycle_ms), "--name", f"cycle-{lang}-{impl}"],
+                    timeout=60 + self.mode.cycle_ms / 1000 * 3,
+                ),
+            )
+            if res is not None:
+                raw.setdefault(f"{lang}/{impl}", []).append(res)
         out: dict[str, Any] = {}
         for k, runs in raw.items():
             if not runs:
@@ -394,20 +402,12 @@ class Bench:
 
     def contention(self, n_servers: int) -> None:
         key = f"contend_{n_servers}"
-        impls = [
-            (lang, impl)
-            for lang in self.langs
-            for impl in CONTEND_IMPLS[lang]
-            if applies(lang, impl, n_servers)
-        ]
         out: dict[str, Any] = {}
-        for r in range(self.mode.contend_rounds):
-            order = impls[r % len(impls) :] + impls[: r % len(impls)]
-            for lang, impl in order:
-                self.log(f"contention {n_servers} server(s) round {r + 1}: {lang}/{impl}")
-                res = self.attempt(f"contend {lang}/{impl}", lambda: self.contend_once(lang, impl, n_servers, r))
-                if res is not None:
-                    out.setdefault(f"{lang}/{impl}", []).append(res)
+        for r, lang, impl in self.schedule(CONTEND_IMPLS, n_servers, self.mode.contend_rounds):
+            self.log(f"contention {n_servers} server(s) round {r + 1}: {lang}/{impl}")
+            res = self.attempt(f"contend {lang}/{impl}", lambda: self.contend_once(lang, impl, n_servers, r))
+            if res is not None:
+                out.setdefault(f"{lang}/{impl}", []).append(res)
         merged: dict[str, Any] = {}
         for k, rounds in out.items():
             agg: dict[str, Any] = {}
@@ -485,20 +485,12 @@ class Bench:
     # 5: one of five servers killed mid-run ---------------------------------------------------
 
     def outage(self) -> None:
-        impls = [
-            (lang, impl)
-            for lang in self.langs
-            for impl in CYCLE_IMPLS[lang]
-            if applies(lang, impl, 5)
-        ]
         raw: dict[str, list[dict[str, Any]]] = {}
-        for r in range(max(1, self.mode.rounds // 2)):
-            order = impls[r % len(impls) :] + impls[: r % len(impls)]
-            for lang, impl in order:
-                self.log(f"outage round {r + 1}: {lang}/{impl}")
-                res = self.attempt(f"outage {lang}/{impl}", lambda: self.outage_once(lang, impl))
-                if res is not None:
-                    raw.setdefault(f"{lang}/{impl}", []).append(res)
+        for r, lang, impl in self.schedule(CYCLE_IMPLS, 5, max(1, self.mode.rounds // 2)):
+            self.log(f"outage round {r + 1}: {lang}/{impl}")
+            res = self.attempt(f"outage {lang}/{impl}", lambda: self.outage_once(lang, impl))
+            if res is not None:
+                raw.setdefault(f"{lang}/{impl}", []).append(res)
         out: dict[str, Any] = {}
         for k, runs in raw.items():
             out[k] = {

@@ -172,6 +172,294 @@ def _quiet_pottery() -> None:
     logging.getLogger("pottery").setLevel(logging.CRITICAL)
 
 
+class _PotteryLocks:
+    """One pottery lock object per name (pottery keeps the lock's token in the object)."""
+
+    def __init__(self, masters: set[Any], ttl_s: float, make: Any) -> None:
+        _quiet_pottery()
+        self.masters = masters
+        self.ttl = ttl_s
+        self.make = make
+        self.locks: dict[str, Any] = {}
+
+    def _lock(self, name: str) -> Any:
+        lock = self.locks.get(name)
+        if lock is None:
+            lock = self.locks[name] = self.make(
+                key=name, masters=self.masters, auto_release_time=self.ttl
+            )
+        return lock
+
+
+class Pottery(_PotteryLocks):
+    """pottery.Redlock(key=name, masters={redis.Redis...}, auto_release_time=ttl_s)."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        import redis
+        from pottery import Redlock
+
+        super().__init__({redis.Redis.from_url(u) for u in servers}, ttl_s, Redlock)
+
+    def try_acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        return lock if lock.acquire(blocking=False) else None
+
+    def acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        if not lock.acquire():  # blocking, blocking_timeout=None: waits for ever (sleep 0.1)
+            raise RuntimeError("redis-py Lock.acquire returned False")
+        return lock
+
+    def release(self, lock: Any) -> None:
+        lock.release()
+
+
+class PythonRedisLock:
+    """redis_lock.Lock(conn, name, expire=s). `expire` is whole seconds in this library."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        import redis
+
+        self.r = redis.Redis.from_url(servers[0])
+        self.expire = max(1, round(ttl_s))
+        self.locks: dict[str, Any] = {}
+        # It logs a WARNING for every failed non-blocking acquire; keep stderr readable.
+        logging.getLogger("redis_lock").setLevel(logging.ERROR)
+
+    def _lock(self, name: str) -> Any:
+        import redis_lock
+
+        lock = self.locks.get(name)
+        if lock is None:
+            lock = self.locks[name] = redis_lock.Lock(self.r, name, expire=self.expire)
+        return lock
+
+    def try_acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        return lock if lock.acquire(blocking=False) else None
+
+    def acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        if not lock.acquire(blocking=True):  # timeout=None: BLPOP on the release signal
+            raise RuntimeError("redis_lock.Lock.acquire returned False")
+        return lock
+
+    def release(self, lock: Any) -> None:
+        lock.release()
+
+
+def _quiet_pottery() -> None:
+    # pottery logs every Redis error of a master with logger.exception (a traceback each):
+    # with a killed server that floods stderr. Errors are still counted by the runner.
+    logging.getLogger("pottery").setLevel(logging.CRITICAL)
+
+
+class Pottery:
+    """pottery.Redlock(key=name, masters={redis.Redis...}, auto_release_time=ttl_s)."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        import redis
+
+        _quiet_pottery()
+        self.masters = {redis.Redis.from_url(u) for u in servers}
+        self.ttl = ttl_s
+        self.locks: dict[str, Any] = {}
+
+    def _lock(self, name: str) -> Any:
+        from pottery import Redlock
+
+        lock = self.locks.get(name)
+        if lock is None:
+            lock = self.locks[name] = Redlock(
+                key=name, masters=self.masters, auto_release_time=self.ttl
+            )
+        return lock
+
+    def try_acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        return lock if lock.acquire(blocking=False) else None
+
+    def acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        if not lock.acquire():  # blocking=True, timeout=-1: for ever
+            raise RuntimeError("pottery Redlock.acquire returned False")
+        return lock
+
+    def release(self, lock: Any) -> None:
+        lock.release()
+
+
+class PotteryAsyncio(_PotteryLocks):
+    """pottery.AIORedlock with redis.asyncio clients."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        from pottery import AIORedlock
+        from redis.asyncio import Redis as AIORedis
+
+        super().__init__({AIORedis.from_url(u) for u in servers}, ttl_s, AIORedlock)
+
+    async def try_acquire(self, name: str) -> Any:
+        return await self.m.try_acquire(name, self.ttl)
+
+    async def acquire(self, name: str) -> Any:
+        return await self.m.acquire(name, self.ttl)
+
+    async def release(self, lock: Any) -> None:
+        await lock.release()
+
+
+class RedisPy:
+    """redis.lock.Lock through r.lock(name, timeout=ttl_s), as redis-py documents it."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        import redis
+
+        self.r = redis.Redis.from_url(servers[0])
+        self.ttl = ttl_s
+        self.locks: dict[str, Any] = {}
+
+    def _lock(self, name: str) -> Any:
+        lock = self.locks.get(name)
+        if lock is None:
+            lock = self.locks[name] = self.r.lock(name, timeout=self.ttl)
+        return lock
+
+    def try_acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        return lock if lock.acquire(blocking=False) else None
+
+    def acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        if not lock.acquire():  # blocking, blocking_timeout=None: waits for ever (sleep 0.1)
+            raise RuntimeError("redis-py Lock.acquire returned False")
+        return lock
+
+    def release(self, lock: Any) -> None:
+        lock.release()
+
+
+class PythonRedisLock:
+    """redis_lock.Lock(conn, name, expire=s). `expire` is whole seconds in this library."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        import redis
+
+        self.r = redis.Redis.from_url(servers[0])
+        self.expire = max(1, round(ttl_s))
+        self.locks: dict[str, Any] = {}
+        # It logs a WARNING for every failed non-blocking acquire; keep stderr readable.
+        logging.getLogger("redis_lock").setLevel(logging.ERROR)
+
+    def _lock(self, name: str) -> Any:
+        import redis_lock
+
+        lock = self.locks.get(name)
+        if lock is None:
+            lock = self.locks[name] = redis_lock.Lock(self.r, name, expire=self.expire)
+        return lock
+
+    def try_acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        return lock if lock.acquire(blocking=False) else None
+
+    def acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        if not lock.acquire(blocking=True):  # timeout=None: BLPOP on the release signal
+            raise RuntimeError("redis_lock.Lock.acquire returned False")
+        return lock
+
+    def release(self, lock: Any) -> None:
+        lock.release()
+
+
+def _quiet_pottery() -> None:
+    # pottery logs every Redis error of a master with logger.exception (a traceback each):
+    # with a killed server that floods stderr. Errors are still counted by the runner.
+    logging.getLogger("pottery").setLevel(logging.CRITICAL)
+
+
+class _PotteryLocks:
+    """One pottery lock object per name (pottery keeps the lock's token in the object)."""
+
+    def __init__(self, masters: set[Any], ttl_s: float, make: Any) -> None:
+        _quiet_pottery()
+        self.masters = masters
+        self.ttl = ttl_s
+        self.make = make
+        self.locks: dict[str, Any] = {}
+
+    def _lock(self, name: str) -> Any:
+        lock = self.locks.get(name)
+        if lock is None:
+            lock = self.locks[name] = self.make(
+                key=name, masters=self.masters, auto_release_time=self.ttl
+            )
+        return lock
+
+
+class Pottery(_PotteryLocks):
+    """pottery.Redlock(key=name, masters={redis.Redis...}, auto_release_time=ttl_s)."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        import redis
+        from pottery import Redlock
+
+        super().__init__({redis.Redis.from_url(u) for u in servers}, ttl_s, Redlock)
+
+    def try_acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        return lock if lock.acquire(blocking=False) else None
+
+    def acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        if not lock.acquire():  # blocking, blocking_timeout=None: waits for ever (sleep 0.1)
+            raise RuntimeError("redis-py Lock.acquire returned False")
+        return lock
+
+    def release(self, lock: Any) -> None:
+        lock.release()
+
+
+class PythonRedisLock:
+    """redis_lock.Lock(conn, name, expire=s). `expire` is whole seconds in this library."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        import redis
+
+        self.r = redis.Redis.from_url(servers[0])
+        self.expire = max(1, round(ttl_s))
+        self.locks: dict[str, Any] = {}
+        # It logs a WARNING for every failed non-blocking acquire; keep stderr readable.
+        logging.getLogger("redis_lock").setLevel(logging.ERROR)
+
+    def _lock(self, name: str) -> Any:
+        import redis_lock
+
+        lock = self.locks.get(name)
+        if lock is None:
+            lock = self.locks[name] = redis_lock.Lock(self.r, name, expire=self.expire)
+        return lock
+
+    def try_acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        return lock if lock.acquire(blocking=False) else None
+
+    def acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        if not lock.acquire(blocking=True):  # timeout=None: BLPOP on the release signal
+            raise RuntimeError("redis_lock.Lock.acquire returned False")
+        return lock
+
+    def release(self, lock: Any) -> None:
+        lock.release()
+
+
+def _quiet_pottery() -> None:
+    # pottery logs every Redis error of a master with logger.exception (a traceback each):
+    # with a killed server that floods stderr. Errors are still counted by the runner.
+    logging.getLogger("pottery").setLevel(logging.CRITICAL)
+
+
 class Pottery:
     """pottery.Redlock(key=name, masters={redis.Redis...}, auto_release_time=ttl_s)."""
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 
 use crate::cli::Args;
-use crate::impls::{Held, Impl};
+use crate::impls::{Held, Impl, OpError};
 
 pub const LANG: &str = "rust";
 const WARMUP_CYCLES: usize = 50;
@@ -23,6 +23,22 @@ fn note(e: &str) {
     if seen.get_or_insert_with(HashSet::new).insert(kind) {
         eprintln!("fencelock-bench: error (first of its kind): {e}");
     }
+}
+
+/// The value of a finished task, or `None` after noting and counting its error (the call's
+/// own, or the task's panic).
+fn counted<T>(
+    joined: Result<Result<T, OpError>, tokio::task::JoinError>,
+    errors: &mut u64,
+) -> Option<T> {
+    let e = match joined {
+        Ok(Ok(v)) => return Some(v),
+        Ok(Err(e)) => e,
+        Err(e) => format!("task failed: {e}"),
+    };
+    note(&e);
+    *errors += 1;
+    None
 }
 
 /// One try-once acquire and release; true when both succeeded.
@@ -243,20 +259,13 @@ pub async fn hold(args: &Args, imp: Arc<Impl>) -> Value {
         .collect();
     let mut held: Vec<Held> = Vec::with_capacity(args.count);
     for t in acquiring {
-        match t.await {
-            Ok(Ok(Some(h))) => held.push(h),
-            Ok(Ok(None)) => {
+        match counted(t.await, &mut errors) {
+            Some(Some(h)) => held.push(h),
+            Some(None) => {
                 note("not acquired: held by another, or too few servers granted it");
                 errors += 1;
             }
-            Ok(Err(e)) => {
-                note(&e);
-                errors += 1;
-            }
-            Err(e) => {
-                note(&format!("task failed: {e}"));
-                errors += 1;
-            }
+            None => {}
         }
     }
     let acquire_s = t0.elapsed().as_secs_f64();
@@ -270,17 +279,7 @@ pub async fn hold(args: &Args, imp: Arc<Impl>) -> Value {
         })
         .collect();
     for t in releasing {
-        match t.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                note(&e);
-                errors += 1;
-            }
-            Err(e) => {
-                note(&format!("task failed: {e}"));
-                errors += 1;
-            }
-        }
+        counted(t.await, &mut errors);
     }
     let release_s = t1.elapsed().as_secs_f64();
     json!({
