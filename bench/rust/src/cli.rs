@@ -126,7 +126,10 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
         }
     }
     let need = |f: &str| -> Result<&str, Usage> {
-        values.get(f).copied().ok_or_else(|| format!("--{f} is required").into())
+        values
+            .get(f)
+            .copied()
+            .ok_or_else(|| format!("--{f} is required").into())
     };
     let num = |f: &str, default: Option<u64>| -> Result<u64, Usage> {
         match values.get(f) {
@@ -151,7 +154,11 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
     if servers.is_empty() {
         return Err("--servers: no server".into());
     }
-    let ttl_default = if scenario == Scenario::Hold { 60_000 } else { 10_000 };
+    let ttl_default = if scenario == Scenario::Hold {
+        60_000
+    } else {
+        10_000
+    };
     let ttl_ms = num("ttl-ms", Some(ttl_default))?;
     if ttl_ms == 0 {
         return Err("--ttl-ms must be positive".into());
@@ -170,8 +177,16 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
     } else {
         (0, 0, String::new())
     };
-    let tasks = if scenario == Scenario::Scale { num("tasks", None)? } else { 0 };
-    let count = if scenario == Scenario::Hold { num("count", Some(10_000))? } else { 0 };
+    let tasks = if scenario == Scenario::Scale {
+        num("tasks", None)?
+    } else {
+        0
+    };
+    let count = if scenario == Scenario::Hold {
+        num("count", Some(10_000))?
+    } else {
+        0
+    };
     if scenario == Scenario::Scale && tasks == 0 {
         return Err("--tasks must be positive".into());
     }

@@ -9,8 +9,7 @@ use redis::aio::MultiplexedConnection;
 use crate::cli::ImplKind;
 
 /// The compare-and-delete release script of the floor.
-const RELEASE_LUA: &str =
-    r#"if redis.call("get",KEYS[1])==ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
+const RELEASE_LUA: &str = r#"if redis.call("get",KEYS[1])==ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
 
 /// The floor's retry interval while waiting in `contend` (the floor has no waiting acquire of
 /// its own). The same as the Python floor's (redis-py Lock's default `sleep`, 0.1 s).
@@ -105,9 +104,10 @@ impl Impl {
 
     pub async fn release(&self, held: Held) -> Result<(), OpError> {
         match (self, held) {
-            (Impl::Ours(_), Held::Ours(lock)) => {
-                lock.release().await.map_err(|e| format!("{:?}: {e}", e.kind()))
-            }
+            (Impl::Ours(_), Held::Ours(lock)) => lock
+                .release()
+                .await
+                .map_err(|e| format!("{:?}: {e}", e.kind())),
             // rslock's release is best effort and reports nothing: it cannot fail here.
             (Impl::Rslock { .. }, Held::Rslock(lock)) => {
                 lock.release().await;
@@ -118,7 +118,10 @@ impl Impl {
                 if deleted >= f.need {
                     Ok(())
                 } else {
-                    Err(format!("floor release: {deleted} of {} servers deleted the key", f.n()))
+                    Err(format!(
+                        "floor release: {deleted} of {} servers deleted the key",
+                        f.n()
+                    ))
                 }
             }
             _ => Err("internal: lock from another implementation".into()),
@@ -261,10 +264,14 @@ impl Floor {
     }
 
     async fn delete_all(&self, name: &str, token: &str) -> usize {
-        join_all(self.servers.iter().map(|s| s.delete(&self.script, name, token)))
-            .await
-            .into_iter()
-            .filter(|ok| *ok)
-            .count()
+        join_all(
+            self.servers
+                .iter()
+                .map(|s| s.delete(&self.script, name, token)),
+        )
+        .await
+        .into_iter()
+        .filter(|ok| *ok)
+        .count()
     }
 }

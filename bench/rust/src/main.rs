@@ -28,7 +28,10 @@ fn main() -> ExitCode {
         }
     };
     // One multi-threaded runtime (one worker per core) for every implementation alike.
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("fencelock-bench: cannot start the runtime: {e}");
