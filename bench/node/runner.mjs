@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { nowUs } from '../../tests/chaos/workers/wallclock.mjs'
 
 const require = createRequire(import.meta.url)
 const HERE = dirname(fileURLToPath(import.meta.url))
@@ -52,8 +53,9 @@ function note(err) {
 
 const majority = (n) => Math.floor(n / 2) + 1
 const nowNs = () => process.hrtime.bigint()
-// Wall clock in integer epoch microseconds, sub-millisecond through performance.now().
-const wallUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000)
+// Wall clock in integer epoch microseconds, comparable across processes (handoff gaps are
+// measured between workers): performance.timeOrigin can be off by milliseconds.
+const wallUs = nowUs
 
 // ---------------------------------------------------------------------------------------------
 // Implementations: tryAcquire(name) -> handle | null, acquire(name) -> handle (waits without
@@ -217,7 +219,7 @@ async function cycle(a, impl, n) {
   let errors = 0
   const lat = []
   const samples = a.samples ? [] : null
-  const loopStartMs = performance.timeOrigin + performance.now() // wall clock at loop start
+  const loopStartMs = nowUs() / 1000 // wall clock at loop start
   process.stderr.write('LOOP-START\n') // the orchestrator times a kill from here
   const t0 = nowNs()
   const end = t0 + BigInt(a.durationMs) * 1_000_000n

@@ -27,16 +27,13 @@ import { fileURLToPath } from 'node:url'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { nowUs } from './wallclock.mjs'
 
 const require = createRequire(import.meta.url)
 const here = path.dirname(fileURLToPath(import.meta.url))
 const pkg = process.env.FENCELOCK_NODE_PACKAGE || path.join(here, '..', '..', '..', 'bindings-node')
 const { LockManager } = require(pkg)
 
-// Wall-clock microseconds with microsecond resolution (Date.now() only has milliseconds):
-// timeOrigin is the wall clock at start (microseconds), performance.now() the monotonic time
-// since, which NTP slews at the same rate as the wall clock.
-const nowUs = () => Math.floor((performance.timeOrigin + performance.now()) * 1000)
 
 const KINDS = {
   ERR_NOT_ACQUIRED: 'not_acquired',
