@@ -162,9 +162,14 @@ impl LockManager {
     }
 
     /// Acquires `name` for `ttl`, waiting up to `wait` (`None`: until acquired). Waiting does
-    /// not poll: the waiter is woken by the holder's release, or sleeps until the holder's TTL
-    /// runs out (at most the retry delay). Dropping the future cancels cleanly: votes already
-    /// won are released in the background.
+    /// not poll, and waiters are served first come, first served: a waiter takes a place in a
+    /// queue on each server (ordered by when its `acquire` began), a release wakes only the
+    /// first in line and keeps the free lock for it for a short turn (the retry delay, at most
+    /// 50 ms), and the others sleep until they are first, the holder's TTL or the retry delay,
+    /// whichever comes first. A first waiter that does not come in its turn only delays the
+    /// others by the turn; a waiter that stops trying (gone, paused) loses its place after
+    /// about two retry delays plus two server timeouts. Dropping the future cancels cleanly:
+    /// votes already won and the place in line are given up in the background.
     ///
     /// Too few reachable servers is retried like a held lock, until the wait limit: with no
     /// limit, acquire waits for the servers to come back (cancel it to stop). Failures that
@@ -223,6 +228,14 @@ impl LockManager {
         let started = Instant::now();
         let deadline = opts.wait.map(|w| started.checked_add(w));
         let timeout = self.inner.server_timeout(ttl);
+        // A caller that waits takes a place in each server's queue at its first refusal; its
+        // arrival time (the same on every server) orders the queue, and a release wakes only
+        // the first in line. Leaving without the lock (wait limit, error, cancellation) gives
+        // the place up, through the guard.
+        let place = (opts.wait != Some(Duration::ZERO)).then(|| Place::new(&self.inner, timeout));
+        let mut leave_queue = place
+            .as_ref()
+            .map(|_| UndoGuard::new(&self.inner, name, &key, &token, timeout));
         let mut subscriptions: Option<Vec<Subscription>> = None;
         let mut attempts = 0u32;
         loop {
@@ -230,9 +243,10 @@ impl LockManager {
                 s.mark_seen();
             }
             attempts += 1;
-            let attempt_started = Instant::now();
-            let attempt = self.inner.attempt(name, &key, &token, ttl, timeout).await;
-            let round_trip = attempt_started.elapsed();
+            let attempt = self
+                .inner
+                .attempt(name, &key, &token, ttl, timeout, place.as_ref())
+                .await;
             let (holder_pttl, error, fatal) = match attempt {
                 Attempt::Acquired(a) => {
                     tracing::debug!(
@@ -243,6 +257,10 @@ impl LockManager {
                         fencing_token = a.fencing_token,
                         "acquired"
                     );
+                    // Places left on servers that did not grant go with the lock's release.
+                    if let Some(g) = leave_queue.as_mut() {
+                        g.disarm();
+                    }
                     return Ok(Lock::new(
                         Arc::clone(&self.inner),
                         name.to_vec(),
@@ -270,6 +288,13 @@ impl LockManager {
                     "acquire failed"
                 );
             }
+            if fatal || out_of_time {
+                // Give the place in the queue up before returning, so that a caller's next
+                // try-once (or anyone else's) is not refused on its account.
+                if let Some(mut g) = leave_queue.take() {
+                    g.leave().await;
+                }
+            }
             if fatal {
                 return Err(error);
             }
@@ -294,7 +319,7 @@ impl LockManager {
                 // Subscribing may need a new connection: allow it at least 100 ms.
                 let allowed = timeout.max(Duration::from_millis(100));
                 let bound = remaining.map_or(allowed, |r| r.min(allowed));
-                subscriptions = Some(self.inner.subscribe(name, bound).await);
+                subscriptions = Some(self.inner.subscribe(name, &token, bound).await);
                 continue;
             };
             let random: f64 = rand::random();
@@ -307,15 +332,10 @@ impl LockManager {
             if subs.is_empty() {
                 tokio::time::sleep(sleep).await;
             } else {
+                // A release wakes only the first waiter in line, so waiters do not race each
+                // other in lockstep; the others sleep on until their turn (or their timer).
                 let notified = select_all(subs.iter_mut().map(|s| s.notified().boxed()));
-                let woken = tokio::time::timeout(sleep, notified).await.is_ok();
-                if woken && self.inner.n() > 1 {
-                    // Every waiter hears the same release at once. Racing in lockstep, they
-                    // would split the servers' votes and all fail; a random stagger of up to
-                    // two round trips lets one reach every server first.
-                    let stagger = quorum::stagger(round_trip, cfg.retry_delay, rand::random());
-                    tokio::time::sleep(stagger).await;
-                }
+                let _ = tokio::time::timeout(sleep, notified).await;
             }
         }
     }
@@ -372,6 +392,31 @@ impl Inner {
         key
     }
 
+    /// The wait queue of `name` (token -> arrival) and its deadlines (token -> server time
+    /// after which a waiter that stopped trying loses its place).
+    fn queue_keys(&self, name: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        let mut queue = self.config.prefix.clone();
+        queue.extend_from_slice(token::QUEUE_PREFIX);
+        queue.extend_from_slice(name);
+        let mut deadlines = queue.clone();
+        deadlines.extend_from_slice(b":deadlines");
+        (queue, deadlines)
+    }
+
+    /// How long a waiter keeps its place in the queue without a new attempt: waiters try at
+    /// least every retry delay (plus one attempt's time), so two of those and a margin.
+    fn place_lasts(&self, timeout: Duration) -> Duration {
+        (self.config.retry_delay + self.config.retry_jitter + timeout) * 2
+            + Duration::from_millis(250)
+    }
+
+    /// How long a release keeps the free lock for the first waiter in line, the one it wakes:
+    /// long enough for the wake-up and the attempt to arrive, short enough that a first waiter
+    /// that does not come (gone, paused) costs the others little.
+    fn turn(&self) -> Duration {
+        self.config.retry_delay.min(Duration::from_millis(50))
+    }
+
     fn channel(&self, name: &[u8]) -> Vec<u8> {
         let mut c = self.config.prefix.clone();
         c.extend_from_slice(token::CHANNEL_PREFIX);
@@ -401,13 +446,16 @@ impl Inner {
         token: &[u8],
         ttl: Duration,
         timeout: Duration,
+        place: Option<&Place>,
     ) -> Attempt {
         let ttl_ms = ttl.as_millis().to_string();
         let start = Instant::now();
-        let mut undo = UndoGuard::new(self, name, key, token);
+        let mut undo = UndoGuard::new(self, name, key, token, timeout);
+        let (queue, deadlines) = self.queue_keys(name);
+        let place: &[u8] = place.map_or(b"", |p| p.arg.as_bytes());
         let votes: Vec<Vote> = join_all(self.servers.iter().map(|s| {
-            let keys: [&[u8]; 2] = [key, &self.fence_key];
-            let args: [&[u8]; 2] = [token, ttl_ms.as_bytes()];
+            let keys: [&[u8]; 4] = [key, &self.fence_key, &queue, &deadlines];
+            let args: [&[u8]; 3] = [token, ttl_ms.as_bytes(), place];
             async move {
                 match s
                     .eval::<Value>(&scripts::ACQUIRE, &keys, &args, timeout)
@@ -598,14 +646,15 @@ impl Inner {
     async fn on_all(
         &self,
         script: &redis::Script,
-        key: &[u8],
+        keys: &[&[u8]],
         args: &[&[u8]],
         timeout: Duration,
     ) -> Vec<Outcome> {
-        join_all(self.servers.iter().map(|s| {
-            let keys: [&[u8]; 1] = [key];
-            async move { s.eval::<i64>(script, &keys, args, timeout).await }
-        }))
+        join_all(
+            self.servers
+                .iter()
+                .map(|s| async move { s.eval::<i64>(script, keys, args, timeout).await }),
+        )
         .await
     }
 
@@ -662,10 +711,31 @@ impl Inner {
         token: &[u8],
         timeout: Duration,
     ) -> Result<()> {
+        self.release_and(name, key, token, timeout, true).await
+    }
+
+    /// Compare-and-delete on every server; with `leave`, the token also gives up its place in
+    /// the wait queue (a waiter that stops waiting; a holder's leftover places).
+    async fn release_and(
+        &self,
+        name: &[u8],
+        key: &[u8],
+        token: &[u8],
+        timeout: Duration,
+        leave: bool,
+    ) -> Result<()> {
         let channel = self.channel(name);
+        let leave: &[u8] = if leave { b"1" } else { b"0" };
+        let (queue, deadlines) = self.queue_keys(name);
+        let turn = self.turn().as_millis().max(1).to_string();
         let start = Instant::now();
         let outcomes = self
-            .on_all(&scripts::RELEASE, key, &[token, &channel], timeout)
+            .on_all(
+                &scripts::RELEASE,
+                &[key, &queue, &deadlines],
+                &[token, &channel, leave, turn.as_bytes()],
+                timeout,
+            )
             .await;
         let judged = self.judge("release", name, &outcomes);
         trace_outcome("release", name, &outcomes, start, &judged);
@@ -688,7 +758,7 @@ impl Inner {
         let outcomes = self
             .on_all(
                 &scripts::EXTEND,
-                key,
+                &[key],
                 &[token, ttl_arg.as_bytes()],
                 self.server_timeout(ttl),
             )
@@ -715,13 +785,17 @@ impl Inner {
     }
 
     /// Subscribes to the lock's release channel on every server that answers in time.
-    async fn subscribe(&self, name: &[u8], timeout: Duration) -> Vec<Subscription> {
+    async fn subscribe(&self, name: &[u8], token: &[u8], timeout: Duration) -> Vec<Subscription> {
         let channel = self.channel(name);
-        join_all(self.servers.iter().map(|s| s.subscribe(&channel, timeout)))
-            .await
-            .into_iter()
-            .filter_map(|r| r.ok())
-            .collect()
+        join_all(
+            self.servers
+                .iter()
+                .map(|s| s.subscribe(&channel, token, timeout)),
+        )
+        .await
+        .into_iter()
+        .filter_map(|r| r.ok())
+        .collect()
     }
 }
 
@@ -765,6 +839,26 @@ fn parse_vote(v: Value) -> Vote {
     }
 }
 
+/// A waiter's place in the servers' wait queues: when it arrived (microseconds of its own
+/// wall clock, the same on every server so that they all order waiters alike) and how long
+/// the place lasts without a new attempt.
+pub(crate) struct Place {
+    /// The acquire script's argument: "ARRIVAL LASTS".
+    arg: String,
+}
+
+impl Place {
+    fn new(inner: &Inner, timeout: Duration) -> Place {
+        let arrival = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros());
+        let lasts = inner.place_lasts(timeout).as_millis().max(1);
+        Place {
+            arg: format!("{arrival} {lasts}"),
+        }
+    }
+}
+
 /// Releases an attempt's votes on every server unless disarmed: awaited on the normal path,
 /// spawned in the background when the attempt's future is dropped mid-way (on the runtime the
 /// attempt started on, since the drop may happen outside it).
@@ -777,26 +871,37 @@ struct Undo {
     name: Vec<u8>,
     key: Vec<u8>,
     token: Vec<u8>,
+    /// Per-server timeout of the undo when awaited: the attempt's (a dead server must not
+    /// hold a waiter up longer than it held up the attempt).
+    timeout: Duration,
     runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Undo {
-    async fn run(&self) {
+    /// Releases the attempt's votes; with `leave`, also the waiter's place in the queue.
+    async fn run(&self, leave: bool) {
         let _ = self
             .inner
-            .release(&self.name, &self.key, &self.token, UNDO_TIMEOUT)
+            .release_and(&self.name, &self.key, &self.token, self.timeout, leave)
             .await;
     }
 }
 
 impl UndoGuard {
-    fn new(inner: &Arc<Inner>, name: &[u8], key: &[u8], token: &[u8]) -> UndoGuard {
+    fn new(
+        inner: &Arc<Inner>,
+        name: &[u8],
+        key: &[u8],
+        token: &[u8],
+        timeout: Duration,
+    ) -> UndoGuard {
         UndoGuard {
             armed: Some(Undo {
                 inner: Arc::clone(inner),
                 name: name.to_vec(),
                 key: key.to_vec(),
                 token: token.to_vec(),
+                timeout,
                 runtime: tokio::runtime::Handle::try_current().ok(),
             }),
         }
@@ -806,16 +911,27 @@ impl UndoGuard {
         self.armed = None;
     }
 
-    /// Runs the undo and waits for it. The undo runs as its own task, so that cancelling the
-    /// attempt while it waits (an aborted acquire dropping its future) cannot stop the undo
-    /// half-way and leave a vote behind on some server until its TTL runs out.
+    /// Gives the waiter's place in the queue up (and any vote), and waits for it; cancel-safe
+    /// like [`run`](Self::run).
+    async fn leave(&mut self) {
+        self.finish(true).await;
+    }
+
+    /// Runs the undo (keeping the waiter's place in the queue) and waits for it.
     async fn run(&mut self) {
+        self.finish(false).await;
+    }
+
+    /// The undo runs as its own task, so that cancelling the attempt while it waits (an
+    /// aborted acquire dropping its future) cannot stop the undo half-way and leave a vote
+    /// behind on some server until its TTL runs out.
+    async fn finish(&mut self, leave: bool) {
         if let Some(undo) = self.armed.take() {
             match undo.runtime.clone() {
                 Some(runtime) => {
-                    let _ = runtime.spawn(async move { undo.run().await }).await;
+                    let _ = runtime.spawn(async move { undo.run(leave).await }).await;
                 }
-                None => undo.run().await,
+                None => undo.run(leave).await,
             }
         }
     }
@@ -826,9 +942,11 @@ pub(crate) const UNDO_TIMEOUT: Duration = Duration::from_secs(1);
 
 impl Drop for UndoGuard {
     fn drop(&mut self) {
-        if let Some(undo) = self.armed.take() {
+        if let Some(mut undo) = self.armed.take() {
             if let Some(runtime) = undo.runtime.clone() {
-                runtime.spawn(async move { undo.run().await });
+                // Nobody waits for it: give slow servers longer.
+                undo.timeout = undo.timeout.max(UNDO_TIMEOUT);
+                runtime.spawn(async move { undo.run(true).await });
             }
         }
     }

@@ -75,19 +75,6 @@ pub fn retry_sleep(
     .max(Duration::from_millis(1))
 }
 
-/// How long a waiter woken by a release waits before its next try on a multi-server lock:
-/// a random share (`random` in `[0, 1)`) of two round trips of its last attempt, at most the
-/// retry delay. Spreads the waiters that all heard the same release, so that one of them
-/// reaches every server first instead of all splitting the votes.
-pub fn stagger(round_trip: Duration, retry_delay: Duration, random: f64) -> Duration {
-    let random = if random.is_finite() {
-        random.clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    (round_trip * 2).min(retry_delay).mul_f64(random)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,14 +162,6 @@ mod tests {
         assert_eq!(retry_sleep(Some(MS(5000)), MS(200), MS(100), 0.0), MS(200));
         assert_eq!(retry_sleep(Some(MS(5000)), MS(200), MS(100), 0.5), MS(150));
         assert_eq!(retry_sleep(None, MS(200), MS(100), 0.5), MS(150));
-    }
-
-    #[test]
-    fn stagger_spreads_over_two_round_trips_capped_by_the_retry_delay() {
-        assert_eq!(stagger(MS(2), MS(200), 0.0), Duration::ZERO);
-        assert_eq!(stagger(MS(2), MS(200), 0.5), MS(2));
-        assert_eq!(stagger(MS(500), MS(200), 0.5), MS(100));
-        assert_eq!(stagger(MS(2), MS(200), f64::NAN), Duration::ZERO);
     }
 
     #[test]

@@ -307,14 +307,16 @@ impl Server {
     pub async fn subscribe(
         self: &Arc<Self>,
         channel: &[u8],
+        token: &[u8],
         timeout: Duration,
     ) -> Result<Subscription, Failure> {
         let client = lock(&self.current).clone();
-        match tokio::time::timeout(timeout, self.sub.subscribe(&client, channel)).await {
+        match tokio::time::timeout(timeout, self.sub.subscribe(&client, channel, token)).await {
             Ok(Ok(rx)) => Ok(Subscription {
                 server: Arc::clone(self),
                 runtime: tokio::runtime::Handle::try_current().ok(),
                 channel: channel.to_vec(),
+                token: token.to_vec(),
                 rx,
             }),
             Ok(Err(e)) => Err(e),
@@ -338,9 +340,29 @@ struct SubscriberConn {
     subscribed: HashSet<Vec<u8>>,
 }
 
+/// The waiters of one channel, by token: a release names the first waiter in line (its token
+/// is the message) and only that waiter is woken; an empty message, or a lost connection,
+/// wakes them all.
+#[derive(Default)]
 struct ChannelEntry {
     users: usize,
-    notify: watch::Sender<u64>,
+    waiters: HashMap<Vec<u8>, (usize, watch::Sender<u64>)>,
+}
+
+impl ChannelEntry {
+    fn wake_all(&self) {
+        for (_, notify) in self.waiters.values() {
+            notify.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    fn wake(&self, token: &[u8]) {
+        if token.is_empty() {
+            self.wake_all();
+        } else if let Some((_, notify)) = self.waiters.get(token) {
+            notify.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
 }
 
 impl Subscriber {
@@ -348,6 +370,7 @@ impl Subscriber {
         &self,
         client: &redis::Client,
         channel: &[u8],
+        token: &[u8],
     ) -> Result<watch::Receiver<u64>, Failure> {
         let mut conn = self.commands.lock().await;
         let alive = matches!(&conn.sink, Some((_, alive)) if alive.load(Ordering::Acquire));
@@ -365,33 +388,33 @@ impl Subscriber {
             tokio::spawn(async move {
                 while let Some(msg) = stream.next().await {
                     if let Some(entry) = lock(&table).get(msg.get_channel_name().as_bytes()) {
-                        entry.notify.send_modify(|n| *n = n.wrapping_add(1));
+                        entry.wake(msg.get_payload_bytes());
                     }
                 }
                 flag.store(false, Ordering::Release);
                 // Wake every waiter: they retry at once, then fall back to timed retries.
                 for entry in lock(&table).values() {
-                    entry.notify.send_modify(|n| *n = n.wrapping_add(1));
+                    entry.wake_all();
                 }
             });
             conn.sink = Some((sink, alive));
         }
         let rx = {
             let mut table = lock(&self.table);
-            let entry = table
-                .entry(channel.to_vec())
-                .or_insert_with(|| ChannelEntry {
-                    users: 0,
-                    notify: watch::channel(0).0,
-                });
+            let entry = table.entry(channel.to_vec()).or_default();
             entry.users += 1;
-            entry.notify.subscribe()
+            let (count, notify) = entry
+                .waiters
+                .entry(token.to_vec())
+                .or_insert_with(|| (0, watch::channel(0).0));
+            *count += 1;
+            notify.subscribe()
         };
         if !conn.subscribed.contains(channel) {
             let (sink, _) = conn.sink.as_mut().expect("connected above");
             if let Err(e) = sink.subscribe(channel).await {
                 drop(conn);
-                self.release_user(channel);
+                self.release_user(channel, token);
                 return Err(Failure::from_redis(&e));
             }
             conn.subscribed.insert(channel.to_vec());
@@ -400,10 +423,16 @@ impl Subscriber {
     }
 
     /// Drops one waiter; returns true when the channel has none left.
-    fn release_user(&self, channel: &[u8]) -> bool {
+    fn release_user(&self, channel: &[u8], token: &[u8]) -> bool {
         let mut table = lock(&self.table);
         match table.get_mut(channel) {
             Some(entry) => {
+                if let Some((count, _)) = entry.waiters.get_mut(token) {
+                    *count -= 1;
+                    if *count == 0 {
+                        entry.waiters.remove(token);
+                    }
+                }
                 entry.users = entry.users.saturating_sub(1);
                 entry.users == 0
             }
@@ -433,12 +462,14 @@ impl Subscriber {
     }
 }
 
-/// One waiter's subscription to a release channel on one server; unsubscribes (after a
-/// short linger) when the last waiter drops it.
+/// One waiter's subscription to a release channel on one server, woken when a release names
+/// its token (or names nobody); unsubscribes (after a short linger) when the last waiter
+/// drops it.
 pub(crate) struct Subscription {
     server: Arc<Server>,
     runtime: Option<tokio::runtime::Handle>,
     channel: Vec<u8>,
+    token: Vec<u8>,
     rx: watch::Receiver<u64>,
 }
 
@@ -458,7 +489,7 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        if self.server.sub.release_user(&self.channel) {
+        if self.server.sub.release_user(&self.channel, &self.token) {
             if let Some(runtime) = &self.runtime {
                 let server = Arc::clone(&self.server);
                 let channel = std::mem::take(&mut self.channel);

@@ -18,6 +18,9 @@ pub const MAX_TTL: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 pub const FENCE_KEY: &[u8] = b"fencelock:fence";
 /// The release channel's name, after the prefix and before the lock name.
 pub const CHANNEL_PREFIX: &[u8] = b"fencelock:released:";
+/// The wait queues' keys, after the prefix and before the lock name; names starting with it
+/// are reserved.
+pub const QUEUE_PREFIX: &[u8] = b"fencelock:queue:";
 
 /// A fresh token: a UUID v4 string, 122 random bits from the operating system's CSPRNG.
 pub fn generate() -> Vec<u8> {
@@ -47,6 +50,12 @@ pub fn check_name(name: &[u8]) -> Result<()> {
         return Err(Error::invalid(format!(
             "lock name is {} bytes, the limit is {MAX_NAME_LEN}",
             name.len()
+        )));
+    }
+    if name.starts_with(QUEUE_PREFIX) {
+        return Err(Error::invalid(format!(
+            "lock names starting with {:?} are reserved for the wait queues",
+            String::from_utf8_lossy(QUEUE_PREFIX)
         )));
     }
     if name == FENCE_KEY {
@@ -107,6 +116,10 @@ mod tests {
         let long = vec![b'x'; MAX_NAME_LEN + 1];
         assert!(check_name(&long).unwrap_err().message().contains("1025"));
         assert!(check_name(&long[..MAX_NAME_LEN]).is_ok());
+        assert!(check_name(b"fencelock:queue:x")
+            .unwrap_err()
+            .message()
+            .contains("reserved"));
         assert!(check_name(FENCE_KEY)
             .unwrap_err()
             .message()

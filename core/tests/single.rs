@@ -511,3 +511,98 @@ fn debug_output_never_shows_the_token() {
     );
     lock.release().unwrap();
 }
+
+/// Waits until the server's wait queue for `name` holds `n` places.
+async fn until_queued(server: &RedisServer, name: &str, n: i64) {
+    let key = format!("fencelock:queue:{name}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = server.cmd(&[b"ZCARD", key.as_bytes()]);
+        if r == fencelock_testkit::Reply::Int(n) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "queue of {name}: {r:?}, expected {n}"
+        );
+        tokio::time::sleep(MS(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_get_the_lock_in_the_order_they_came() {
+    // Each waiter its own manager (as separate processes would be); the holder's release
+    // wakes only the first in line, which hands over to the next on its own release.
+    let server = RedisServer::start();
+    let holder = manager(&server)
+        .acquire("fifo", MS(10_000), None)
+        .await
+        .unwrap();
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..6usize {
+        let (m, order) = (manager(&server), Arc::clone(&order));
+        tasks.push(tokio::spawn(async move {
+            let lock = m.acquire("fifo", MS(10_000), None).await.unwrap();
+            order.lock().unwrap().push(i);
+            tokio::time::sleep(MS(2)).await;
+            lock.release().await.unwrap();
+        }));
+        // The next one arrives only once this one has its place.
+        until_queued(&server, "fifo", i as i64 + 1).await;
+    }
+    holder.release().await.unwrap();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4, 5]);
+    until_queued(&server, "fifo", 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_gives_up_or_vanishes_does_not_block_the_line() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let holder = m.acquire("line", MS(10_000), None).await.unwrap();
+    // Gives up: its place goes with it, before acquire returns.
+    let e = manager(&server)
+        .acquire("line", MS(1000), Some(MS(100)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotAcquired, "{e}");
+    until_queued(&server, "line", 0).await;
+    // Vanishes (a crashed process): a place nobody renews, first in line for 10 s.
+    let queue = b"fencelock:queue:line";
+    let deadlines = b"fencelock:queue:line:deadlines";
+    let seconds: u64 = match server.cmd(&[b"TIME"]) {
+        fencelock_testkit::Reply::Array(Some(t)) => match &t[0] {
+            fencelock_testkit::Reply::Bulk(Some(b)) => {
+                std::str::from_utf8(b).unwrap().parse().unwrap()
+            }
+            r => panic!("TIME: {r:?}"),
+        },
+        r => panic!("TIME: {r:?}"),
+    };
+    let until = (seconds * 1000 + 10_000).to_string();
+    server.cmd(&[b"ZADD", queue, b"1", b"ghost"]);
+    server.cmd(&[b"ZADD", deadlines, until.as_bytes(), b"ghost"]);
+    holder.release().await.unwrap();
+    // The release kept the lock for the ghost's turn; when it does not come, the live
+    // waiter gets it, long before the ghost's place runs out.
+    let started = Instant::now();
+    let lock = m
+        .acquire("line", MS(1000), Some(Duration::from_secs(5)))
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the live waiter got the lock after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        server.cmd(&[b"ZSCORE", queue, b"ghost"]),
+        fencelock_testkit::Reply::Bulk(Some(b"1".to_vec())),
+        "the ghost's place is still there: its turn, not its expiry, let the waiter in"
+    );
+    lock.release().await.unwrap();
+}
