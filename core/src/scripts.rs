@@ -5,12 +5,21 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-/// `SET NX PX` + fencing `INCR`, or the holder's `PTTL` and the counter.
-pub(crate) static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
-/// Compare-and-delete + `PUBLISH` on the release channel.
-pub(crate) static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/release.lua")));
+/// `SET NX PX` + fencing `INCR` (first come, first served), or the holder's `PTTL` and the
+/// counter, taking a place in the wait queue.
+pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("scripts/queue.lua"),
+        include_str!("scripts/acquire.lua")
+    ))
+});
+/// Compare-and-delete + `PUBLISH` of the first waiter in line on the release channel.
+pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("scripts/queue.lua"),
+        include_str!("scripts/release.lua")
+    ))
+});
 /// Compare-and-`PEXPIRE`.
 pub(crate) static EXTEND: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/extend.lua")));

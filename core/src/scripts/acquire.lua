@@ -1,5 +1,5 @@
--- Acquire one server's vote; a free lock goes to the first waiter in line for a moment after a
--- release.
+-- Acquire one server's vote (run after queue.lua); a free lock goes to the first waiter in
+-- line for a moment after a release.
 -- KEYS[1] lock key, KEYS[2] fencing counter key, KEYS[3] wait queue (token -> arrival),
 -- KEYS[4] queue deadlines (token -> server time in ms after which the place is forgotten; the
 -- member '' is the end of the first waiter's turn, set by a release that woke it).
@@ -16,15 +16,8 @@
 -- server and retrying is still first in line there.
 -- The counter is incremented before the lock key is written, so a counter of the wrong type
 -- fails the script before anything changed.
-local now = redis.call('TIME')
-now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
--- Waiters that stopped trying (gave up, crashed, partitioned) lose their place; a turn that
--- ran out ends.
-local gone = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, 100)
-if #gone > 0 then
-  redis.call('ZREM', KEYS[3], unpack(gone))
-  redis.call('ZREM', KEYS[4], unpack(gone))
-end
+local now = now_ms()
+sweep(KEYS[3], KEYS[4], now)
 local holder = redis.call('GET', KEYS[1])
 local pttl = nil
 if holder == ARGV[1] or holder == false then

@@ -1,4 +1,4 @@
--- Compare-and-delete, and wake the first waiter in line.
+-- Compare-and-delete, and wake the first waiter in line (after queue.lua).
 -- KEYS[1] lock key, KEYS[2] wait queue, KEYS[3] queue deadlines; ARGV[1] token, ARGV[2]
 -- release channel, ARGV[3] '1' to give up this token's place in the queue too (a holder's
 -- release, a waiter that stops waiting) or '0' to keep it (a failed attempt's undo),
@@ -15,13 +15,8 @@ end
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  local now = redis.call('TIME')
-  now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-  local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 100)
-  if #gone > 0 then
-    redis.call('ZREM', KEYS[2], unpack(gone))
-    redis.call('ZREM', KEYS[3], unpack(gone))
-  end
+  local now = now_ms()
+  sweep(KEYS[2], KEYS[3], now)
   local first = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
   if first ~= nil then
     local turn = tonumber(ARGV[4]) or 0
