@@ -64,7 +64,7 @@ export interface AcquireOptions {
   ttl?: number
   /** How long to keep trying: omitted (or `Infinity`) waits until acquired, 0 tries once. */
   wait?: number
-  /** A token of your own instead of a random UUID; acquiring again with it resets the TTL. */
+  /** A token of your own instead of a random one; acquiring again with it resets the TTL. */
   token?: string | Buffer
   /**
    * Extend in the background every ttl/3 until released or lost (default: false, but
@@ -143,7 +143,7 @@ export interface LockManagerOptions {
 export interface TryAcquireOptions {
   /** How long the lock lives unless extended; default 30000. */
   ttl?: number
-  /** A token of your own instead of a random UUID. */
+  /** A token of your own instead of a random one. */
   token?: string | Buffer
   /** Extend in the background every ttl/3 until released or lost. */
   autoExtend?: boolean

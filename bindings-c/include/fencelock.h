@@ -467,7 +467,7 @@ fl_status fl_release_by_token(const struct fl_manager *manager, const char *name
 fl_status fl_lock_name(const struct fl_lock *lock, const char **out);
 
 /**
- * The lock's token (the value of its Redis key: a random UUID, or the caller's token),
+ * The lock's token (the value of its Redis key: a random token, or the caller's),
  * NUL-terminated. `*out` stays valid until the handle is freed, also after a release. Keep
  * it secret from other owners: it is what releases the lock.
  *

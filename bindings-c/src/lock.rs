@@ -31,7 +31,7 @@ pub struct fl_lock {
 
 impl fl_lock {
     fn new(lock: Lock) -> Result<fl_lock> {
-        // Names and tokens come from C strings or are UUIDs, so they hold no NUL.
+        // Names and tokens come from C strings or are generated (hex and a UUID), so they hold no NUL.
         let c = |b: &[u8], what: &str| {
             CString::new(b).map_err(|_| Error::InvalidArgument(format!("{what} contains NUL")))
         };
@@ -323,7 +323,7 @@ pub unsafe extern "C" fn fl_lock_name(lock: *const fl_lock, out: *mut *const c_c
     })
 }
 
-/// The lock's token (the value of its Redis key: a random UUID, or the caller's token),
+/// The lock's token (the value of its Redis key: a random token, or the caller's),
 /// NUL-terminated. `*out` stays valid until the handle is freed, also after a release. Keep
 /// it secret from other owners: it is what releases the lock.
 ///

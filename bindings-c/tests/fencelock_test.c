@@ -436,7 +436,7 @@ static void test_acquire_query_extend_release(void) {
     CHECK_ST(fl_lock_name(l, &nm), FL_OK);
     CHECK(nm && strcmp(nm, name) == 0);
     CHECK_ST(fl_lock_token(l, &tok), FL_OK);
-    CHECK(tok && strlen(tok) == 36); /* a UUID */
+    CHECK(tok && strlen(tok) == 16 + 1 + 36); /* the manager's wake id, '.', a UUID */
     /* The Redis value of the lock key is exactly the token: the classic pattern's layout. */
     CHECK(raw2(ports[0], val, sizeof val, "GET", name) == '$' && strcmp(val, tok) == 0);
     CHECK_ST(fl_lock_fencing_token(l, &fence), FL_OK);
@@ -459,7 +459,7 @@ static void test_acquire_query_extend_release(void) {
     CHECK_ST(fl_lock_is_lost(l, &lost), FL_OK);
     CHECK(!lost);
     CHECK_ST(fl_lock_token(l, &tok), FL_OK);
-    CHECK(strlen(tok) == 36);
+    CHECK(strlen(tok) == 16 + 1 + 36);
     CHECK_INVALID(fl_lock_release(l), "already released");
     CHECK_INVALID(fl_lock_extend(l, 1000), "already released");
     CHECK_INVALID(fl_lock_detach(l), "already released");

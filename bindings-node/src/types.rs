@@ -41,7 +41,7 @@ pub struct AcquireOptions {
     pub ttl: Option<f64>,
     /// How long to keep trying: omitted (or `Infinity`) waits until acquired, 0 tries once.
     pub wait: Option<f64>,
-    /// A token of your own instead of a random UUID; acquiring again with it resets the TTL.
+    /// A token of your own instead of a random one; acquiring again with it resets the TTL.
     pub token: Option<Either<String, Buffer>>,
     /// Extend in the background every ttl/3 until released or lost (default: false, but
     /// true in `using`).
@@ -59,7 +59,7 @@ pub struct AcquireOptions {
 pub struct TryAcquireOptions {
     /// How long the lock lives unless extended; default 30000.
     pub ttl: Option<f64>,
-    /// A token of your own instead of a random UUID.
+    /// A token of your own instead of a random one.
     pub token: Option<Either<String, Buffer>>,
     /// Extend in the background every ttl/3 until released or lost.
     pub auto_extend: Option<bool>,

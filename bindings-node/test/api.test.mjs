@@ -172,7 +172,7 @@ describe('LockManager and Lock', () => {
     const lock = await mgr.acquire('round-trip', { ttl: 2000 })
     assert.ok(lock instanceof Lock)
     assert.equal(lock.name, 'round-trip')
-    assert.match(lock.token, /^[0-9a-f-]{36}$/)
+    assert.match(lock.token, /^[0-9a-f]{16}\.[0-9a-f-]{36}$/)
     assert.equal(await server.get('round-trip'), lock.token, 'the key holds the token')
     assert.equal(typeof lock.fencingToken, 'bigint')
     assert.ok(lock.fencingToken >= 1n)

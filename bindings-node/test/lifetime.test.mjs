@@ -52,7 +52,7 @@ describe('worker threads', () => {
       ),
     )
     for (const r of results) {
-      assert.match(r.token, /^[0-9a-f-]{36}$/)
+      assert.match(r.token, /^[0-9a-f]{16}\.[0-9a-f-]{36}$/)
       assert.equal(r.invalid, true)
       assert.equal(r.code, 'ERR_INVALID_ARG')
     }

@@ -512,7 +512,7 @@ impl PyAsyncLock {
         self.name.to_object(py)
     }
 
-    /// This acquisition's token (as given, or the generated UUID as a str).
+    /// This acquisition's token (as given, or the generated token as a str).
     #[getter]
     fn token(&self, py: Python<'_>) -> Py<PyAny> {
         self.token.to_object(py)

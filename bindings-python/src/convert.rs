@@ -43,7 +43,7 @@ impl Text {
         }
     }
 
-    /// A generated token (a UUID string) is given back as `str`; a caller's token as given.
+    /// A generated token (ASCII) is given back as `str`; a caller's token as given.
     pub fn token(given: Option<&Text>, actual: &[u8]) -> Text {
         match given {
             Some(Text::Bytes(_)) => Text::Bytes(actual.to_vec()),

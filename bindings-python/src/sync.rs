@@ -171,7 +171,7 @@ impl PyLockManager {
     ///
     /// ``wait``: ``None`` (the default) waits until acquired, interruptible by Ctrl-C; a
     /// number of seconds gives up after that long with ``NotAcquired``; ``0`` tries once.
-    /// ``token``: your own token (str or bytes) instead of a random UUID; acquiring again
+    /// ``token``: your own token (str or bytes) instead of a random one; acquiring again
     /// with the same token resets the TTL (re-entrant). ``auto_extend``: keep the lock alive
     /// in the background (extends every ttl/3) until released; ``lock.lost`` turns true if
     /// it is lost anyway.
@@ -447,7 +447,7 @@ impl PyLock {
     }
 
     /// This acquisition's token, the value of the lock's Redis key: as given, or the
-    /// generated UUID as a str. Pass it with the name to ``LockManager.release`` to release
+    /// generated token as a str. Pass it with the name to ``LockManager.release`` to release
     /// the lock from elsewhere.
     #[getter]
     fn token(&self, py: Python<'_>) -> Py<PyAny> {

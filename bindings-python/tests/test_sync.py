@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -15,7 +16,7 @@ def test_acquire_returns_a_lock_whose_key_holds_its_token(manager: fencelock.Loc
     lock = manager.acquire(name, 10)
     assert isinstance(lock, fencelock.Lock)
     assert lock.name == name
-    assert isinstance(lock.token, str) and len(lock.token) == 36
+    assert isinstance(lock.token, str) and re.fullmatch(r"[0-9a-f]{16}\.[0-9a-f-]{36}", lock.token)
     assert server.client().get(name) == lock.token.encode()
     assert isinstance(lock.fencing_token, int) and lock.fencing_token >= 1
     assert 9.0 < lock.validity <= 10.0

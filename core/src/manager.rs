@@ -24,7 +24,7 @@ pub struct AcquireOptions {
     /// How long to keep trying: `None` waits until acquired, `Some(Duration::ZERO)` tries
     /// once.
     pub wait: Option<Duration>,
-    /// A caller-chosen token (non-empty, at most 512 bytes) instead of a random UUID. Makes the
+    /// A caller-chosen token (non-empty, at most 512 bytes) instead of a random one. Makes the
     /// acquisition re-entrant for that token: acquiring again resets the TTL.
     pub token: Option<Vec<u8>>,
 }
@@ -82,6 +82,8 @@ pub(crate) struct Inner {
     pub config: Config,
     pub servers: Vec<Arc<Server>>,
     pub fence_key: Vec<u8>,
+    /// The leading bytes of this manager's tokens, naming its waiters' wake-up channels.
+    pub wake_id: [u8; token::WAKE_ID_LEN],
 }
 
 /// One server's answer to an acquire.
@@ -147,6 +149,7 @@ impl LockManager {
                 config,
                 servers,
                 fence_key,
+                wake_id: token::wake_id(),
             }),
         }
     }
@@ -222,7 +225,7 @@ impl LockManager {
                 token::check_token(t)?;
                 t.clone()
             }
-            None => token::generate(),
+            None => token::generate(&self.inner.wake_id),
         };
         let key = self.inner.key(name);
         let started = Instant::now();
@@ -784,9 +787,13 @@ impl Inner {
         }
     }
 
-    /// Subscribes to the lock's release channel on every server that answers in time.
+    /// Subscribes to the waiter's wake-up channel for the lock (the lock's channel, `|`, the
+    /// token's [`wake_part`](token::wake_part): shared by this manager's waiters) on every
+    /// server that answers in time.
     async fn subscribe(&self, name: &[u8], token: &[u8], timeout: Duration) -> Vec<Subscription> {
-        let channel = self.channel(name);
+        let mut channel = self.channel(name);
+        channel.push(b'|');
+        channel.extend_from_slice(token::wake_part(token));
         join_all(
             self.servers
                 .iter()

@@ -541,9 +541,18 @@ async fn waiters_get_the_lock_in_the_order_they_came() {
     let order = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for i in 0..6usize {
-        let (m, order) = (manager(&server), Arc::clone(&order));
+        // Timed retries once a minute: every handoff within the wait limit below is a wake-up
+        // on the first waiter's own channel.
+        let m = LockManager::builder([server.url()])
+            .retry_delay(Duration::from_secs(60))
+            .build()
+            .unwrap();
+        let order = Arc::clone(&order);
         tasks.push(tokio::spawn(async move {
-            let lock = m.acquire("fifo", MS(10_000), None).await.unwrap();
+            let lock = m
+                .acquire("fifo", MS(10_000), Some(Duration::from_secs(20)))
+                .await
+                .unwrap();
             order.lock().unwrap().push(i);
             tokio::time::sleep(MS(2)).await;
             lock.release().await.unwrap();

@@ -129,7 +129,7 @@ class Lock:
         """The lock's name, as given (str or bytes)."""
     @property
     def token(self) -> _Returned:
-        """This acquisition's token (as given, or the generated UUID as a str)."""
+        """This acquisition's token (as given, or the generated token as a str)."""
     @property
     def fencing_token(self) -> int:
         """The fencing token: grows with every acquisition on the server set."""
@@ -225,7 +225,7 @@ class AsyncLock:
         """The lock's name, as given (str or bytes)."""
     @property
     def token(self) -> _Returned:
-        """This acquisition's token (as given, or the generated UUID as a str)."""
+        """This acquisition's token (as given, or the generated token as a str)."""
     @property
     def fencing_token(self) -> int:
         """The fencing token: grows with every acquisition on the server set."""

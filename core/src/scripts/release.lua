@@ -4,8 +4,9 @@
 -- release, a waiter that stops waiting) or '0' to keep it (a failed attempt's undo),
 -- ARGV[4] the first waiter's turn in ms.
 -- Returns 1 when deleted, 0 when the key was gone, -1 when another token holds it.
--- On deletion, the first waiter still in line is named on the channel (its token is the
--- message) and the free lock is kept for it for ARGV[4] ms (the member '' of the deadlines):
+-- On deletion, the first waiter still in line is woken on its channel (ARGV[2], '|', the first
+-- 16 bytes of its token: token.rs WAKE_ID_LEN; its token is the message) and the free lock is
+-- kept for it for ARGV[4] ms (the member '' of the deadlines):
 -- only it tries at once, the others keep their places and sleep. A first waiter that does not
 -- come in its turn only delays the others, by the turn.
 if ARGV[3] == '1' then
@@ -24,7 +25,7 @@ if holder == ARGV[1] then
     if redis.call('PTTL', KEYS[3]) < turn then
       redis.call('PEXPIRE', KEYS[3], turn)
     end
-    redis.call('PUBLISH', ARGV[2], first)
+    redis.call('PUBLISH', ARGV[2] .. '|' .. string.sub(first, 1, 16), first)
   end
   return 1
 end
