@@ -16,15 +16,21 @@
 -- server and retrying is still first in line there.
 -- The counter is incremented before the lock key is written, so a counter of the wrong type
 -- fails the script before anything changed.
-local now = now_ms()
-sweep(KEYS[3], KEYS[4], now)
+-- The uncontended path reads two keys and writes two: the queue is looked at only during a
+-- first waiter's turn or when taking a place.
 local holder = redis.call('GET', KEYS[1])
+local now = nil -- the server's clock, once the queue was swept
 local pttl = nil
 if holder == ARGV[1] or holder == false then
   local turn = redis.call('ZSCORE', KEYS[4], '')
   local first = nil
   if turn then
-    first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+    now = now_ms()
+    sweep(KEYS[3], KEYS[4], now)
+    turn = redis.call('ZSCORE', KEYS[4], '')
+    if turn then
+      first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+    end
   end
   if holder == ARGV[1] or first == nil or first == ARGV[1] then
     local fence = redis.call('INCR', KEYS[2])
@@ -38,6 +44,10 @@ if holder == ARGV[1] or holder == false then
 end
 local arrival, lasts = string.match(ARGV[3], '^(%d+) (%d+)$')
 if arrival then
+  if now == nil then
+    now = now_ms()
+    sweep(KEYS[3], KEYS[4], now)
+  end
   lasts = tonumber(lasts)
   redis.call('ZADD', KEYS[3], 'NX', arrival, ARGV[1])
   redis.call('ZADD', KEYS[4], now + lasts, ARGV[1])

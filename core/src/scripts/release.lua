@@ -16,6 +16,10 @@ end
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
   redis.call('DEL', KEYS[1])
+  -- Nobody waiting (the uncontended path): nothing more to do.
+  if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == nil then
+    return 1
+  end
   local now = now_ms()
   sweep(KEYS[2], KEYS[3], now)
   local first = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
