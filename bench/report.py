@@ -91,6 +91,15 @@ def targets(res: dict[str, Any]) -> list[Row]:
             d = k.get(f"{lang}/ours", {})
             worst = med(d, "worker_wait_p99_max_ms")
             check(f"{lang} worst worker's p99 wait, {n} server(s) (goal: 2 x 8 workers x 1 ms hold)", worst, 16, False, " ms")
+            # The same goal with the hold the workers really had: a 1 ms sleep lasts longer.
+            ceiling = med(d, "ceiling_per_s")  # 1 / mean measured hold
+            if ceiling:
+                hold = 1e6 / ceiling
+                goal = 2 * 8 * hold / 1000
+                check(
+                    f"{lang} worst worker's p99 wait, {n} server(s) (goal: 2 x 8 workers x measured hold of {hold / 1000:.2f} ms)",
+                    worst, round(goal, 1), False, " ms",
+                )
     for lang in ("rust", "python", "node"):
         d = out.get(f"{lang}/ours", {})
         check(f"{lang} success with 1 of 5 servers down", med(d, "success_after"), 1.0, True, "")
