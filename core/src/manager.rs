@@ -290,8 +290,6 @@ impl LockManager {
                     error = %error,
                     "acquire failed"
                 );
-            }
-            if fatal || out_of_time {
                 // Give the place in the queue up before returning, so that a caller's next
                 // try-once (or anyone else's) is not refused on its account.
                 if let Some(mut g) = leave_queue.take() {
