@@ -239,7 +239,9 @@ impl LockManager {
         let mut leave_queue = place
             .as_ref()
             .map(|_| UndoGuard::new(&self.inner, name, &key, &token, timeout));
-        let mut subscriptions: Option<Vec<Subscription>> = None;
+        let mut subscriptions: Option<Vec<Subscription>> = place
+            .as_ref()
+            .and_then(|_| self.inner.join_subscribed(name, &token));
         let mut attempts = 0u32;
         loop {
             for s in subscriptions.iter_mut().flatten() {
@@ -315,8 +317,9 @@ impl LockManager {
                 Some(Some(d)) => Some(d - now),
             };
             let Some(subs) = subscriptions.as_mut() else {
-                // First refusal: listen for the holder's release, then try again at once so a
-                // release that came before the subscription is not missed.
+                // First refusal, not yet listening (see `join_subscribed`): listen for the
+                // holder's release, then try again at once so a release that came before the
+                // subscription is not missed.
                 // Subscribing may need a new connection: allow it at least 100 ms.
                 let allowed = timeout.max(Duration::from_millis(100));
                 let bound = remaining.map_or(allowed, |r| r.min(allowed));
@@ -785,13 +788,32 @@ impl Inner {
         }
     }
 
+    /// The waiter's wake-up channel for the lock: the lock's channel, `|`, the token's
+    /// [`wake_part`](token::wake_part).
+    fn wake_channel(&self, name: &[u8], token: &[u8]) -> Vec<u8> {
+        let mut channel = self.channel(name);
+        channel.push(b'|');
+        channel.extend_from_slice(token::wake_part(token));
+        channel
+    }
+
+    /// Joins the waiter's wake-up channel with no network call, when every server's
+    /// subscriber already listens to it (another waiter of this manager, or a recent wait on
+    /// the same lock): then a waiter joins before its first attempt, and a refusal needs no
+    /// second attempt to cover a release that came before the subscription.
+    fn join_subscribed(&self, name: &[u8], token: &[u8]) -> Option<Vec<Subscription>> {
+        let channel = self.wake_channel(name, token);
+        self.servers
+            .iter()
+            .map(|s| s.join_subscribed(&channel, token))
+            .collect()
+    }
+
     /// Subscribes to the waiter's wake-up channel for the lock (the lock's channel, `|`, the
     /// token's [`wake_part`](token::wake_part): shared by this manager's waiters) on every
     /// server that answers in time.
     async fn subscribe(&self, name: &[u8], token: &[u8], timeout: Duration) -> Vec<Subscription> {
-        let mut channel = self.channel(name);
-        channel.push(b'|');
-        channel.extend_from_slice(token::wake_part(token));
+        let channel = self.wake_channel(name, token);
         join_all(
             self.servers
                 .iter()

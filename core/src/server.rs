@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use redis::aio::{MultiplexedConnection, PubSubSink};
@@ -303,6 +303,19 @@ impl Server {
         }
     }
 
+    /// Joins a release channel this server's subscriber already listens to, without a network
+    /// call; `None` when it does not (then [`subscribe`](Self::subscribe)).
+    pub fn join_subscribed(self: &Arc<Self>, channel: &[u8], token: &[u8]) -> Option<Subscription> {
+        let rx = self.sub.join_subscribed(channel, token)?;
+        Some(Subscription {
+            server: Arc::clone(self),
+            runtime: tokio::runtime::Handle::try_current().ok(),
+            channel: channel.to_vec(),
+            token: token.to_vec(),
+            rx,
+        })
+    }
+
     /// Subscribes to a release channel on this server, within `timeout`.
     pub async fn subscribe(
         self: &Arc<Self>,
@@ -347,6 +360,11 @@ struct SubscriberConn {
 struct ChannelEntry {
     users: usize,
     waiters: HashMap<Vec<u8>, (usize, watch::Sender<u64>)>,
+    /// When `users` last fell to 0.
+    idle_since: Option<Instant>,
+    /// A task lingers to unsubscribe the channel once it has been idle long enough: one such
+    /// task per channel, however often the channel falls idle.
+    lingering: bool,
 }
 
 impl ChannelEntry {
@@ -399,22 +417,13 @@ impl Subscriber {
             });
             conn.sink = Some((sink, alive));
         }
-        let rx = {
-            let mut table = lock(&self.table);
-            let entry = table.entry(channel.to_vec()).or_default();
-            entry.users += 1;
-            let (count, notify) = entry
-                .waiters
-                .entry(token.to_vec())
-                .or_insert_with(|| (0, watch::channel(0).0));
-            *count += 1;
-            notify.subscribe()
-        };
+        let rx = self.add_user(channel, token);
         if !conn.subscribed.contains(channel) {
             let (sink, _) = conn.sink.as_mut().expect("connected above");
             if let Err(e) = sink.subscribe(channel).await {
                 drop(conn);
                 self.release_user(channel, token);
+                self.forget_if_unused(channel);
                 return Err(Failure::from_redis(&e));
             }
             conn.subscribed.insert(channel.to_vec());
@@ -422,7 +431,42 @@ impl Subscriber {
         Ok(rx)
     }
 
-    /// Drops one waiter; returns true when the channel has none left.
+    /// Joins `channel` without a network call when it is already subscribed on a live
+    /// connection (another waiter of this manager holds it, or it lingers after a recent
+    /// wait); `None` otherwise, or while a SUBSCRIBE or UNSUBSCRIBE is under way.
+    fn join_subscribed(&self, channel: &[u8], token: &[u8]) -> Option<watch::Receiver<u64>> {
+        let conn = self.commands.try_lock().ok()?;
+        let alive = |conn: &SubscriberConn| matches!(&conn.sink, Some((_, alive)) if alive.load(Ordering::Acquire));
+        if !alive(&conn) || !conn.subscribed.contains(channel) {
+            return None;
+        }
+        let rx = self.add_user(channel, token);
+        // The connection may have dropped in between; its last act wakes the waiters it knew,
+        // which may not have included this one.
+        if !alive(&conn) {
+            drop(conn);
+            self.release_user(channel, token);
+            self.forget_if_unused(channel);
+            return None;
+        }
+        Some(rx)
+    }
+
+    /// Registers one waiter of `channel` with `token`, to be woken by messages naming it.
+    fn add_user(&self, channel: &[u8], token: &[u8]) -> watch::Receiver<u64> {
+        let mut table = lock(&self.table);
+        let entry = table.entry(channel.to_vec()).or_default();
+        entry.users += 1;
+        let (count, notify) = entry
+            .waiters
+            .entry(token.to_vec())
+            .or_insert_with(|| (0, watch::channel(0).0));
+        *count += 1;
+        notify.subscribe()
+    }
+
+    /// Drops one waiter; returns true when the channel has none left and no task lingers to
+    /// unsubscribe it yet (the caller starts one).
     fn release_user(&self, channel: &[u8], token: &[u8]) -> bool {
         let mut table = lock(&self.table);
         match table.get_mut(channel) {
@@ -434,24 +478,50 @@ impl Subscriber {
                     }
                 }
                 entry.users = entry.users.saturating_sub(1);
-                entry.users == 0
+                if entry.users > 0 {
+                    return false;
+                }
+                entry.idle_since = Some(Instant::now());
+                !std::mem::replace(&mut entry.lingering, true)
             }
             None => false,
         }
     }
 
-    async fn unsubscribe_if_unused(&self, channel: Vec<u8>) {
-        tokio::time::sleep(SUBSCRIPTION_LINGER).await;
-        let mut conn = self.commands.lock().await;
-        {
-            let mut table = lock(&self.table);
-            match table.get(&channel) {
-                Some(entry) if entry.users == 0 => {
-                    table.remove(&channel);
-                }
-                _ => return,
-            }
+    /// Forgets `channel` if it has no waiter (after a SUBSCRIBE that failed: nothing to
+    /// unsubscribe).
+    fn forget_if_unused(&self, channel: &[u8]) {
+        let mut table = lock(&self.table);
+        if table.get(channel).is_some_and(|e| e.users == 0) {
+            table.remove(channel);
         }
+    }
+
+    /// Unsubscribes `channel` once it has had no waiter for [`SUBSCRIPTION_LINGER`].
+    async fn unsubscribe_if_unused(&self, channel: Vec<u8>) {
+        let mut wait = SUBSCRIPTION_LINGER;
+        let mut conn = loop {
+            tokio::time::sleep(wait).await;
+            let conn = self.commands.lock().await;
+            let mut table = lock(&self.table);
+            let Some(entry) = table.get_mut(&channel) else {
+                return;
+            };
+            if entry.users > 0 {
+                // In use again: the waiter that next leaves it idle starts a new linger.
+                entry.lingering = false;
+                return;
+            }
+            let idle = entry
+                .idle_since
+                .map_or(SUBSCRIPTION_LINGER, |t| t.elapsed());
+            if idle >= SUBSCRIPTION_LINGER {
+                table.remove(&channel);
+                drop(table);
+                break conn;
+            }
+            wait = SUBSCRIPTION_LINGER - idle;
+        };
         if conn.subscribed.remove(&channel) {
             if let Some((sink, _)) = conn.sink.as_mut() {
                 // Best effort: a failure here only leaves an idle subscription behind.
