@@ -2,14 +2,18 @@
 //!
 //! The bridge: each call spawns the core's async future on the manager's own Tokio runtime
 //! and returns a coroutine awaiting an `asyncio.Future`; when the Rust future completes, its
-//! result is handed to the event loop with `loop.call_soon_threadsafe`. Cancelling the
+//! result is queued for the event loop, which is woken through a socket it watches and settles
+//! the futures on its own thread (`Completions`: no GIL on the runtime's threads). Cancelling the
 //! awaiting task aborts an acquisition's Tokio task, which drops the core's future: votes it
 //! had won are released in the background. Release and extend are not aborted (a half-done
 //! release would leave the lock held until its TTL): they finish in the background.
 
 use std::future::Future;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use fencelock::ErrorKind;
 use pyo3::prelude::*;
@@ -41,30 +45,101 @@ fn ready<'py>(py: Python<'py>, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, 
     bridge(py)?.call_method1("ready", (value,))
 }
 
-/// Sets an asyncio future's result or exception, on the event loop's thread, unless it is
-/// already done (cancelled).
+/// The way results reach one event loop: tokio threads queue completions and, when the queue
+/// was empty, write one byte to a socket the loop watches (`loop.add_reader`); the loop's
+/// thread drains the queue, converts the results and settles the futures. The runtime's
+/// threads never take the GIL on this path, and one wake-up of the loop settles every result
+/// that arrived meanwhile. A loop without `add_reader` (Windows' proactor) is woken with
+/// `call_soon_threadsafe` instead.
 #[pyclass(module = "fencelock._native", frozen)]
-struct Completion {
-    future: Py<PyAny>,
-    ok: bool,
-    value: Py<PyAny>,
+struct Completions {
+    shared: Arc<Shared>,
+}
+
+/// One result waiting for the loop's thread: converts it and settles its future.
+type Done = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<()> + Send>;
+
+struct Shared {
+    queue: Mutex<Vec<Done>>,
+    /// The loop watches `rx`; a completion writes to `tx`.
+    rx: UnixStream,
+    tx: UnixStream,
+    /// The loop, when it cannot watch a socket: woken with `call_soon_threadsafe(drain)`.
+    fallback: OnceLock<(Py<PyAny>, Py<PyAny>)>,
+}
+
+impl Shared {
+    /// From a runtime thread: queues `done` and wakes the loop if it is not already due to
+    /// drain.
+    fn push(&self, done: Done) {
+        let first = {
+            let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            queue.push(done);
+            queue.len() == 1
+        };
+        if !first {
+            return;
+        }
+        match self.fallback.get() {
+            // A closed loop has nobody waiting: the queued values are dropped with it.
+            Some((event_loop, drain)) => {
+                shutdown::attach(|py| {
+                    let _ = event_loop
+                        .bind(py)
+                        .call_method1("call_soon_threadsafe", (drain.bind(py),));
+                });
+            }
+            // Nonblocking: a full socket already holds a wake-up.
+            None => {
+                let _ = (&self.tx).write(&[1]);
+            }
+        }
+    }
 }
 
 #[pymethods]
-impl Completion {
-    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
-        let future = self.future.bind(py);
-        if future.call_method0("done")?.is_truthy()? {
-            // Cancelled meanwhile: the value (maybe a Lock) is dropped, which releases it.
-            return Ok(());
-        }
-        let method = if self.ok {
-            "set_result"
-        } else {
-            "set_exception"
-        };
-        future.call_method1(method, (self.value.bind(py),))?;
+impl Completions {
+    #[new]
+    fn new() -> PyResult<Self> {
+        let (rx, tx) = UnixStream::pair()?;
+        rx.set_nonblocking(true)?;
+        tx.set_nonblocking(true)?;
+        Ok(Completions {
+            shared: Arc::new(Shared {
+                queue: Mutex::new(Vec::new()),
+                rx,
+                tx,
+                fallback: OnceLock::new(),
+            }),
+        })
+    }
+
+    /// The socket the loop watches.
+    fn fileno(&self) -> i32 {
+        self.shared.rx.as_raw_fd()
+    }
+
+    /// For a loop that cannot watch a socket: wake it with `call_soon_threadsafe`.
+    fn use_loop(slf: &Bound<'_, Self>, event_loop: Bound<'_, PyAny>) -> PyResult<()> {
+        let drain = slf.getattr("drain")?.unbind();
+        let _ = slf.get().shared.fallback.set((event_loop.unbind(), drain));
         Ok(())
+    }
+
+    /// On the loop's thread: settles every queued result; raises the first error after
+    /// settling the others.
+    fn drain(&self, py: Python<'_>) -> PyResult<()> {
+        let mut buf = [0u8; 64];
+        while matches!((&self.shared.rx).read(&mut buf), Ok(n) if n > 0) {}
+        let queue =
+            std::mem::take(&mut *self.shared.queue.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut first_error = None;
+        for done in queue {
+            if let Err(e) = done(py) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 }
 
@@ -109,25 +184,25 @@ where
     let bridge = bridge(py)?;
     let event_loop = bridge.call_method0("running_loop")?;
     let future = event_loop.call_method0("create_future")?;
-    let (future_ref, loop_ref) = (future.clone().unbind(), event_loop.unbind());
+    let completions = bridge
+        .call_method1("completions", (&event_loop, py.get_type::<Completions>()))?
+        .cast_into::<Completions>()?;
+    let shared = Arc::clone(&completions.get().shared);
+    let future_ref = future.clone().unbind();
     let task = live.handle.spawn(async move {
         let out = fut.await;
-        shutdown::attach(move |py| {
-            let result = out.map_err(|f| f.into_py(py)).and_then(|v| convert(py, v));
-            let (ok, value) = match result {
-                Ok(v) => (true, v.unbind()),
-                Err(e) => (false, e.into_value(py).into_any()),
+        shared.push(Box::new(move |py| {
+            let future = future_ref.bind(py);
+            if future.call_method0("done")?.is_truthy()? {
+                // Cancelled meanwhile: the value (maybe a lock) is dropped, which releases it.
+                return Ok(());
+            }
+            match out.map_err(|f| f.into_py(py)).and_then(|v| convert(py, v)) {
+                Ok(v) => future.call_method1("set_result", (v,))?,
+                Err(e) => future.call_method1("set_exception", (e.into_value(py),))?,
             };
-            let done = Completion {
-                future: future_ref,
-                ok,
-                value,
-            };
-            // A closed loop has nobody waiting: the value is dropped.
-            let _ = loop_ref
-                .bind(py)
-                .call_method1("call_soon_threadsafe", (done,));
-        });
+            Ok(())
+        }));
     });
     if on_cancel == OnCancel::Abort {
         let hook = AbortOnCancel {

@@ -4,7 +4,8 @@
 //! ended with `pthread_exit`, whose forced unwinding through Rust frames aborts the process.
 //! Two kinds of threads can try: a Python thread coming back from a wait with the GIL released
 //! (a daemon thread still waiting in `acquire` when the program ends), and a runtime thread
-//! handing a result to an asyncio loop (`call_soon_threadsafe` releases and retakes the GIL).
+//! waking an asyncio loop that cannot watch a socket (`call_soon_threadsafe`; other loops are
+//! woken without the GIL, see `aio::Completions`).
 //!
 //! So every such thread is counted while it may need the GIL, and an `atexit` hook (which runs
 //! before finalization) marks the interpreter as closing and waits for the count to reach

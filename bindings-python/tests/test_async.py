@@ -256,3 +256,76 @@ def test_a_scope_cancelled_while_acquiring_stays_empty_and_reusable(server: Redi
         assert server.client().get(name) is None
 
     run(main)
+
+
+def test_many_calls_in_flight_all_settle(server: RedisServer, name: str) -> None:
+    # Results reach the loop through one queue per loop: a burst of them, woken once or a few
+    # times, must each settle its own future with its own value.
+    async def main() -> None:
+        async with fa.LockManager(server.url) as m:
+            names = [f"{name}-{i}" for i in range(200)]
+            locks = await asyncio.gather(*(m.acquire(n, 10) for n in names))
+            assert [lock.name for lock in locks] == names
+            assert len({lock.fencing_token for lock in locks}) == 200
+            assert all(server.client().get(n) == lock.token.encode() for n, lock in zip(names, locks))
+            refused = await asyncio.gather(*(m.try_acquire(n, 10) for n in names))
+            assert refused == [None] * 200
+            await asyncio.gather(*(lock.release() for lock in locks))
+            assert all(server.client().get(n) is None for n in names)
+
+    run(main)
+
+
+class _NoReaderLoop(asyncio.SelectorEventLoop):
+    """A loop that cannot watch file descriptors (like Windows' proactor loop)."""
+
+    def add_reader(self, *args: Any) -> None:
+        raise NotImplementedError
+
+
+def test_a_loop_without_add_reader_is_woken_another_way(server: RedisServer, name: str) -> None:
+    async def main() -> None:
+        async with fa.LockManager(server.url) as m:
+            lock = await m.acquire(name, 10)
+            with pytest.raises(fencelock.NotAcquired):
+                await m.acquire(name, 10, wait=0.05)
+            locks = await asyncio.gather(*(m.acquire(f"{name}-{i}", 10) for i in range(20)))
+            await asyncio.gather(*(x.release() for x in [lock, *locks]))
+            assert server.client().get(name) is None
+
+    loop = _NoReaderLoop()
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+
+
+def test_loops_on_several_threads_share_a_manager(server: RedisServer, name: str) -> None:
+    # Each result goes to the loop that made the call, with loops running at once on two
+    # threads and one after the other on the same thread.
+    import threading
+
+    m = fa.LockManager(server.url)
+    errors: List[BaseException] = []
+
+    def worker(tag: str) -> None:
+        async def main() -> None:
+            for i in range(30):
+                lock = await m.acquire(f"{name}-{tag}-{i}", 10)
+                assert lock.name == f"{name}-{tag}-{i}"
+                await lock.release()
+
+        try:
+            asyncio.run(main())
+            asyncio.run(main())
+        except BaseException as e:  # reported below, on the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    assert not any(t.is_alive() for t in threads)
+    run(m.close)

@@ -230,8 +230,8 @@ asyncio.run(main())
 
 
 def test_asyncio_programs_exit_cleanly_right_after_a_result(server: RedisServer, name: str) -> None:
-    """A runtime thread may still be inside call_soon_threadsafe when the loop's program ends;
-    finalization must not start under it (that aborted the process before the fix)."""
+    """A runtime thread may still be handing a result to the loop when the loop's program
+    ends; finalization must not start under it (that aborted the process before the fix)."""
     procs = [subprocess.Popen([sys.executable, "-c", ASYNC_EXIT_CHILD, server.url, f"{name}-{i}-"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for i in range(32)]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, TypeVar
+import threading
+from typing import Any, Awaitable, Callable, TypeVar
 
 T = TypeVar("T")
 
@@ -29,3 +30,21 @@ async def enter(scope: Any, acquiring: "Awaitable[T]") -> T:
 def running_loop() -> Any:
     """The running event loop (raises RuntimeError outside one)."""
     return asyncio.get_running_loop()
+
+
+_local = threading.local()
+
+
+def completions(loop: Any, make: Callable[[], Any]) -> Any:
+    """The native completion queue of ``loop`` (made by ``make`` and registered with the loop
+    once): results from the runtime's threads reach the loop through it."""
+    current = getattr(_local, "completions", None)
+    if current is None or current[0] is not loop:
+        queue = make()
+        try:
+            loop.add_reader(queue.fileno(), queue.drain)
+        except NotImplementedError:
+            queue.use_loop(loop)
+        # One running loop per thread: a new loop on this thread replaces the last one's.
+        current = _local.completions = (loop, queue)
+    return current[1]
