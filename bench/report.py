@@ -137,7 +137,8 @@ def contend_rows(t: dict[str, Any]) -> list[Row]:
             fmt(med(v, "commands_per_cs"), 1),
             fmt(med(v, "server_commands_per_cs"), 1),
             str(v.get("overlaps", 0)),
-            str(v.get("errors", 0)),
+            str(v.get("errors", 0))
+            + (f" ({v['unfinished_waits']} waits abandoned)" if v.get("unfinished_waits") else ""),
         ])
     return rows
 
@@ -241,7 +242,8 @@ def markdown(doc: dict[str, Any], notes: str) -> str:
                 "Ceiling = 1 / mean measured hold time. Handoff = next acquire returning − previous "
                 "holder starting its release. Client commands are counted with MONITOR (commands run "
                 "inside Lua scripts excluded); server commands are `INFO commandstats` deltas, script "
-                "internals included.",
+                "internals included. A worker still waiting 5 s after the end abandons its wait "
+                "(shown next to the errors; the Python peers' blocking waits cannot be abandoned).",
                 "",
                 table(ch, contend_rows(res[f"contend_{n}"])),
                 "",

@@ -421,6 +421,7 @@ class Bench:
                     agg[field_name] = summary(vals)
             agg["overlaps"] = sum(int(x["overlaps"]) for x in rounds)
             agg["errors"] = sum(int(x["errors"]) for x in rounds)
+            agg["unfinished_waits"] = sum(int(x.get("unfinished_waits", 0)) for x in rounds)
             agg["shares"] = rounds[-1]["shares"]
             agg["worker_wait_p99_ms"] = rounds[-1]["worker_wait_p99_ms"]
             agg["worker_wait_max_ms"] = rounds[-1]["worker_wait_max_ms"]
@@ -663,6 +664,8 @@ def analyse_contention(
         "handoff_p99_us": pct(gaps, 99) if gaps else None,
         "overlaps": overlaps,
         "errors": errors,
+        # Workers still waiting for the lock well after the end, whose wait was abandoned.
+        "unfinished_waits": sum(1 for w in workers if w.get("unfinished_wait")),
         "commands_per_cs": client_cmds / n if n else None,
         "server_commands_per_cs": server_cmds / n if n else None,
         "commands": dict(sorted(by_cmd.items(), key=lambda kv: -kv[1])),

@@ -30,6 +30,9 @@ const WARMUP_CYCLES = 50
 // After a failed cycle, pause this long so that a dead server does not turn the loop into a
 // hot spin on a shared machine (the failure still counts; the pause is not in its latency).
 const ERROR_PAUSE_MS = 1
+// How long past the end of `contend` a worker keeps waiting for the lock before it gives up.
+const WAIT_PAST_END_MS = 5000
+const ABANDONED = Symbol('abandoned')
 // The floor's retry interval while waiting in `contend` (redlock's default retryDelay).
 const FLOOR_RETRY_MS = 200
 const RELEASE_LUA =
@@ -264,12 +267,21 @@ async function contend(a, impl, n) {
   else log(`warning: start time already passed ${-delay} ms ago`)
   const deadlineUs = (a.startAtMs + a.durationMs) * 1000
   let errors = 0
+  let unfinishedWait = false
   const holds = []
   while (wallUs() < deadlineUs) {
     const req = wallUs()
     let lock
     try {
-      lock = await impl.acquire(a.name)
+      // A wait still going on WAIT_PAST_END_MS after the end is abandoned (a peer that
+      // livelocks must not hang the run); it is reported, not counted as a hold.
+      const late = Math.max(0, (deadlineUs - req) / 1000 + WAIT_PAST_END_MS)
+      lock = await Promise.race([impl.acquire(a.name), sleep(late).then(() => ABANDONED)])
+      if (lock === ABANDONED) {
+        log(`worker ${a.worker}: still waiting ${WAIT_PAST_END_MS} ms after the end; abandoned`)
+        unfinishedWait = true
+        break
+      }
     } catch (err) {
       note(err)
       errors++
@@ -287,7 +299,10 @@ async function contend(a, impl, n) {
     }
     holds.push([req, acq, relStart, wallUs()])
   }
-  return { scenario: 'contend', impl: a.impl, lang: LANG, worker: a.worker, servers: n, errors, holds }
+  return {
+    scenario: 'contend', impl: a.impl, lang: LANG, worker: a.worker, servers: n, errors, holds,
+    unfinished_wait: unfinishedWait,
+  }
 }
 
 async function scale(a, impl, n) {

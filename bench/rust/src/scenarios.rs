@@ -14,6 +14,8 @@ const WARMUP_CYCLES: usize = 50;
 /// After a failed cycle, pause this long so that a dead server does not turn the loop into a
 /// hot spin on a shared machine (the failure still counts; the pause is not in its latency).
 const ERROR_PAUSE: Duration = Duration::from_millis(1);
+/// How long past the end of `contend` a worker keeps waiting for the lock before it gives up.
+const WAIT_PAST_END: Duration = Duration::from_secs(5);
 
 /// Logs each distinct kind of error once on stderr.
 fn note(e: &str) {
@@ -163,10 +165,24 @@ pub async fn contend(args: &Args, imp: &Impl) -> Value {
     }
     let deadline_us = (args.start_at_ms + args.duration.as_millis() as u64) * 1000;
     let mut errors = 0u64;
+    let mut unfinished_wait = false;
     let mut holds: Vec<Value> = Vec::new();
     while wall_us() < deadline_us {
         let req = wall_us();
-        let held = match imp.acquire(&args.name, args.ttl).await {
+        // A wait still going on WAIT_PAST_END after the end is abandoned (a peer that
+        // livelocks must not hang the run); it is reported, not counted as a hold.
+        let late = Duration::from_micros(deadline_us.saturating_sub(req)) + WAIT_PAST_END;
+        let Ok(acquired) = tokio::time::timeout(late, imp.acquire(&args.name, args.ttl)).await
+        else {
+            eprintln!(
+                "fencelock-bench: worker {}: still waiting {} ms after the end; abandoned",
+                args.worker,
+                WAIT_PAST_END.as_millis()
+            );
+            unfinished_wait = true;
+            break;
+        };
+        let held = match acquired {
             Ok(h) => h,
             Err(e) => {
                 note(&e);
@@ -191,6 +207,7 @@ pub async fn contend(args: &Args, imp: &Impl) -> Value {
     json!({
         "scenario": "contend", "impl": args.imp.as_str(), "lang": LANG, "worker": worker,
         "servers": args.servers.len(), "errors": errors, "holds": holds,
+        "unfinished_wait": unfinished_wait,
     })
 }
 
