@@ -307,13 +307,7 @@ impl Server {
     /// call; `None` when it does not (then [`subscribe`](Self::subscribe)).
     pub fn join_subscribed(self: &Arc<Self>, channel: &[u8], token: &[u8]) -> Option<Subscription> {
         let rx = self.sub.join_subscribed(channel, token)?;
-        Some(Subscription {
-            server: Arc::clone(self),
-            runtime: tokio::runtime::Handle::try_current().ok(),
-            channel: channel.to_vec(),
-            token: token.to_vec(),
-            rx,
-        })
+        Some(Subscription::new(self, channel, token, rx))
     }
 
     /// Subscribes to a release channel on this server, within `timeout`.
@@ -325,13 +319,7 @@ impl Server {
     ) -> Result<Subscription, Failure> {
         let client = lock(&self.current).clone();
         match tokio::time::timeout(timeout, self.sub.subscribe(&client, channel, token)).await {
-            Ok(Ok(rx)) => Ok(Subscription {
-                server: Arc::clone(self),
-                runtime: tokio::runtime::Handle::try_current().ok(),
-                channel: channel.to_vec(),
-                token: token.to_vec(),
-                rx,
-            }),
+            Ok(Ok(rx)) => Ok(Subscription::new(self, channel, token, rx)),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(Failure::Timeout(timeout)),
         }
@@ -544,6 +532,16 @@ pub(crate) struct Subscription {
 }
 
 impl Subscription {
+    fn new(server: &Arc<Server>, channel: &[u8], token: &[u8], rx: watch::Receiver<u64>) -> Self {
+        Subscription {
+            server: Arc::clone(server),
+            runtime: tokio::runtime::Handle::try_current().ok(),
+            channel: channel.to_vec(),
+            token: token.to_vec(),
+            rx,
+        }
+    }
+
     /// Marks every notification so far as seen.
     pub fn mark_seen(&mut self) {
         self.rx.borrow_and_update();
