@@ -7,7 +7,8 @@
 //! Every acquisition carries a **fencing token** that grows with every acquisition on the
 //! server set, so a storage can reject the late write of a holder whose lock expired while it
 //! was paused. Waiters do not poll, and they are served in the order they came: each takes a
-//! place in a wait queue on the servers, and a release wakes only the first in line.
+//! place in a wait queue on the servers, and a release hands the lock straight to the first in
+//! line.
 //!
 //! ```no_run
 //! use std::time::Duration;

@@ -101,6 +101,19 @@ pub(crate) struct Acquired {
     pub valid_until: Instant,
 }
 
+/// What the releases' messages say about a waiting acquire call (`Inner::handed_over`).
+enum HandOver {
+    /// Handed over on a quorum, with this much validity.
+    Done(Acquired),
+    /// Handed over on some servers, not yet on a quorum.
+    Partial,
+    /// Handed over, but an attempt must confirm it (too little validity left to count on the
+    /// handoff alone, or the servers' fencing counters differ).
+    Stale,
+    /// No handoff to this call.
+    Nothing,
+}
+
 enum Attempt {
     Acquired(Acquired),
     Refused {
@@ -108,6 +121,9 @@ enum Attempt {
         error: Error,
         /// Retrying cannot help (e.g. WRONGTYPE on a quorum-breaking number of servers).
         fatal: bool,
+        /// The attempt's votes were released again: that may have released a lock a server
+        /// had handed over, whose message may still arrive.
+        undone: bool,
     },
 }
 
@@ -166,13 +182,17 @@ impl LockManager {
 
     /// Acquires `name` for `ttl`, waiting up to `wait` (`None`: until acquired). Waiting does
     /// not poll, and waiters are served first come, first served: a waiter takes a place in a
-    /// queue on each server (ordered by when its `acquire` began), a release wakes only the
-    /// first in line and keeps the free lock for it for a short turn (the retry delay, at most
-    /// 50 ms), and the others sleep until they are first, the holder's TTL or the retry delay,
-    /// whichever comes first. A first waiter that does not come in its turn only delays the
-    /// others by the turn; a waiter that stops trying (gone, paused) loses its place after
-    /// about two retry delays plus two server timeouts. Dropping the future cancels cleanly:
-    /// votes already won and the place in line are given up in the background.
+    /// queue on each server (ordered by when its `acquire` began), a release hands the lock
+    /// straight to the first in line (its token, its TTL, a new fencing token) and tells only
+    /// it, and the others sleep until they are first, the holder's TTL or the retry delay,
+    /// whichever comes first. The waiter handed the lock on a quorum needs no further round
+    /// trip: its validity counts from before its first attempt (the servers set its TTL after
+    /// it took its place), and when less than half the TTL is left that way, one attempt
+    /// resets the TTL. A waiter that stops trying (gone, paused) loses its place after about
+    /// two retry delays plus two server timeouts; one that crashed while first in line holds
+    /// the lock until its TTL runs out, like a crashed holder. Dropping the future cancels
+    /// cleanly: votes already won (handed over or not) and the place in line are given up in
+    /// the background.
     ///
     /// Too few reachable servers is retried like a held lock, until the wait limit: with no
     /// limit, acquire waits for the servers to come back (cancel it to stop). Failures that
@@ -232,8 +252,8 @@ impl LockManager {
         let deadline = opts.wait.map(|w| started.checked_add(w));
         let timeout = self.inner.server_timeout(ttl);
         // A caller that waits takes a place in each server's queue at its first refusal; its
-        // arrival time (the same on every server) orders the queue, and a release wakes only
-        // the first in line. Leaving without the lock (wait limit, error, cancellation) gives
+        // arrival time (the same on every server) orders the queue, and a release hands the
+        // lock to the first in line. Leaving without the lock (wait limit, error, cancellation) gives
         // the place up, through the guard.
         let place = (opts.wait != Some(Duration::ZERO)).then(|| Place::new(&self.inner, timeout));
         let mut leave_queue = place
@@ -243,15 +263,25 @@ impl LockManager {
             .as_ref()
             .and_then(|_| self.inner.join_subscribed(name, &token));
         let mut attempts = 0u32;
+        // A lock a release handed over while this call waited (see `handed_over`).
+        let mut handed: Option<Acquired> = None;
+        // Handoffs are taken on the messages' word until an attempt of this call is undone:
+        // the undo may have released a server's handoff whose message is still on its way,
+        // and from then on only attempts count.
+        let mut trust_handoffs = true;
         loop {
-            for s in subscriptions.iter_mut().flatten() {
-                s.mark_seen();
-            }
-            attempts += 1;
-            let attempt = self
-                .inner
-                .attempt(name, &key, &token, ttl, timeout, place.as_ref())
-                .await;
+            let attempt = match handed.take() {
+                Some(a) => Attempt::Acquired(a),
+                None => {
+                    for s in subscriptions.iter_mut().flatten() {
+                        s.mark_seen();
+                    }
+                    attempts += 1;
+                    self.inner
+                        .attempt(name, &key, &token, ttl, timeout, place.as_ref())
+                        .await
+                }
+            };
             let (holder_pttl, error, fatal) = match attempt {
                 Attempt::Acquired(a) => {
                     tracing::debug!(
@@ -279,7 +309,11 @@ impl LockManager {
                     holder_pttl,
                     error,
                     fatal,
-                } => (holder_pttl, error, fatal),
+                    undone,
+                } => {
+                    trust_handoffs &= !undone;
+                    (holder_pttl, error, fatal)
+                }
             };
             let now = Instant::now();
             let out_of_time = matches!(deadline, Some(Some(d)) if now >= d);
@@ -333,13 +367,36 @@ impl LockManager {
             if let Some(r) = remaining {
                 sleep = sleep.min(r);
             }
-            if subs.is_empty() {
+            // A release hands the lock to the first waiter in line and tells only it, so
+            // waiters do not race each other in lockstep; the others sleep on until their turn
+            // (or their timer).
+            let Some(place) = place.as_ref().filter(|_| !subs.is_empty()) else {
                 tokio::time::sleep(sleep).await;
-            } else {
-                // A release wakes only the first waiter in line, so waiters do not race each
-                // other in lockstep; the others sleep on until their turn (or their timer).
+                continue;
+            };
+            let mut wake_by = tokio::time::Instant::now() + sleep;
+            let mut partial_by = None;
+            loop {
                 let notified = select_all(subs.iter_mut().map(|s| s.notified().boxed()));
-                let _ = tokio::time::timeout(sleep, notified).await;
+                let woke = tokio::time::timeout_at(wake_by, notified).await.is_ok();
+                let handover = if trust_handoffs {
+                    self.inner.handed_over(subs, place, ttl, started)
+                } else {
+                    HandOver::Nothing
+                };
+                match handover {
+                    HandOver::Done(a) => handed = Some(a),
+                    // Other servers' messages are on their way (they release in parallel):
+                    // wait for them a little, then try.
+                    HandOver::Partial if woke => {
+                        let by = *partial_by
+                            .get_or_insert_with(|| tokio::time::Instant::now() + timeout);
+                        wake_by = wake_by.min(by);
+                        continue;
+                    }
+                    HandOver::Partial | HandOver::Stale | HandOver::Nothing => {}
+                }
+                break;
             }
         }
     }
@@ -396,15 +453,18 @@ impl Inner {
         key
     }
 
-    /// The wait queue of `name` (token -> arrival) and its deadlines (token -> server time
-    /// after which a waiter that stopped trying loses its place).
-    fn queue_keys(&self, name: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    /// The wait queue of `name` (token -> arrival), its deadlines (token -> server time after
+    /// which a waiter that stopped trying loses its place) and the waiters' TTLs (token -> ms,
+    /// for the release that hands the lock over).
+    fn queue_keys(&self, name: &[u8]) -> [Vec<u8>; 3] {
         let mut queue = self.config.prefix.clone();
         queue.extend_from_slice(token::QUEUE_PREFIX);
         queue.extend_from_slice(name);
         let mut deadlines = queue.clone();
         deadlines.extend_from_slice(b":deadlines");
-        (queue, deadlines)
+        let mut ttls = queue.clone();
+        ttls.extend_from_slice(b":ttls");
+        [queue, deadlines, ttls]
     }
 
     /// How long a waiter keeps its place in the queue without a new attempt: waiters try at
@@ -412,13 +472,6 @@ impl Inner {
     fn place_lasts(&self, timeout: Duration) -> Duration {
         (self.config.retry_delay + self.config.retry_jitter + timeout) * 2
             + Duration::from_millis(250)
-    }
-
-    /// How long a release keeps the free lock for the first waiter in line, the one it wakes:
-    /// long enough for the wake-up and the attempt to arrive, short enough that a first waiter
-    /// that does not come (gone, paused) costs the others little.
-    fn turn(&self) -> Duration {
-        self.config.retry_delay.min(Duration::from_millis(50))
     }
 
     fn channel(&self, name: &[u8]) -> Vec<u8> {
@@ -455,11 +508,14 @@ impl Inner {
         let ttl_ms = ttl.as_millis().to_string();
         let start = Instant::now();
         let mut undo = UndoGuard::new(self, name, key, token, timeout);
-        let (queue, deadlines) = self.queue_keys(name);
-        let place: &[u8] = place.map_or(b"", |p| p.arg.as_bytes());
+        let [queue, deadlines, ttls] = self.queue_keys(name);
+        let ttl_arg = match place {
+            Some(p) => format!("{ttl_ms} {}", p.arg),
+            None => ttl_ms,
+        };
         let votes: Vec<Vote> = join_all(self.servers.iter().map(|s| {
-            let keys: [&[u8]; 4] = [key, &self.fence_key, &queue, &deadlines];
-            let args: [&[u8]; 3] = [token, ttl_ms.as_bytes(), place];
+            let keys: [&[u8]; 5] = [key, &self.fence_key, &queue, &deadlines, &ttls];
+            let args: [&[u8]; 2] = [token, ttl_arg.as_bytes()];
             async move {
                 match s
                     .eval::<Value>(&scripts::ACQUIRE, &keys, &args, timeout)
@@ -511,6 +567,7 @@ impl Inner {
                 holder_pttl,
                 error,
                 fatal,
+                undone: maybe_written,
             };
         }
 
@@ -561,6 +618,7 @@ impl Inner {
                     quorum::quorum(self.n())
                 )),
                 fatal: false,
+                undone: true,
             };
         }
 
@@ -575,6 +633,7 @@ impl Inner {
                     ttl.as_millis()
                 )),
                 fatal: false,
+                undone: true,
             };
         };
         undo.disarm();
@@ -728,16 +787,15 @@ impl Inner {
         timeout: Duration,
         leave: bool,
     ) -> Result<()> {
-        let channel = self.channel(name);
-        let leave: &[u8] = if leave { b"1" } else { b"0" };
-        let (queue, deadlines) = self.queue_keys(name);
-        let turn = self.turn().as_millis().max(1).to_string();
+        let mut leave_channel = vec![if leave { b'1' } else { b'0' }];
+        leave_channel.extend_from_slice(&self.channel(name));
+        let [queue, deadlines, ttls] = self.queue_keys(name);
         let start = Instant::now();
         let outcomes = self
             .on_all(
                 &scripts::RELEASE,
-                &[key, &queue, &deadlines],
-                &[token, &channel, leave, turn.as_bytes()],
+                &[key, &queue, &deadlines, &ttls, &self.fence_key],
+                &[token, &leave_channel],
                 timeout,
             )
             .await;
@@ -785,6 +843,43 @@ impl Inner {
                 start.elapsed().as_millis(),
                 ttl.as_millis()
             ))),
+        }
+    }
+
+    /// Whether releases handed the lock to this acquire call (named by its place's arrival) on
+    /// a quorum of servers, all at the same fencing counter. Each of them set the key with the
+    /// call's TTL after the call had taken its place there, hence after `started` on this
+    /// machine's clock: the validity counts from there. When less than half the TTL is left
+    /// that way, [`HandOver::Stale`]: an attempt resets the TTL (the key holds this token).
+    fn handed_over(
+        &self,
+        subs: &[Subscription],
+        place: &Place,
+        ttl: Duration,
+        started: Instant,
+    ) -> HandOver {
+        let fences: Vec<u64> = subs
+            .iter()
+            .filter_map(Subscription::handoff)
+            .filter(|h| h.arrival == place.arrival)
+            .map(|h| h.fence)
+            .collect();
+        let Some(&fence) = fences.iter().max() else {
+            return HandOver::Nothing;
+        };
+        if !quorum::has_quorum(fences.len(), self.n()) {
+            return HandOver::Partial;
+        }
+        let at_fence = fences.iter().filter(|&&f| f == fence).count();
+        if !quorum::has_quorum(at_fence, self.n()) {
+            return HandOver::Stale;
+        }
+        match quorum::validity(ttl, started.elapsed(), self.drift_factor()) {
+            Some(v) if v >= ttl / 2 => HandOver::Done(Acquired {
+                fencing_token: fence,
+                valid_until: Instant::now() + v,
+            }),
+            _ => HandOver::Stale,
         }
     }
 
@@ -870,7 +965,10 @@ fn parse_vote(v: Value) -> Vote {
 /// wall clock, the same on every server so that they all order waiters alike) and how long
 /// the place lasts without a new attempt.
 pub(crate) struct Place {
-    /// The acquire script's argument: "ARRIVAL LASTS".
+    /// The arrival: it also names this acquire call in the messages of releases that hand the
+    /// lock over.
+    arrival: u64,
+    /// The acquire script's argument after the TTL: "ARRIVAL LASTS".
     arg: String,
 }
 
@@ -878,9 +976,10 @@ impl Place {
     fn new(inner: &Inner, timeout: Duration) -> Place {
         let arrival = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros());
+            .map_or(0, |d| d.as_micros() as u64);
         let lasts = inner.place_lasts(timeout).as_millis().max(1);
         Place {
+            arrival,
             arg: format!("{arrival} {lasts}"),
         }
     }

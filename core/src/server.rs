@@ -344,10 +344,33 @@ struct SubscriberConn {
 /// The waiters of one channel, by token: a release names the first waiter in line (its token
 /// is the message) and only that waiter is woken; an empty message, or a lost connection,
 /// wakes them all.
+/// A release that handed the lock to a waiter, as its message told it: the fencing counter the
+/// server gave it and the arrival of the place it was handed to (which names the acquire call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Handoff {
+    pub fence: u64,
+    pub arrival: u64,
+}
+
+/// Parses a release message, "COUNTER ARRIVAL TOKEN" (release.lua): the token it names and the
+/// handoff (`None` for a counter of 0: a plain wake-up). Anything else names the whole payload
+/// as the token (an empty one wakes every waiter).
+fn parse_wake(payload: &[u8]) -> (&[u8], Option<Handoff>) {
+    let mut parts = payload.splitn(3, |&b| b == b' ');
+    let number = |p: Option<&[u8]>| std::str::from_utf8(p?).ok()?.parse::<u64>().ok();
+    match (number(parts.next()), number(parts.next()), parts.next()) {
+        (Some(fence), Some(arrival), Some(token)) => {
+            (token, (fence > 0).then_some(Handoff { fence, arrival }))
+        }
+        _ => (payload, None),
+    }
+}
+
 #[derive(Default)]
 struct ChannelEntry {
     users: usize,
-    waiters: HashMap<Vec<u8>, (usize, watch::Sender<u64>)>,
+    /// Per waiting token: how many waiters, and the last handoff its messages named.
+    waiters: HashMap<Vec<u8>, (usize, watch::Sender<Option<Handoff>>)>,
     /// When `users` last fell to 0.
     idle_since: Option<Instant>,
     /// A task lingers to unsubscribe the channel once it has been idle long enough: one such
@@ -358,15 +381,20 @@ struct ChannelEntry {
 impl ChannelEntry {
     fn wake_all(&self) {
         for (_, notify) in self.waiters.values() {
-            notify.send_modify(|n| *n = n.wrapping_add(1));
+            notify.send_modify(|_| {});
         }
     }
 
-    fn wake(&self, token: &[u8]) {
+    fn wake(&self, payload: &[u8]) {
+        let (token, handoff) = parse_wake(payload);
         if token.is_empty() {
             self.wake_all();
         } else if let Some((_, notify)) = self.waiters.get(token) {
-            notify.send_modify(|n| *n = n.wrapping_add(1));
+            notify.send_modify(|h| {
+                if handoff.is_some() {
+                    *h = handoff;
+                }
+            });
         }
     }
 }
@@ -377,7 +405,7 @@ impl Subscriber {
         client: &redis::Client,
         channel: &[u8],
         token: &[u8],
-    ) -> Result<watch::Receiver<u64>, Failure> {
+    ) -> Result<watch::Receiver<Option<Handoff>>, Failure> {
         let mut conn = self.commands.lock().await;
         let alive = matches!(&conn.sink, Some((_, alive)) if alive.load(Ordering::Acquire));
         if !alive {
@@ -422,7 +450,11 @@ impl Subscriber {
     /// Joins `channel` without a network call when it is already subscribed on a live
     /// connection (another waiter of this manager holds it, or it lingers after a recent
     /// wait); `None` otherwise, or while a SUBSCRIBE or UNSUBSCRIBE is under way.
-    fn join_subscribed(&self, channel: &[u8], token: &[u8]) -> Option<watch::Receiver<u64>> {
+    fn join_subscribed(
+        &self,
+        channel: &[u8],
+        token: &[u8],
+    ) -> Option<watch::Receiver<Option<Handoff>>> {
         let conn = self.commands.try_lock().ok()?;
         let alive = |conn: &SubscriberConn| matches!(&conn.sink, Some((_, alive)) if alive.load(Ordering::Acquire));
         if !alive(&conn) || !conn.subscribed.contains(channel) {
@@ -441,14 +473,14 @@ impl Subscriber {
     }
 
     /// Registers one waiter of `channel` with `token`, to be woken by messages naming it.
-    fn add_user(&self, channel: &[u8], token: &[u8]) -> watch::Receiver<u64> {
+    fn add_user(&self, channel: &[u8], token: &[u8]) -> watch::Receiver<Option<Handoff>> {
         let mut table = lock(&self.table);
         let entry = table.entry(channel.to_vec()).or_default();
         entry.users += 1;
         let (count, notify) = entry
             .waiters
             .entry(token.to_vec())
-            .or_insert_with(|| (0, watch::channel(0).0));
+            .or_insert_with(|| (0, watch::channel(None).0));
         *count += 1;
         notify.subscribe()
     }
@@ -528,11 +560,16 @@ pub(crate) struct Subscription {
     runtime: Option<tokio::runtime::Handle>,
     channel: Vec<u8>,
     token: Vec<u8>,
-    rx: watch::Receiver<u64>,
+    rx: watch::Receiver<Option<Handoff>>,
 }
 
 impl Subscription {
-    fn new(server: &Arc<Server>, channel: &[u8], token: &[u8], rx: watch::Receiver<u64>) -> Self {
+    fn new(
+        server: &Arc<Server>,
+        channel: &[u8],
+        token: &[u8],
+        rx: watch::Receiver<Option<Handoff>>,
+    ) -> Self {
         Subscription {
             server: Arc::clone(server),
             runtime: tokio::runtime::Handle::try_current().ok(),
@@ -553,6 +590,12 @@ impl Subscription {
             std::future::pending::<()>().await;
         }
     }
+
+    /// The last handoff this server's messages named for the token, if any (it names the
+    /// acquire call it was for by its place's arrival: the caller checks that it is its own).
+    pub fn handoff(&self) -> Option<Handoff> {
+        *self.rx.borrow()
+    }
 }
 
 impl Drop for Subscription {
@@ -564,5 +607,42 @@ impl Drop for Subscription {
                 runtime.spawn(async move { server.sub.unsubscribe_if_unused(channel).await });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn release_messages_name_the_token_and_the_handoff() {
+        assert_eq!(
+            parse_wake(b"42 1795481775922188 abc.def"),
+            (
+                &b"abc.def"[..],
+                Some(Handoff {
+                    fence: 42,
+                    arrival: 1795481775922188
+                })
+            )
+        );
+        // Tokens are any bytes, spaces included: everything after the second space.
+        assert_eq!(
+            parse_wake(b"7 1 a b c"),
+            (
+                &b"a b c"[..],
+                Some(Handoff {
+                    fence: 7,
+                    arrival: 1
+                })
+            )
+        );
+        // A counter of 0 is a plain wake-up.
+        assert_eq!(parse_wake(b"0 0 tok"), (&b"tok"[..], None));
+        // Anything else is a token as a whole (an empty one wakes everyone).
+        assert_eq!(parse_wake(b"tok"), (&b"tok"[..], None));
+        assert_eq!(parse_wake(b"x 1 tok"), (&b"x 1 tok"[..], None));
+        assert_eq!(parse_wake(b"1 tok"), (&b"1 tok"[..], None));
+        assert_eq!(parse_wake(b""), (&b""[..], None));
     }
 }

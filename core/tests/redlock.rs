@@ -272,3 +272,98 @@ async fn latency_that_eats_the_ttl_refuses_the_lock() {
     assert_eq!(srv[2].get(b"r"), None, "the votes were undone");
     srv[0].cont();
 }
+
+/// Scripts each server has run so far (`EVALSHA` calls).
+fn scripts_run(servers: &[RedisServer]) -> Vec<u64> {
+    servers
+        .iter()
+        .map(|s| {
+            s.info_commandstats()
+                .lines()
+                .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+                .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_hands_the_lock_over_on_every_server_without_a_new_attempt() {
+    let srv = servers(5);
+    let m = manager(&srv, MS(200));
+    // No timed retries: the only attempt of the waiter is its first.
+    let w = std::sync::Arc::new(
+        LockManager::builder(srv.iter().map(|s| s.url()))
+            .server_timeout(MS(200))
+            .retry_delay(Duration::from_secs(60))
+            .build()
+            .unwrap(),
+    );
+    // Loads the scripts; a first wait subscribes (and makes one more attempt), and the
+    // subscription lingers for the next.
+    for round in 0..2 {
+        let holder = m.acquire("r", MS(10_000), None).await.unwrap();
+        let before = scripts_run(&srv);
+        let waiter = std::sync::Arc::clone(&w);
+        let started = Instant::now();
+        let task = tokio::spawn(async move {
+            waiter
+                .acquire("r", MS(8_000), Some(Duration::from_secs(20)))
+                .await
+                .unwrap()
+        });
+        while srv
+            .iter()
+            .any(|s| s.cmd(&[b"ZCARD", b"fencelock:queue:r"]) != fencelock_testkit::Reply::Int(1))
+        {
+            tokio::time::sleep(MS(5)).await;
+        }
+        let fence = holder.fencing_token();
+        holder.release().await.unwrap();
+        let lock = task.await.unwrap();
+        let waited = started.elapsed();
+        assert_eq!(holders(&srv, b"r", lock.token()), 5);
+        assert!(lock.fencing_token() > fence);
+        assert!(lock.validity() <= MS(8_000) - waited + MS(1));
+        assert!(srv
+            .iter()
+            .all(|s| MS(s.pttl(b"r").max(0) as u64) >= lock.validity()));
+        let after = scripts_run(&srv);
+        if round == 1 {
+            // The waiter's refused attempt and the holder's release, on each server.
+            let costs: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+            assert_eq!(costs, [2; 5]);
+        }
+        lock.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handoff_on_fewer_than_a_quorum_is_completed_by_an_attempt() {
+    let srv = servers(3);
+    let m = manager(&srv, MS(200));
+    let holder = m.acquire("r", MS(10_000), None).await.unwrap();
+    let task = {
+        let w = manager(&srv, MS(200));
+        tokio::spawn(async move {
+            w.acquire("r", MS(8_000), Some(Duration::from_secs(20)))
+                .await
+                .unwrap()
+        })
+    };
+    while srv
+        .iter()
+        .any(|s| s.cmd(&[b"ZCARD", b"fencelock:queue:r"]) != fencelock_testkit::Reply::Int(1))
+    {
+        tokio::time::sleep(MS(5)).await;
+    }
+    // Two servers lose the waiter's place: only one hands the lock over.
+    for s in &srv[1..] {
+        s.del(b"fencelock:queue:r");
+    }
+    let started = Instant::now();
+    holder.release().await.unwrap();
+    let lock = task.await.unwrap();
+    assert!(started.elapsed() < MS(1_000), "{:?}", started.elapsed());
+    assert_eq!(holders(&srv, b"r", lock.token()), 3);
+    lock.release().await.unwrap();
+}
