@@ -11,17 +11,18 @@
 -- place's arrival (which names the acquire call the place belongs to) and its token. Its TTL
 -- started after its place was taken, which its own clock can bound. The others keep their
 -- places and sleep.
+-- The uncontended path (nobody queued) reads the queue and the key and deletes the key.
 local leave = string.sub(ARGV[2], 1, 1) == '1'
 local channel = string.sub(ARGV[2], 2)
-if leave then
+local queued = redis.call('ZRANGE', KEYS[2], 0, 0)[1] ~= nil
+if leave and queued then
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('ZREM', KEYS[3], ARGV[1])
   redis.call('HDEL', KEYS[4], ARGV[1])
 end
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
-  -- Nobody waiting (the uncontended path): delete and done.
-  if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == nil then
+  if not queued then
     redis.call('DEL', KEYS[1])
     return 1
   end
