@@ -253,8 +253,8 @@ impl LockManager {
         let timeout = self.inner.server_timeout(ttl);
         // A caller that waits takes a place in each server's queue at its first refusal; its
         // arrival time (the same on every server) orders the queue, and a release hands the
-        // lock to the first in line. Leaving without the lock (wait limit, error, cancellation) gives
-        // the place up, through the guard.
+        // lock to the first in line. Leaving without the lock (wait limit, error,
+        // cancellation) gives the place up, through the guard.
         let place = (opts.wait != Some(Duration::ZERO)).then(|| Place::new(&self.inner, timeout));
         let mut leave_queue = place
             .as_ref()
@@ -270,6 +270,7 @@ impl LockManager {
         // and from then on only attempts count.
         let mut trust_handoffs = true;
         loop {
+            let handed_over = handed.is_some();
             let attempt = match handed.take() {
                 Some(a) => Attempt::Acquired(a),
                 None => {
@@ -288,6 +289,7 @@ impl LockManager {
                         target: "fencelock",
                         lock = %display_name(name),
                         attempts,
+                        handed_over,
                         elapsed_ms = started.elapsed().as_millis() as u64,
                         fencing_token = a.fencing_token,
                         "acquired"

@@ -57,9 +57,39 @@ async fn listeners_receive_events_at_their_level_until_removed() {
         "{acquired:?}"
     );
     assert!(
-        acquired.to_line().contains("fencing_token="),
+        acquired
+            .to_line()
+            .contains("handed_over=false fencing_token=")
+            || acquired.to_line().contains("handed_over=false elapsed_ms="),
         "{}",
         acquired.to_line()
+    );
+    // A waiter the holder's release hands the lock to says so. (Its manager's first wait on
+    // the lock subscribes and tries once more; the second joins the lingering subscription
+    // before trying, and is handed the lock.)
+    let waiting = Arc::new(LockManager::new([server.url()]).unwrap());
+    for _ in 0..2 {
+        let holder = m.acquire("handed", MS(5000), None).await.unwrap();
+        let w = Arc::clone(&waiting);
+        let waiter =
+            tokio::spawn(async move { w.acquire("handed", MS(5000), None).await.unwrap() });
+        while server.cmd(&[b"ZCARD", b"fencelock:queue:handed"]) != fencelock_testkit::Reply::Int(1)
+        {
+            tokio::time::sleep(MS(5)).await;
+        }
+        holder.release().await.unwrap();
+        waiter.await.unwrap().release().await.unwrap();
+    }
+    assert!(
+        debug.lock().unwrap().iter().any(|e| e.message == "acquired"
+            && e.fields
+                .iter()
+                .any(|(k, v)| k == "lock" && v == "\"handed\"")
+            && e.fields
+                .iter()
+                .any(|(k, v)| k == "handed_over" && v == "true")),
+        "{:?}",
+        debug.lock().unwrap()
     );
     assert!(
         events.iter().all(|e| e.level >= EventLevel::Debug),
