@@ -7,6 +7,7 @@ file: ``python bench/report.py bench/results/latest.json [OUT_DIR]``.
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -52,9 +53,6 @@ def targets(res: dict[str, Any]) -> list[Row]:
     k5 = res.get("contend_5", {})
     out = res.get("outage_5", {})
 
-    def ops(table_: dict[str, Any], key: str) -> Optional[float]:
-        return med(table_.get(key, {}), "ops_per_s")
-
     def check(what: str, value: Optional[float], goal: float, higher: bool, unit: str = "x") -> None:
         if value is None:
             rows.append([what, "not measured", f"{'≥' if higher else '≤'} {goal:g}{unit}", "–"])
@@ -62,21 +60,15 @@ def targets(res: dict[str, Any]) -> list[Row]:
         ok = value >= goal if higher else value <= goal
         rows.append([what, f"{value:,.2f}{unit}", f"{'≥' if higher else '≤'} {goal:g}{unit}", "met" if ok else "**missed**"])
 
-    def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
-        return a / b if a is not None and b else None
-
-    check("Rust 1 server: ours / redis-rs floor", ratio(ops(c1, "rust/ours"), ops(c1, "rust/floor")), 0.95, True)
+    check("Rust 1 server: ours / redis-rs floor", paired(c1, "rust/ours", "rust/floor"), 0.95, True)
     for lang in ("python", "node"):
-        check(
-            f"{lang} binding / Rust core (1 server)",
-            ratio(ops(c1, f"{lang}/ours"), ops(c1, "rust/ours")), 0.90, True,
-        )
-    check("Python ours / redis-py Lock (1 server)", ratio(ops(c1, "python/ours"), ops(c1, "python/redis-py")), 1.2, True)
-    check("Node ours / node-redlock (1 server)", ratio(ops(c1, "node/ours"), ops(c1, "node/redlock")), 1.0, True)
-    check("Rust 5 servers: ours / parallel floor", ratio(ops(c5, "rust/ours"), ops(c5, "rust/floor")), 1.0, True)
-    check("Python asyncio 5 servers: ours / parallel floor", ratio(ops(c5, "python/ours-asyncio"), ops(c5, "python/floor-asyncio")), 1.0, True)
-    check("Node 5 servers: ours / parallel floor", ratio(ops(c5, "node/ours"), ops(c5, "node/floor")), 1.0, True)
-    check("Python asyncio 5 servers: ours / pottery asyncio", ratio(ops(c5, "python/ours-asyncio"), ops(c5, "python/pottery-asyncio")), 3.0, True)
+        check(f"{lang} binding / Rust core (1 server)", paired(c1, f"{lang}/ours", "rust/ours"), 0.90, True)
+    check("Python ours / redis-py Lock (1 server)", paired(c1, "python/ours", "python/redis-py"), 1.2, True)
+    check("Node ours / node-redlock (1 server)", paired(c1, "node/ours", "node/redlock"), 1.0, True)
+    check("Rust 5 servers: ours / parallel floor", paired(c5, "rust/ours", "rust/floor"), 1.0, True)
+    check("Python asyncio 5 servers: ours / parallel floor", paired(c5, "python/ours-asyncio", "python/floor-asyncio"), 1.0, True)
+    check("Node 5 servers: ours / parallel floor", paired(c5, "node/ours", "node/floor"), 1.0, True)
+    check("Python asyncio 5 servers: ours / pottery asyncio", paired(c5, "python/ours-asyncio", "python/pottery-asyncio"), 3.0, True)
     for lang in ("rust", "python", "node"):
         check(f"{lang} contention, 5 servers: fraction of the hold-time ceiling", med(k5.get(f"{lang}/ours", {}), "ceiling_fraction"), 0.90, True)
     for lang in ("rust", "python", "node"):
@@ -110,7 +102,29 @@ def targets(res: dict[str, Any]) -> list[Row]:
 # --------------------------------------------------------------------------------------------
 
 
-def cycle_rows(t: dict[str, Any]) -> list[Row]:
+def paired(t: dict[str, Any], a: str, b: str) -> Optional[float]:
+    """The rate of library `a` over library `b`: the median of their ratios round by round
+    (each round runs every library once, minutes apart at most, so a slow spell of the
+    machine weighs on both sides of a ratio), or the ratio of the medians for results
+    without per-round figures."""
+    ra = (t.get(a) or {}).get("ops_by_round")
+    rb = (t.get(b) or {}).get("ops_by_round")
+    if ra and rb:
+        ratios = [x / y for x, y in zip(ra, rb) if x is not None and y]
+        return statistics.median(ratios) if ratios else None
+    x, y = med(t.get(a, {}), "ops_per_s"), med(t.get(b, {}), "ops_per_s")
+    return x / y if x is not None and y else None
+
+
+def floor_of(key: str, n_servers: int) -> str:
+    """The floor a library is compared with: its language's raw commands; on 5 servers the
+    asyncio rows of Python against the asyncio (parallel) floor."""
+    lang = key.split("/")[0]
+    asyncio = lang == "python" and n_servers > 1 and "asyncio" in key
+    return f"{lang}/floor-asyncio" if asyncio else f"{lang}/floor"
+
+
+def cycle_rows(t: dict[str, Any], n_servers: int) -> list[Row]:
     rows = []
     for k, v in sorted(t.items(), key=lambda kv: (kv[0].split("/")[0], -(med(kv[1], "ops_per_s") or 0))):
         rows.append([
@@ -119,7 +133,7 @@ def cycle_rows(t: dict[str, Any]) -> list[Row]:
             fmt((v.get("ops_per_s") or {}).get("min")),
             fmt(med(v, "lat_p50_us")),
             fmt(med(v, "lat_p99_us")),
-            fmt(v.get("ratio_to_floor"), 2),
+            fmt(paired(t, k, floor_of(k, n_servers)), 2),
             str(v.get("errors", 0)),
         ])
     return rows
@@ -199,7 +213,8 @@ def markdown(doc: dict[str, Any], notes: str) -> str:
         "taking turns (the order rotates every round). Peers: " + (versions or "–") + ".",
         "",
         "Figures are medians over rounds; a cycle's p99 latency is the median over rounds of each "
-        "round's p99. Latencies in microseconds. "
+        "round's p99; a ratio of two libraries' rates (× floor, and the targets) is the median of "
+        "their ratios round by round. Latencies in microseconds. "
         "The plot: [results/latest.png](results/latest.png); the raw figures: "
         "[results/latest.json](results/latest.json).",
         "",
@@ -218,7 +233,7 @@ def markdown(doc: dict[str, Any], notes: str) -> str:
             "sending the raw commands (SET NX PX, then the compare-and-delete script): two round trips, "
             "no lock library.",
             "",
-            table(header, cycle_rows(res["cycle_1"])),
+            table(header, cycle_rows(res["cycle_1"], 1)),
             "",
         ]
     if "cycle_5" in res:
@@ -229,7 +244,7 @@ def markdown(doc: dict[str, Any], notes: str) -> str:
             "sent to the five servers at once; Python's sync `floor` is sequential. The × floor column of "
             "asyncio rows is against `floor-asyncio`.",
             "",
-            table(header, cycle_rows(res["cycle_5"])),
+            table(header, cycle_rows(res["cycle_5"], 5)),
             "",
         ]
     ch = ["library", "critical sections/s", "of ceiling", "handoff p50 µs", "handoff p99 µs",

@@ -39,19 +39,23 @@ BENCH = ROOT / "bench"
 @dataclass(frozen=True)
 class Mode:
     name: str
-    rounds: int  # rounds of the uncontended and outage scenarios
+    # Rounds of the uncontended scenarios: many short ones, so that the machine's slow spells
+    # (its speed swings within minutes) hit every library alike; ratios are taken round by
+    # round, between runs minutes apart at most (report.paired).
+    rounds: int
     cycle_ms: int  # duration of one uncontended run
     contend_rounds: int
     contend_ms: int
+    outage_rounds: int
     outage_ms: int
     scale_ms: int
     scale_tasks: tuple[int, ...]
     hold_count: int
 
 
-FULL = Mode("full", 3, 2000, 2, 4000, 3000, 2000, (1, 16, 256), 10_000)
-QUICK = Mode("quick", 2, 700, 1, 1500, 1500, 700, (1, 16, 256), 10_000)
-SMOKE = Mode("smoke", 1, 200, 1, 500, 600, 200, (1, 16), 200)
+FULL = Mode("full", 9, 700, 2, 4000, 3, 3000, 2000, (1, 16, 256), 10_000)
+QUICK = Mode("quick", 2, 700, 1, 1500, 1, 1500, 700, (1, 16, 256), 10_000)
+SMOKE = Mode("smoke", 1, 200, 1, 500, 1, 600, 200, (1, 16), 200)
 
 HOLD_MS = 1
 WORKERS = 8
@@ -379,23 +383,22 @@ class Bench:
                 ),
             )
             if res is not None:
-                raw.setdefault(f"{lang}/{impl}", []).append(res)
+                raw.setdefault(f"{lang}/{impl}", []).append({**res, "round": r})
         out: dict[str, Any] = {}
         for k, runs in raw.items():
             if not runs:
                 continue
+            by_round: list[float | None] = [None] * self.mode.rounds
+            for x in runs:
+                by_round[x["round"]] = float(x["ops_per_s"])
             out[k] = {
                 "ops_per_s": summary([float(x["ops_per_s"]) for x in runs]),
+                "ops_by_round": by_round,
                 "lat_p50_us": summary([float(x["lat_us"]["p50"]) for x in runs]),
                 "lat_p99_us": summary([float(x["lat_us"]["p99"]) for x in runs]),
                 "errors": sum(int(x["errors"]) for x in runs),
                 "rounds": len(runs),
             }
-        for k, v in out.items():
-            lang = k.split("/")[0]
-            floor = out.get(f"{lang}/floor-asyncio" if lang == "python" and n_servers > 1 and "asyncio" in k else f"{lang}/floor")
-            if floor:
-                v["ratio_to_floor"] = v["ops_per_s"]["median"] / floor["ops_per_s"]["median"]
         self.results[key] = out
 
     # 4: contention + fairness ---------------------------------------------------------------
@@ -487,7 +490,7 @@ class Bench:
 
     def outage(self) -> None:
         raw: dict[str, list[dict[str, Any]]] = {}
-        for r, lang, impl in self.schedule(CYCLE_IMPLS, 5, max(1, self.mode.rounds // 2)):
+        for r, lang, impl in self.schedule(CYCLE_IMPLS, 5, self.mode.outage_rounds):
             self.log(f"outage round {r + 1}: {lang}/{impl}")
             res = self.attempt(f"outage {lang}/{impl}", lambda: self.outage_once(lang, impl))
             if res is not None:
