@@ -286,6 +286,21 @@ fn scripts_run(servers: &[RedisServer]) -> Vec<u64> {
         .collect()
 }
 
+/// Waits until one waiter has its place in the queue of lock `r` on every server.
+async fn until_queued_everywhere(servers: &[RedisServer]) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while servers
+        .iter()
+        .any(|s| s.cmd(&[b"ZCARD", b"fencelock:queue:r"]) != fencelock_testkit::Reply::Int(1))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the waiter never queued everywhere"
+        );
+        tokio::time::sleep(MS(5)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_hands_the_lock_over_on_every_server_without_a_new_attempt() {
     let srv = servers(5);
@@ -311,12 +326,7 @@ async fn a_release_hands_the_lock_over_on_every_server_without_a_new_attempt() {
                 .await
                 .unwrap()
         });
-        while srv
-            .iter()
-            .any(|s| s.cmd(&[b"ZCARD", b"fencelock:queue:r"]) != fencelock_testkit::Reply::Int(1))
-        {
-            tokio::time::sleep(MS(5)).await;
-        }
+        until_queued_everywhere(&srv).await;
         let fence = holder.fencing_token();
         holder.release().await.unwrap();
         let lock = task.await.unwrap();
@@ -350,12 +360,7 @@ async fn a_handoff_on_fewer_than_a_quorum_is_completed_by_an_attempt() {
                 .unwrap()
         })
     };
-    while srv
-        .iter()
-        .any(|s| s.cmd(&[b"ZCARD", b"fencelock:queue:r"]) != fencelock_testkit::Reply::Int(1))
-    {
-        tokio::time::sleep(MS(5)).await;
-    }
+    until_queued_everywhere(&srv).await;
     // Two servers lose the waiter's place: only one hands the lock over.
     for s in &srv[1..] {
         s.del(b"fencelock:queue:r");
