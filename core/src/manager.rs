@@ -101,6 +101,12 @@ pub(crate) struct Acquired {
     pub valid_until: Instant,
 }
 
+/// How long a waiter handed the lock on fewer than a quorum of servers waits for the other
+/// servers' messages before it tries (at most the server timeout): a holder releases on every
+/// server at once, so their messages come within moments of each other; when they do not (the
+/// servers' queues disagree, a server is slow), an attempt settles it.
+const PARTIAL_HANDOFF_WAIT: Duration = Duration::from_millis(50);
+
 /// What the releases' messages say about a waiting acquire call (`Inner::handed_over`).
 enum HandOver {
     /// Handed over on a quorum, with this much validity.
@@ -391,8 +397,9 @@ impl LockManager {
                     // Other servers' messages are on their way (they release in parallel):
                     // wait for them a little, then try.
                     HandOver::Partial if woke => {
-                        let by = *partial_by
-                            .get_or_insert_with(|| tokio::time::Instant::now() + timeout);
+                        let by = *partial_by.get_or_insert_with(|| {
+                            tokio::time::Instant::now() + timeout.min(PARTIAL_HANDOFF_WAIT)
+                        });
                         wake_by = wake_by.min(by);
                         continue;
                     }
