@@ -36,8 +36,12 @@ fn the_checker_process_judges_worker_output_and_fails_on_a_planted_overlap() {
         "alpha",
         "--ttl-ms",
         "1000",
+        // A count of rounds, not a duration: a busy machine once fitted only 10 holds into
+        // 500 ms.
         "--duration-ms",
-        "500",
+        "30000",
+        "--rounds",
+        "8",
         "--holders",
         "2",
     ]
@@ -54,7 +58,7 @@ fn the_checker_process_judges_worker_output_and_fails_on_a_planted_overlap() {
             break;
         }
     }
-    assert!(num(lines.last().unwrap(), "acquired") > 10, "{lines:?}");
+    assert_eq!(num(lines.last().unwrap(), "acquired"), 16, "{lines:?}");
     let dir = std::env::temp_dir().join(format!("fencelock-chaos-check-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("worker.out");
