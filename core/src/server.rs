@@ -341,9 +341,6 @@ struct SubscriberConn {
     subscribed: HashSet<Vec<u8>>,
 }
 
-/// The waiters of one channel, by token: a release names the first waiter in line (its token
-/// is the message) and only that waiter is woken; an empty message, or a lost connection,
-/// wakes them all.
 /// A release that handed the lock to a waiter, as its message told it: the fencing counter the
 /// server gave it and the arrival of the place it was handed to (which names the acquire call).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,6 +363,13 @@ fn parse_wake(payload: &[u8]) -> (&[u8], Option<Handoff>) {
     }
 }
 
+/// What a waiter's subscription hears: each release message that names it, and the last
+/// handoff those messages reported.
+type Wakes = watch::Receiver<Option<Handoff>>;
+
+/// The waiters of one channel, by token: a release names the first waiter in line (the token
+/// ends its message, see [`parse_wake`]) and only that waiter is woken; an empty message, or a
+/// lost connection, wakes them all.
 #[derive(Default)]
 struct ChannelEntry {
     users: usize,
@@ -405,7 +409,7 @@ impl Subscriber {
         client: &redis::Client,
         channel: &[u8],
         token: &[u8],
-    ) -> Result<watch::Receiver<Option<Handoff>>, Failure> {
+    ) -> Result<Wakes, Failure> {
         let mut conn = self.commands.lock().await;
         let alive = matches!(&conn.sink, Some((_, alive)) if alive.load(Ordering::Acquire));
         if !alive {
@@ -450,11 +454,7 @@ impl Subscriber {
     /// Joins `channel` without a network call when it is already subscribed on a live
     /// connection (another waiter of this manager holds it, or it lingers after a recent
     /// wait); `None` otherwise, or while a SUBSCRIBE or UNSUBSCRIBE is under way.
-    fn join_subscribed(
-        &self,
-        channel: &[u8],
-        token: &[u8],
-    ) -> Option<watch::Receiver<Option<Handoff>>> {
+    fn join_subscribed(&self, channel: &[u8], token: &[u8]) -> Option<Wakes> {
         let conn = self.commands.try_lock().ok()?;
         let alive = |conn: &SubscriberConn| matches!(&conn.sink, Some((_, alive)) if alive.load(Ordering::Acquire));
         if !alive(&conn) || !conn.subscribed.contains(channel) {
@@ -473,7 +473,7 @@ impl Subscriber {
     }
 
     /// Registers one waiter of `channel` with `token`, to be woken by messages naming it.
-    fn add_user(&self, channel: &[u8], token: &[u8]) -> watch::Receiver<Option<Handoff>> {
+    fn add_user(&self, channel: &[u8], token: &[u8]) -> Wakes {
         let mut table = lock(&self.table);
         let entry = table.entry(channel.to_vec()).or_default();
         entry.users += 1;
@@ -560,16 +560,11 @@ pub(crate) struct Subscription {
     runtime: Option<tokio::runtime::Handle>,
     channel: Vec<u8>,
     token: Vec<u8>,
-    rx: watch::Receiver<Option<Handoff>>,
+    rx: Wakes,
 }
 
 impl Subscription {
-    fn new(
-        server: &Arc<Server>,
-        channel: &[u8],
-        token: &[u8],
-        rx: watch::Receiver<Option<Handoff>>,
-    ) -> Self {
+    fn new(server: &Arc<Server>, channel: &[u8], token: &[u8], rx: Wakes) -> Self {
         Subscription {
             server: Arc::clone(server),
             runtime: tokio::runtime::Handle::try_current().ok(),
