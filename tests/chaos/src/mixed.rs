@@ -8,10 +8,11 @@
 //! header and library, through pkg-config). They share one command line
 //! (`--servers --names --rounds --hold-ms --holder --ttl-ms --wait-ms --server-timeout-ms
 //! --duration-ms`) and one output protocol (`HOLD ...`, `FAIL kind=K took_ms=N`,
-//! `RFAIL kind=K`, `DONE acquired=N failed=M`). Each also has the interactive `hold` mode of
-//! `chaos-worker hold` (one lock, driven over stdin, writing to a fenced and an unfenced
-//! store), for the paused-holder scenario of [`crate::paused`]; [`Launcher::spawn`] starts
-//! either mode.
+//! `RFAIL kind=K`, `SHORT name=.. validity_us=..` for a lock released unused because its
+//! validity did not cover the hold, `DONE acquired=N failed=M`). Each also has the
+//! interactive `hold` mode of `chaos-worker hold` (one lock, driven over stdin, writing to a
+//! fenced and an unfenced store), for the paused-holder scenario of [`crate::paused`];
+//! [`Launcher::spawn`] starts either mode.
 //!
 //! [`Toolchains::find`] locates what each language needs, and says what is missing:
 //!
@@ -393,6 +394,9 @@ pub struct Outcome {
     pub failures: Vec<String>,
     /// `RFAIL` lines (failed releases), prefixed with the holder id.
     pub release_failures: Vec<String>,
+    /// `SHORT` lines (locks released unused: too little validity left for the hold),
+    /// prefixed with the holder id.
+    pub short: Vec<String>,
     /// Workers that did not finish cleanly (no `DONE` in time, a `DONE` count that does not
     /// match their `HOLD` lines, a non-zero exit), with what they said last.
     pub problems: Vec<String>,
@@ -470,6 +474,8 @@ pub fn collect(workers: Vec<Running>, deadline: Instant) -> Outcome {
                 out.failures.push(format!("{}: {line}", r.holder));
             } else if line.starts_with("RFAIL") {
                 out.release_failures.push(format!("{}: {line}", r.holder));
+            } else if line.starts_with("SHORT") {
+                out.short.push(format!("{}: {line}", r.holder));
             } else if line.starts_with("DONE") {
                 if num(&line, "acquired") != holds {
                     out.problems.push(format!(

@@ -10,7 +10,9 @@
  * Same protocol as worker.py: one `HOLD name=.. token=.. start_us=.. end_us=.. validity_us=..
  * holder=..` line per hold (start right after acquire returned, validity read after it, end
  * before release; wall-clock microseconds), `FAIL kind=K took_ms=N` per failed acquisition,
- * `RFAIL kind=K` per failed release, then `DONE acquired=N failed=M`.
+ * `RFAIL kind=K` per failed release, then `DONE acquired=N failed=M`; a lock whose validity
+ * does not cover the hold plus SLACK_MS is released unused, with a `SHORT name=..
+ * validity_us=.. holder=..` line.
  *
  * `hold` is the interactive mode of `chaos-worker hold` (fencelock_chaos::paused has the
  * protocol): `ACQUIRED token=T start_us=S validity_us=V pid=P`, then stdin commands `WRITE`
@@ -33,6 +35,9 @@
 #include <unistd.h>
 
 #define MAX_LIST 32
+/* Room, past the hold, that the validity must leave before the worker uses a lock (a late
+ * wake-up on a busy machine), as in worker.py. */
+#define SLACK_MS 50
 
 static uint64_t wall_us(void) {
     struct timespec ts;
@@ -345,13 +350,19 @@ int main(int argc, char **argv) {
         uint64_t start_us = wall_us(), validity_ms = 0, fence = 0;
         fl_lock_validity_ms(lock, &validity_ms);
         fl_lock_fencing_token(lock, &fence);
-        if (hold_ms > 0) sleep_ms(hold_ms);
-        uint64_t end_us = wall_us();
-        printf("HOLD name=%s token=%" PRIu64 " start_us=%" PRIu64 " end_us=%" PRIu64
-               " validity_us=%" PRIu64 " holder=%s\n",
-               name, fence, start_us, end_us, validity_ms * 1000u, holder);
+        if ((double)validity_ms < hold_ms + SLACK_MS) {
+            /* Too little validity left for the work: give the lock back unused. */
+            printf("SHORT name=%s validity_us=%" PRIu64 " holder=%s\n", name,
+                   validity_ms * 1000u, holder);
+        } else {
+            if (hold_ms > 0) sleep_ms(hold_ms);
+            uint64_t end_us = wall_us();
+            printf("HOLD name=%s token=%" PRIu64 " start_us=%" PRIu64 " end_us=%" PRIu64
+                   " validity_us=%" PRIu64 " holder=%s\n",
+                   name, fence, start_us, end_us, validity_ms * 1000u, holder);
+            acquired++;
+        }
         fflush(stdout);
-        acquired++;
         st = fl_lock_release(lock);
         if (st != FL_OK) {
             printf("RFAIL kind=%s\n", kind(st));

@@ -10,7 +10,9 @@
 // Same protocol as worker.py: one `HOLD name=.. token=.. start_us=.. end_us=.. validity_us=..
 // holder=..` line per hold (start right after acquire resolved, validity read after it, end
 // before release; wall-clock microseconds), `FAIL kind=K took_ms=N` per failed acquisition,
-// `RFAIL kind=K` per failed release, then `DONE acquired=N failed=M`.
+// `RFAIL kind=K` per failed release, then `DONE acquired=N failed=M`; a lock whose validity
+// does not cover the hold plus SLACK_MS is released unused, with a `SHORT name=..
+// validity_us=.. holder=..` line.
 //
 // `hold` is the interactive mode of `chaos-worker hold` (fencelock_chaos::paused has the
 // protocol): `ACQUIRED token=T start_us=S validity_us=V pid=P`, then stdin commands `WRITE`
@@ -80,6 +82,18 @@ function usage(why) {
 
 // One line per write, synchronously: stdout is a pipe, and the process may be killed.
 const say = (line) => writeSync(1, line + '\n')
+
+// Room, past the hold, that the validity must leave before the worker uses a lock (a late
+// wake-up on a busy machine), as in worker.py.
+const SLACK_MS = 50
+
+async function release(lock) {
+  try {
+    await lock.release()
+  } catch (e) {
+    say(`RFAIL kind=${kind(e)}`)
+  }
+}
 
 function crc(s) {
   let h = 0
@@ -238,6 +252,12 @@ async function main() {
     const startUs = nowUs()
     const validityUs = Math.floor(lock.validity * 1000)
     const fence = lock.fencingToken
+    if (validityUs < (a.holdMs + SLACK_MS) * 1000) {
+      // Too little validity left for the work: give the lock back unused.
+      say(`SHORT name=${name} validity_us=${validityUs} holder=${a.holder}`)
+      await release(lock)
+      continue
+    }
     if (a.holdMs > 0) await sleep(a.holdMs)
     const endUs = nowUs()
     say(
@@ -245,11 +265,7 @@ async function main() {
         `validity_us=${validityUs} holder=${a.holder}`,
     )
     acquired++
-    try {
-      await lock.release()
-    } catch (e) {
-      say(`RFAIL kind=${kind(e)}`)
-    }
+    await release(lock)
   }
   say(`DONE acquired=${acquired} failed=${failed}`)
   await manager.close()

@@ -26,6 +26,8 @@
 //! `HOLD name=.. token=.. start_us=.. end_us=.. validity_us=.. holder=..` line per hold (the
 //! format of `fencelock_chaos::history::Hold::to_line`, which workers in every language
 //! share), `FAIL kind=K took_ms=N` per failed acquisition, then `DONE acquired=N failed=M`.
+//! A lock whose validity does not cover the hold plus [`SLACK`] is released unused, with a
+//! `SHORT name=.. validity_us=.. holder=..` line, as the other languages' workers do.
 //! `--rounds N` stops each thread after N acquisition attempts even if the duration is not
 //! over; `--holder LABEL` names the holder in the `HOLD` lines (`LABEL` with one thread,
 //! `LABEL/T` with several; default `rust-PID/T`), as the other languages' workers in
@@ -38,6 +40,10 @@ use std::time::{Duration, Instant};
 
 use fencelock::blocking::LockManager;
 use fencelock_chaos::history::{now_us, Hold};
+
+/// Room, past the hold, that the validity must leave before `contend` uses a lock: a late
+/// wake-up on a busy machine (a 1 ms sleep has ended 2.7 ms after it began).
+const SLACK: Duration = Duration::from_millis(50);
 use fencelock_chaos::store::{FencedStore, UnfencedStore};
 
 struct Args {
@@ -273,8 +279,17 @@ fn contend(a: &Args, manager: &LockManager) {
                     seed ^= seed << 13;
                     seed ^= seed >> 7;
                     seed ^= seed << 17;
-                    let hold_us = seed % (a.max_hold.as_micros() as u64 + 1);
-                    std::thread::sleep(Duration::from_micros(hold_us));
+                    let hold = Duration::from_micros(seed % (a.max_hold.as_micros() as u64 + 1));
+                    if validity < hold + SLACK {
+                        // Too little validity left for the work: give the lock back unused.
+                        println!(
+                            "SHORT name={name} validity_us={} holder={label}",
+                            validity.as_micros()
+                        );
+                        let _ = lock.release();
+                        continue;
+                    }
+                    std::thread::sleep(hold);
                     let hold = Hold::new(
                         name.clone(),
                         lock.fencing_token(),
