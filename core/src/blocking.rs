@@ -113,7 +113,7 @@ impl LockManager {
         let rt = runtime(&self.runtime)?;
         let mut fut = std::pin::pin!(fut);
         loop {
-            let step = rt.block_on(async { tokio::time::timeout(every, fut.as_mut()).await });
+            let step = rt.block_on(crate::deadline::within(every, fut.as_mut()));
             match step {
                 Ok(out) => return Ok(out),
                 Err(_) if interrupted() => {

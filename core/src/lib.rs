@@ -25,6 +25,7 @@
 
 pub mod blocking;
 mod config;
+mod deadline;
 mod error;
 mod lock;
 mod manager;

@@ -159,6 +159,7 @@ impl LockManager {
 
     /// A manager from a checked configuration.
     pub fn from_config(config: Config) -> LockManager {
+        crate::deadline::for_this_process();
         let servers = config
             .servers
             .iter()

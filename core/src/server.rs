@@ -259,7 +259,8 @@ impl Server {
         }
     }
 
-    /// Runs a script with the given keys and arguments, within `timeout`. When the connection
+    /// Runs a script with the given keys and arguments, within `timeout` (kept by
+    /// [`crate::deadline`]: no tokio timer per call). When the connection
     /// turns out to be broken (e.g. the server restarted), it is reopened and the script run
     /// once more: every fencelock script has the same effect when repeated with the same
     /// token, so a retry after a lost reply is safe.
@@ -297,7 +298,7 @@ impl Server {
                 }
             }
         };
-        match tokio::time::timeout(timeout, call).await {
+        match crate::deadline::within(timeout, call).await {
             Ok(result) => result,
             Err(_) => Err(Failure::Timeout(timeout)),
         }
