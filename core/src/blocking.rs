@@ -113,7 +113,11 @@ impl LockManager {
         let rt = runtime(&self.runtime)?;
         let mut fut = std::pin::pin!(fut);
         loop {
-            let step = rt.block_on(crate::deadline::within(every, fut.as_mut()));
+            let step = rt.block_on(crate::deadline::within(
+                self.inner.clock(),
+                every,
+                fut.as_mut(),
+            ));
             match step {
                 Ok(out) => return Ok(out),
                 Err(_) if interrupted() => {

@@ -9,6 +9,7 @@ use futures_util::FutureExt;
 use redis::Value;
 
 use crate::config::{Builder, Config};
+use crate::deadline::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::Lock;
 use crate::quorum;
@@ -84,6 +85,8 @@ pub(crate) struct Inner {
     pub fence_key: Vec<u8>,
     /// The leading bytes of this manager's tokens, naming its waiters' wake-up channels.
     pub wake_id: [u8; token::WAKE_ID_LEN],
+    /// Keeps time limits (the servers hold shares of the same thread).
+    pub clock: Clock,
 }
 
 /// One server's answer to an acquire.
@@ -159,11 +162,11 @@ impl LockManager {
 
     /// A manager from a checked configuration.
     pub fn from_config(config: Config) -> LockManager {
-        crate::deadline::for_this_process();
+        let clock = Clock::share();
         let servers = config
             .servers
             .iter()
-            .map(|s| Arc::new(Server::new(s, config.connect_timeout)))
+            .map(|s| Arc::new(Server::new(s, config.connect_timeout, clock.clone())))
             .collect();
         let mut fence_key = config.prefix.clone();
         fence_key.extend_from_slice(token::FENCE_KEY);
@@ -173,8 +176,14 @@ impl LockManager {
                 servers,
                 fence_key,
                 wake_id: token::wake_id(),
+                clock,
             }),
         }
+    }
+
+    /// The thread that keeps this manager's time limits.
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.inner.clock
     }
 
     /// The configuration in force.

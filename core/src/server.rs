@@ -12,6 +12,7 @@ use redis::{AsyncConnectionConfig, FromRedisValue, RedisError, Script};
 use tokio::sync::watch;
 
 use crate::config::{SentinelSpec, ServerSpec};
+use crate::deadline::Clock;
 
 /// How long an unused release subscription is kept, so that a busy lock does not cost a
 /// SUBSCRIBE/UNSUBSCRIBE pair per wait.
@@ -108,6 +109,8 @@ pub(crate) struct Server {
     state: StdMutex<ConnState>,
     generation: AtomicU64,
     sub: Subscriber,
+    /// Keeps the time limits of the calls (a share in the process's deadline thread).
+    pub clock: Clock,
 }
 
 /// The command connection: none, being opened by a background task, or open.
@@ -118,7 +121,7 @@ enum ConnState {
 }
 
 impl Server {
-    pub fn new(spec: &ServerSpec, connect_timeout: Duration) -> Server {
+    pub fn new(spec: &ServerSpec, connect_timeout: Duration, clock: Clock) -> Server {
         Server {
             label: spec.label.clone(),
             client: spec.client.clone(),
@@ -128,6 +131,7 @@ impl Server {
             state: StdMutex::new(ConnState::Idle),
             generation: AtomicU64::new(0),
             sub: Subscriber::default(),
+            clock,
         }
     }
 
@@ -298,7 +302,7 @@ impl Server {
                 }
             }
         };
-        match crate::deadline::within(timeout, call).await {
+        match crate::deadline::within(&self.clock, timeout, call).await {
             Ok(result) => result,
             Err(_) => Err(Failure::Timeout(timeout)),
         }
