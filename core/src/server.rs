@@ -110,7 +110,7 @@ pub(crate) struct Server {
     generation: AtomicU64,
     sub: Subscriber,
     /// Keeps the time limits of the calls (a share in the process's deadline thread).
-    pub clock: Clock,
+    clock: Clock,
 }
 
 /// The command connection: none, being opened by a background task, or open.
@@ -264,10 +264,10 @@ impl Server {
     }
 
     /// Runs a script with the given keys and arguments, within `timeout` (kept by
-    /// [`crate::deadline`]: no tokio timer per call). When the connection
-    /// turns out to be broken (e.g. the server restarted), it is reopened and the script run
-    /// once more: every fencelock script has the same effect when repeated with the same
-    /// token, so a retry after a lost reply is safe.
+    /// [`crate::deadline`]: no tokio timer per call). When the connection turns out to be
+    /// broken (e.g. the server restarted), it is reopened and the script run once more: every
+    /// fencelock script has the same effect when repeated with the same token, so a retry
+    /// after a lost reply is safe.
     pub async fn eval<T: FromRedisValue>(
         self: &Arc<Self>,
         script: &Script,
