@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use crate::args::{self, Checked};
 use crate::error::{invalid, Failure};
 use crate::lock::JsLock;
-use crate::promise::{promise, rejected};
+use crate::promise::{promise, rejected, rejected_with, settled_by};
 
 /// A lock manager over one Redis server or several (Redlock).
 #[napi(js_name = "LockManager")]
@@ -211,7 +211,7 @@ impl JsLockManager {
                     ),
                 );
                 let error = Failure::Core(e).into_js(env, Some(reason));
-                return env.spawn_future_with_callback(async { Ok(()) }, move |_, ()| Err(error));
+                return rejected_with(env, error);
             }
             Signal::Live(b) => {
                 let n = Arc::clone(&b.notify);
@@ -248,7 +248,7 @@ impl JsLockManager {
                 },
             }
         };
-        env.spawn_future_with_callback(async move { Ok(fut.await) }, move |env, outcome| {
+        settled_by(env, fut, move |env, outcome| {
             let aborted = matches!(&outcome, Err(e) if e.kind() == ErrorKind::Cancelled);
             let reason = bridge.and_then(|b| b.finish(env, aborted));
             match outcome {

@@ -1,36 +1,377 @@
 //! Runtime bridging: core futures run on napi's tokio runtime and settle JavaScript Promises
-//! on the main thread, where core failures become the JavaScript error classes.
+//! on the JavaScript thread, where core failures become the JavaScript error classes.
+//!
+//! Each JavaScript thread (the main thread, each worker) has one [`Settler`]: a single
+//! threadsafe function and a queue of finished calls. A finished call queues its outcome
+//! and wakes the thread only if the queue was empty; the thread then settles every queued
+//! Promise in one go. (napi-rs's own `spawn_future_with_callback` makes a threadsafe
+//! function, an environment cleanup hook and two tokio tasks per Promise.) What turns an
+//! outcome into a JavaScript value never leaves the JavaScript thread: it waits there in a
+//! table under the call's number, and only the outcome crosses threads.
 
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::future::Future;
+use std::os::raw::c_void;
+use std::panic::AssertUnwindSafe;
+use std::ptr;
+use std::sync::{Arc, Mutex, MutexGuard};
 
+use futures_util::FutureExt;
 use napi::bindgen_prelude::*;
+use napi::sys;
 
 use crate::error::Failure;
 
-/// A Promise settled by `fut`: `map` builds the value on the main thread; a failure rejects
-/// with its JavaScript error class.
+/// A call's outcome on its way to the JavaScript thread.
+type Outcome = Box<dyn Any + Send>;
+
+/// Turns a call's outcome into the value (or error) its Promise settles with. Runs on the
+/// JavaScript thread only.
+type Settle = Box<dyn FnOnce(&Env, Outcome) -> Result<sys::napi_value>>;
+
+/// The part of a thread's settler that tokio threads use.
+struct Shared {
+    /// `None` once the environment is being torn down: outcomes are then dropped.
+    tsfn: Mutex<Option<Tsfn>>,
+    /// Finished calls, by number, not yet settled.
+    done: Mutex<Vec<(u64, Outcome)>>,
+}
+
+struct Tsfn(sys::napi_threadsafe_function);
+
+// Calling a threadsafe function from any thread is its purpose; the mutex in `Shared`
+// serialises the calls with its release at environment teardown.
+unsafe impl Send for Tsfn {}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Plain data: a panic elsewhere while holding it leaves nothing half-done.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    /// Queues a finished call; wakes the JavaScript thread if nothing was queued yet (a
+    /// wake-up that is already on its way settles this one too).
+    fn deliver(&self, id: u64, outcome: Outcome) {
+        let first = {
+            let mut done = lock(&self.done);
+            done.push((id, outcome));
+            done.len() == 1
+        };
+        if first {
+            if let Some(tsfn) = lock(&self.tsfn).as_ref() {
+                // Non-blocking with an unbounded queue: fails only while closing, when the
+                // Promise cannot be settled anyway.
+                unsafe {
+                    sys::napi_call_threadsafe_function(
+                        tsfn.0,
+                        ptr::null_mut(),
+                        sys::ThreadsafeFunctionCallMode::nonblocking,
+                    )
+                };
+            }
+        }
+    }
+}
+
+/// A Promise waiting for its call.
+struct Pending {
+    deferred: sys::napi_deferred,
+    settle: Settle,
+}
+
+/// One JavaScript thread's settler.
+struct Settler {
+    env: sys::napi_env,
+    shared: Arc<Shared>,
+    tsfn: sys::napi_threadsafe_function,
+    next: u64,
+    pending: HashMap<u64, Pending>,
+    /// Whether the threadsafe function keeps the event loop alive: while Promises are
+    /// pending, as with any I/O in flight.
+    alive: bool,
+}
+
+thread_local! {
+    static SETTLER: RefCell<Option<Settler>> = const { RefCell::new(None) };
+}
+
+impl Settler {
+    fn new(env: sys::napi_env) -> Result<Settler> {
+        let shared = Arc::new(Shared {
+            tsfn: Mutex::new(None),
+            done: Mutex::new(Vec::new()),
+        });
+        let mut name = ptr::null_mut();
+        check_status!(
+            unsafe { sys::napi_create_string_utf8(env, c"fencelock".as_ptr(), 9, &mut name) },
+            "cannot name the fencelock settler"
+        )?;
+        let context = Arc::into_raw(Arc::clone(&shared)) as *mut c_void;
+        let mut tsfn = ptr::null_mut();
+        let status = unsafe {
+            sys::napi_create_threadsafe_function(
+                env,
+                ptr::null_mut(),
+                ptr::null_mut(),
+                name,
+                0,
+                1,
+                ptr::null_mut(),
+                Some(finalize),
+                context,
+                Some(settle_done),
+                &mut tsfn,
+            )
+        };
+        if status != sys::Status::napi_ok {
+            drop(unsafe { Arc::from_raw(context as *const Shared) });
+            return Err(Error::new(
+                Status::from(status),
+                "cannot create the fencelock settler",
+            ));
+        }
+        *lock(&shared.tsfn) = Some(Tsfn(tsfn));
+        unsafe {
+            sys::napi_unref_threadsafe_function(env, tsfn);
+            sys::napi_add_env_cleanup_hook(env, Some(teardown), ptr::null_mut());
+        }
+        Ok(Settler {
+            env,
+            shared,
+            tsfn,
+            next: 0,
+            pending: HashMap::new(),
+            alive: false,
+        })
+    }
+
+    fn keep_alive(&mut self, alive: bool) {
+        if alive != self.alive {
+            self.alive = alive;
+            unsafe {
+                if alive {
+                    sys::napi_ref_threadsafe_function(self.env, self.tsfn);
+                } else {
+                    sys::napi_unref_threadsafe_function(self.env, self.tsfn);
+                }
+            }
+        }
+    }
+}
+
+/// Runs `f` with this thread's settler, made on first use.
+fn with_settler<R>(env: &Env, f: impl FnOnce(&mut Settler) -> R) -> Result<R> {
+    SETTLER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if !matches!(slot.as_ref(), Some(s) if s.env == env.raw()) {
+            *slot = Some(Settler::new(env.raw())?);
+        }
+        Ok(f(slot.as_mut().expect("made above")))
+    })
+}
+
+/// The environment is going away: no more wake-ups; pending Promises are dropped with it.
+unsafe extern "C" fn teardown(_: *mut c_void) {
+    let settler = SETTLER.try_with(|cell| cell.borrow_mut().take());
+    if let Ok(Some(s)) = settler {
+        if let Some(tsfn) = lock(&s.shared.tsfn).take() {
+            unsafe {
+                sys::napi_release_threadsafe_function(
+                    tsfn.0,
+                    sys::ThreadsafeFunctionReleaseMode::abort,
+                )
+            };
+        }
+        // The settle closures may hold references into the environment: dropped here, on
+        // its thread, while it still exists.
+        drop(s);
+    }
+}
+
+/// The threadsafe function is gone (after `teardown`): drops its share of `Shared`, which
+/// Node passes back as the hint (the context given at creation).
+unsafe extern "C" fn finalize(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+    if !hint.is_null() {
+        drop(unsafe { Arc::from_raw(hint as *const Shared) });
+    }
+}
+
+/// The threadsafe function's callback, on the JavaScript thread: settles every finished call.
+unsafe extern "C" fn settle_done(
+    env: sys::napi_env,
+    _js_callback: sys::napi_value,
+    context: *mut c_void,
+    _data: *mut c_void,
+) {
+    if env.is_null() || context.is_null() {
+        return;
+    }
+    let shared = unsafe { &*(context as *const Shared) };
+    let done = std::mem::take(&mut *lock(&shared.done));
+    if done.is_empty() {
+        return;
+    }
+    // Take the waiting Promises out first: settling runs JavaScript (constructors, abort
+    // listeners) that may start new calls on this thread.
+    let ready: Vec<(Pending, Outcome)> = SETTLER
+        .try_with(|cell| {
+            cell.borrow_mut().as_mut().map(|s| {
+                done.into_iter()
+                    .filter_map(|(id, out)| s.pending.remove(&id).map(|p| (p, out)))
+                    .collect()
+            })
+        })
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let env = Env::from_raw(env);
+    for (pending, outcome) in ready {
+        settle(&env, pending, outcome);
+    }
+    let _ = SETTLER.try_with(|cell| {
+        if let Some(s) = cell.borrow_mut().as_mut() {
+            let alive = !s.pending.is_empty();
+            s.keep_alive(alive);
+        }
+    });
+}
+
+/// Resolves or rejects one Promise, in a handle scope of its own.
+fn settle(env: &Env, pending: Pending, outcome: Outcome) {
+    let raw = env.raw();
+    let mut scope = ptr::null_mut();
+    unsafe { sys::napi_open_handle_scope(raw, &mut scope) };
+    let Pending { deferred, settle } = pending;
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| settle(env, outcome)))
+        .unwrap_or_else(|_| {
+            Err(Error::from_reason(
+                "fencelock: a panic while settling a call",
+            ))
+        });
+    match result {
+        Ok(value) => unsafe {
+            sys::napi_resolve_deferred(raw, deferred, value);
+        },
+        Err(e) => unsafe {
+            match ToNapiValue::to_napi_value(raw, e) {
+                Ok(error) => {
+                    sys::napi_reject_deferred(raw, deferred, error);
+                }
+                Err(_) => {
+                    let mut message = ptr::null_mut();
+                    let mut error = ptr::null_mut();
+                    sys::napi_create_string_utf8(
+                        raw,
+                        c"fencelock: cannot build the error".as_ptr(),
+                        33,
+                        &mut message,
+                    );
+                    sys::napi_create_error(raw, ptr::null_mut(), message, &mut error);
+                    sys::napi_reject_deferred(raw, deferred, error);
+                }
+            }
+        },
+    }
+    unsafe { sys::napi_close_handle_scope(raw, scope) };
+}
+
+/// A Promise settled by `fut`: `map` builds the value on the JavaScript thread; a failure
+/// rejects with its JavaScript error class. A panic in `fut` rejects too, never crossing
+/// into JavaScript.
 pub(crate) fn promise<'e, T, V, F, M>(env: &'e Env, fut: F, map: M) -> Result<PromiseRaw<'e, V>>
 where
     T: Send + 'static,
     V: ToNapiValue,
     F: Future<Output = std::result::Result<T, Failure>> + Send + 'static,
-    M: FnOnce(&'e Env, T) -> Result<V> + 'static,
+    M: FnOnce(&Env, T) -> Result<V> + 'static,
 {
-    env.spawn_future_with_callback(
-        async move { Ok(fut.await) },
-        move |env, outcome| match outcome {
-            Ok(value) => map(env, value),
-            Err(failure) => Err(failure.into_js(env, None)),
-        },
-    )
+    settled_by(env, fut, move |env, outcome| match outcome {
+        Ok(value) => map(env, value),
+        Err(failure) => Err(failure.into_js(env, None)),
+    })
 }
 
-/// A Promise already rejected with `failure` (bad arguments: no network call is made).
+/// A Promise settled on the JavaScript thread by `settle` with the output of `fut`, run on
+/// the runtime.
+pub(crate) fn settled_by<'e, O, V, F, S>(
+    env: &'e Env,
+    fut: F,
+    settle: S,
+) -> Result<PromiseRaw<'e, V>>
+where
+    O: Send + 'static,
+    V: ToNapiValue,
+    F: Future<Output = O> + Send + 'static,
+    S: FnOnce(&Env, O) -> Result<V> + 'static,
+{
+    let (raw_promise, id, shared) = new_pending(env, move |env, outcome: Outcome| {
+        let value = match outcome.downcast::<std::thread::Result<O>>() {
+            Ok(out) => match *out {
+                Ok(out) => settle(env, out)?,
+                Err(_) => return Err(Error::from_reason("fencelock: a panic in a call")),
+            },
+            Err(_) => {
+                return Err(Error::from_reason(
+                    "fencelock: a call's outcome was mixed up",
+                ))
+            }
+        };
+        unsafe { V::to_napi_value(env.raw(), value) }
+    })?;
+    napi::bindgen_prelude::spawn(async move {
+        let out = AssertUnwindSafe(fut).catch_unwind().await;
+        shared.deliver(id, Box::new(out));
+    });
+    Ok(PromiseRaw::new(env.raw(), raw_promise))
+}
+
+/// Makes a Promise waiting under a new number; returns it, the number and the queue.
+fn new_pending(
+    env: &Env,
+    settle: impl FnOnce(&Env, Outcome) -> Result<sys::napi_value> + 'static,
+) -> Result<(sys::napi_value, u64, Arc<Shared>)> {
+    let mut deferred = ptr::null_mut();
+    let mut raw_promise = ptr::null_mut();
+    check_status!(
+        unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut raw_promise) },
+        "cannot create a Promise"
+    )?;
+    let settle: Settle = Box::new(settle);
+    with_settler(env, |s| {
+        let id = s.next;
+        s.next += 1;
+        s.pending.insert(id, Pending { deferred, settle });
+        s.keep_alive(true);
+        (raw_promise, id, Arc::clone(&s.shared))
+    })
+}
+
+/// A Promise already rejected with `failure` (bad arguments: no network call is made, and
+/// nothing crosses threads).
 pub(crate) fn rejected<'e, V: ToNapiValue>(
     env: &'e Env,
     failure: Failure,
 ) -> Result<PromiseRaw<'e, V>> {
-    promise(env, async move { Err::<(), _>(failure) }, |_, ()| {
-        Err(Error::from_reason("a rejected promise resolved"))
-    })
+    rejected_with(env, failure.into_js(env, None))
+}
+
+/// A Promise already rejected with `error` (made on this thread).
+pub(crate) fn rejected_with<'e, V: ToNapiValue>(
+    env: &'e Env,
+    error: Error,
+) -> Result<PromiseRaw<'e, V>> {
+    let mut deferred = ptr::null_mut();
+    let mut raw_promise = ptr::null_mut();
+    check_status!(
+        unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut raw_promise) },
+        "cannot create a Promise"
+    )?;
+    let value = unsafe { ToNapiValue::to_napi_value(env.raw(), error)? };
+    check_status!(
+        unsafe { sys::napi_reject_deferred(env.raw(), deferred, value) },
+        "cannot reject a Promise"
+    )?;
+    Ok(PromiseRaw::new(env.raw(), raw_promise))
 }

@@ -60,6 +60,76 @@ describe('worker threads', () => {
   })
 })
 
+describe('settling calls', () => {
+  // Every JavaScript thread settles its calls from one queue: each Promise must still get
+  // its own call's outcome, whatever order the calls finish in.
+  it('many calls in flight each settle with their own outcome', async () => {
+    const { LockManager } = await import('../index.mjs')
+    const m = new LockManager(server.url)
+    try {
+      const n = 300
+      // Two tryAcquires per name (one wins, one gets null), a rejected call between them.
+      const calls = []
+      for (let i = 0; i < n; i++) {
+        calls.push(m.tryAcquire(`settle-${i}`, { ttl: 10_000 }))
+        calls.push(m.tryAcquire('', { ttl: 10_000 }).then(() => 'resolved', (e) => e.code))
+        calls.push(m.tryAcquire(`settle-${i}`, { ttl: 10_000 }))
+      }
+      const out = await Promise.all(calls)
+      for (let i = 0; i < n; i++) {
+        const [a, bad, b] = out.slice(3 * i, 3 * i + 3)
+        assert.equal(bad, 'ERR_INVALID_ARG', `call ${3 * i + 1}`)
+        const won = [a, b].filter((l) => l !== null)
+        assert.equal(won.length, 1, `exactly one of the pair on settle-${i} won`)
+        assert.equal(won[0].name, `settle-${i}`, 'the lock of its own call')
+        assert.equal(await server.get(`settle-${i}`), won[0].token)
+      }
+      await Promise.all(out.filter((l) => l && typeof l === 'object').map((l) => l.release()))
+      assert.equal(await server.get('settle-0'), null)
+    } finally {
+      await m.close()
+    }
+  })
+
+  it('a worker terminated with calls in flight leaves the process working', async () => {
+    const { Worker } = await import('node:worker_threads')
+    const source = `
+      const { parentPort } = require('node:worker_threads')
+      const { LockManager } = require(process.env.INDEX)
+      const m = new LockManager(process.env.URL)
+      for (let i = 0; i < 200; i++) m.acquire('worker-flight-' + (i % 20), { ttl: 2000, wait: 5000 }).catch(() => {})
+      parentPort.postMessage('started')
+    `
+    for (let round = 0; round < 3; round++) {
+      const w = new Worker(source, { eval: true, env: { ...process.env, URL: server.url, INDEX: index } })
+      await new Promise((resolve, reject) => {
+        w.once('message', resolve)
+        w.once('error', reject)
+      })
+      await w.terminate()
+    }
+    const { LockManager } = await import('../index.mjs')
+    const m = new LockManager(server.url)
+    const lock = await m.acquire('after-workers', { ttl: 1000 })
+    assert.equal(await server.get('after-workers'), lock.token)
+    await lock.release()
+    await m.close()
+  })
+
+  it('process.exit with calls in flight exits cleanly', () => {
+    const out = node(
+      [],
+      `
+      const { LockManager } = require(process.env.INDEX)
+      const m = new LockManager(process.env.URL)
+      for (let i = 0; i < 200; i++) m.tryAcquire('exit-flight-' + i, { ttl: 2000 }).catch(() => {})
+      setImmediate(() => { console.log('exiting'); process.exit(0) })
+      `,
+    )
+    assert.match(out, /exiting/)
+  })
+})
+
 describe('lock lifetime', () => {
   it('a garbage-collected lock is not released: it expires after its TTL', async () => {
     const out = node(
