@@ -306,7 +306,7 @@ where
     F: Future<Output = O> + Send + 'static,
     S: FnOnce(&Env, O) -> Result<V> + 'static,
 {
-    let (raw_promise, id, shared) = new_pending(env, move |env, outcome: Outcome| {
+    let settle: Settle = Box::new(move |env, outcome: Outcome| {
         let value = match outcome.downcast::<std::thread::Result<O>>() {
             Ok(out) => match *out {
                 Ok(out) => settle(env, out)?,
@@ -319,33 +319,29 @@ where
             }
         };
         unsafe { V::to_napi_value(env.raw(), value) }
-    })?;
-    napi::bindgen_prelude::spawn(async move {
-        let out = AssertUnwindSafe(fut).catch_unwind().await;
-        shared.deliver(id, Box::new(out));
     });
-    Ok(PromiseRaw::new(env.raw(), raw_promise))
-}
-
-/// Makes a Promise waiting under a new number; returns it, the number and the queue.
-fn new_pending(
-    env: &Env,
-    settle: impl FnOnce(&Env, Outcome) -> Result<sys::napi_value> + 'static,
-) -> Result<(sys::napi_value, u64, Arc<Shared>)> {
     let mut deferred = ptr::null_mut();
     let mut raw_promise = ptr::null_mut();
     check_status!(
         unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut raw_promise) },
         "cannot create a Promise"
     )?;
-    let settle: Settle = Box::new(settle);
-    with_settler(env, |s| {
-        let id = s.next;
+    let (id, shared) = with_settler(env, |s| {
         s.next += 1;
+        (s.next, Arc::clone(&s.shared))
+    })?;
+    // Spawned before the Promise is recorded, so that a runtime that is gone (a panic caught
+    // by the method's catch_unwind) leaves nothing waiting. The call cannot be settled before
+    // it is recorded: settling runs on this thread, after this function returns.
+    napi::bindgen_prelude::spawn(async move {
+        let out = AssertUnwindSafe(fut).catch_unwind().await;
+        shared.deliver(id, Box::new(out));
+    });
+    with_settler(env, |s| {
         s.pending.insert(id, Pending { deferred, settle });
         s.keep_alive(true);
-        (raw_promise, id, Arc::clone(&s.shared))
-    })
+    })?;
+    Ok(PromiseRaw::new(env.raw(), raw_promise))
 }
 
 /// A Promise already rejected with `failure` (bad arguments: no network call is made, and
