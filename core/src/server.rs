@@ -443,16 +443,25 @@ impl Subscriber {
             conn.sink = Some((sink, alive));
         }
         let rx = self.add_user(channel, token);
+        // Until the channel is known to be subscribed, a failed, timed-out or cancelled
+        // SUBSCRIBE takes this waiter back out (else the channel kept a waiter for good and
+        // was never unsubscribed). A SUBSCRIBE that did reach the server leaves the
+        // connection listening to a channel nobody waits on: its messages are ignored, and
+        // the next waiter subscribes again (Redis accepts a repeated SUBSCRIBE).
+        let mut user = NewUser {
+            sub: self,
+            channel,
+            token,
+            done: false,
+        };
         if !conn.subscribed.contains(channel) {
             let (sink, _) = conn.sink.as_mut().expect("connected above");
-            if let Err(e) = sink.subscribe(channel).await {
-                drop(conn);
-                self.release_user(channel, token);
-                self.forget_if_unused(channel);
-                return Err(Failure::from_redis(&e));
-            }
+            sink.subscribe(channel)
+                .await
+                .map_err(|e| Failure::from_redis(&e))?;
             conn.subscribed.insert(channel.to_vec());
         }
+        user.done = true;
         Ok(rx)
     }
 
@@ -557,6 +566,23 @@ impl Subscriber {
     }
 }
 
+/// A waiter registered by [`Subscriber::subscribe`], taken back out on drop unless `done`.
+struct NewUser<'a> {
+    sub: &'a Subscriber,
+    channel: &'a [u8],
+    token: &'a [u8],
+    done: bool,
+}
+
+impl Drop for NewUser<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.sub.release_user(self.channel, self.token);
+            self.sub.forget_if_unused(self.channel);
+        }
+    }
+}
+
 /// One waiter's subscription to a release channel on one server, woken when a release names
 /// its token (or names nobody); unsubscribes (after a short linger) when the last waiter
 /// drops it.
@@ -613,6 +639,55 @@ impl Drop for Subscription {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn server(url: &str) -> Arc<Server> {
+        let spec = ServerSpec {
+            client: redis::Client::open(url).unwrap(),
+            sentinel: None,
+            label: url.to_owned(),
+            tls: false,
+        };
+        Arc::new(Server::new(&spec, Duration::from_secs(2), Clock::share()))
+    }
+
+    fn waiting(server: &Server, channel: &[u8]) -> bool {
+        lock(&server.sub.table).contains_key(channel)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_subscribe_cut_short_leaves_no_waiter_behind() {
+        let mut srv = fencelock_testkit::RedisServer::start();
+        let server = server(&srv.url());
+        // Open the subscriber's connection first, so that what hangs below is the SUBSCRIBE.
+        drop(server.subscribe(b"warm", b"t0", MS(5000)).await.unwrap());
+        srv.stop();
+        // Timed out by the call's own limit...
+        let r = server.subscribe(b"late", b"t1", MS(200)).await;
+        assert!(matches!(r, Err(Failure::Timeout(_))), "{:?}", r.err());
+        // ... and dropped by its caller.
+        let cut = tokio::time::timeout(MS(200), server.subscribe(b"cut", b"t2", MS(10_000))).await;
+        assert!(cut.is_err(), "the SUBSCRIBE hung on the stopped server");
+        assert!(
+            !waiting(&server, b"late"),
+            "no waiter left on the timed-out channel"
+        );
+        assert!(
+            !waiting(&server, b"cut"),
+            "no waiter left on the cancelled channel"
+        );
+        srv.cont();
+        // The connection still serves: a new waiter is woken by a message naming it.
+        let mut sub = server.subscribe(b"late", b"t3", MS(5000)).await.unwrap();
+        sub.mark_seen();
+        assert!(waiting(&server, b"late"));
+        srv.cmd(&[b"PUBLISH", b"late", b"0 0 t3"]);
+        tokio::time::timeout(MS(5000), sub.notified())
+            .await
+            .expect("the waiter was woken");
+        drop(sub);
+    }
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
 
     #[test]
     fn release_messages_name_the_token_and_the_handoff() {
