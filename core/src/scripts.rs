@@ -1,5 +1,5 @@
-//! The Lua scripts, loaded once per process and run with EVALSHA (falling back to EVAL when a
-//! server does not know them yet, e.g. after a restart).
+//! The Lua scripts, run with EVALSHA (`Server::eval`), and loaded with SCRIPT LOAD when a
+//! server does not know them yet (a new server, a restart, a SCRIPT FLUSH).
 
 use std::sync::LazyLock;
 

@@ -275,18 +275,28 @@ impl Server {
         args: &[&[u8]],
         timeout: Duration,
     ) -> Result<T, Failure> {
+        // One EVALSHA command, built once and sized up front (redis-rs's ScriptInvocation
+        // copies every key and argument twice more: a third of the client's allocations).
+        let size = keys.iter().chain(args).map(|a| a.len()).sum::<usize>() + 7 + 40 + 4;
+        let mut cmd = redis::Cmd::with_capacity(3 + keys.len() + args.len(), size);
+        cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys.len());
+        for a in keys.iter().chain(args) {
+            cmd.arg(*a);
+        }
         let call = async {
             let mut retried = false;
             loop {
                 let (generation, mut conn) = self.connection().await?;
-                let mut invocation = script.prepare_invoke();
-                for k in keys {
-                    invocation.key(*k);
+                let mut result = cmd.query_async(&mut conn).await;
+                if matches!(&result, Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript))
+                {
+                    // The server does not know the script (yet: a restart empties its cache).
+                    result = match script.load_async(&mut conn).await {
+                        Ok(_) => cmd.query_async(&mut conn).await,
+                        Err(e) => Err(e),
+                    };
                 }
-                for a in args {
-                    invocation.arg(*a);
-                }
-                match invocation.invoke_async(&mut conn).await {
+                match result {
                     Ok(value) => return Ok(value),
                     Err(e) => {
                         let failure = Failure::from_redis(&e);

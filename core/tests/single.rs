@@ -485,6 +485,26 @@ async fn the_next_acquire_after_a_server_restart_succeeds() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_flushed_from_a_live_server_are_loaded_again() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    m.acquire("r", MS(1000), None)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    // The same connection, a server that forgot the scripts: EVALSHA is refused with
+    // NOSCRIPT, the script is loaded and run within the call.
+    server.cmd(&[b"SCRIPT", b"FLUSH"]);
+    let lock = m.try_acquire("r", MS(1000)).await.unwrap().expect("free");
+    assert_eq!(server.get(b"r").as_deref(), Some(lock.token()));
+    server.cmd(&[b"SCRIPT", b"FLUSH"]);
+    lock.release().await.unwrap();
+    assert_eq!(server.get(b"r"), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_hung_at_connect_time_costs_one_server_timeout() {
     let mut server = RedisServer::start();
     let m = LockManager::builder([server.url()])
