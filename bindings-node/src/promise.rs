@@ -320,12 +320,7 @@ where
         };
         unsafe { V::to_napi_value(env.raw(), value) }
     });
-    let mut deferred = ptr::null_mut();
-    let mut raw_promise = ptr::null_mut();
-    check_status!(
-        unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut raw_promise) },
-        "cannot create a Promise"
-    )?;
+    let (deferred, raw_promise) = new_promise(env)?;
     let (id, shared) = with_settler(env, |s| {
         s.next += 1;
         (s.next, Arc::clone(&s.shared))
@@ -344,6 +339,17 @@ where
     Ok(PromiseRaw::new(env.raw(), raw_promise))
 }
 
+/// A new pending Promise and the handle that settles it.
+fn new_promise(env: &Env) -> Result<(sys::napi_deferred, sys::napi_value)> {
+    let mut deferred = ptr::null_mut();
+    let mut raw_promise = ptr::null_mut();
+    check_status!(
+        unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut raw_promise) },
+        "cannot create a Promise"
+    )?;
+    Ok((deferred, raw_promise))
+}
+
 /// A Promise already rejected with `failure` (bad arguments: no network call is made, and
 /// nothing crosses threads).
 pub(crate) fn rejected<'e, V: ToNapiValue>(
@@ -358,12 +364,7 @@ pub(crate) fn rejected_with<'e, V: ToNapiValue>(
     env: &'e Env,
     error: Error,
 ) -> Result<PromiseRaw<'e, V>> {
-    let mut deferred = ptr::null_mut();
-    let mut raw_promise = ptr::null_mut();
-    check_status!(
-        unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut raw_promise) },
-        "cannot create a Promise"
-    )?;
+    let (deferred, raw_promise) = new_promise(env)?;
     let value = unsafe { ToNapiValue::to_napi_value(env.raw(), error)? };
     check_status!(
         unsafe { sys::napi_reject_deferred(env.raw(), deferred, value) },

@@ -488,12 +488,9 @@ async fn the_next_acquire_after_a_server_restart_succeeds() {
 async fn scripts_flushed_from_a_live_server_are_loaded_again() {
     let server = RedisServer::start();
     let m = manager(&server);
-    m.acquire("r", MS(1000), None)
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    // Opens the connection and loads the scripts.
+    let warm = m.acquire("r", MS(1000), None).await.unwrap();
+    warm.release().await.unwrap();
     // The same connection, a server that forgot the scripts: EVALSHA is refused with
     // NOSCRIPT, the script is loaded and run within the call.
     server.cmd(&[b"SCRIPT", b"FLUSH"]);
