@@ -276,7 +276,7 @@ impl Server {
         timeout: Duration,
     ) -> Result<T, Failure> {
         // One EVALSHA command, built once and sized up front (redis-rs's ScriptInvocation
-        // copies every key and argument twice more: a third of the client's allocations).
+        // copies every key and argument twice more before sending them).
         let size = keys.iter().chain(args).map(|a| a.len()).sum::<usize>() + 7 + 40 + 4;
         let mut cmd = redis::Cmd::with_capacity(3 + keys.len() + args.len(), size);
         cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys.len());
