@@ -258,7 +258,7 @@ def markdown(doc: dict[str, Any], notes: str) -> str:
                 "holder starting its release. Client commands are counted with MONITOR (commands run "
                 "inside Lua scripts excluded); server commands are `INFO commandstats` deltas, script "
                 "internals included. A worker still waiting 5 s after the end abandons its wait "
-                "(shown next to the errors; the Python peers' blocking waits cannot be abandoned).",
+                "(shown next to the errors).",
                 "",
                 table(ch, contend_rows(res[f"contend_{n}"])),
                 "",

@@ -25,6 +25,7 @@ import logging
 import math
 import os
 import sys
+import threading
 import time
 from typing import Any, Callable, Optional
 
@@ -39,6 +40,8 @@ WARMUP_CYCLES = 50
 ERROR_PAUSE_S = 0.001
 # The floor's retry interval while waiting in `contend`: redis-py Lock's default `sleep`.
 FLOOR_RETRY_S = 0.1
+# How long past the end of `contend` a worker keeps waiting for the lock before it gives up.
+WAIT_PAST_END_S = 5.0
 
 RELEASE_LUA = (
     'if redis.call("get",KEYS[1])==ARGV[1] then return redis.call("del",KEYS[1]) '
@@ -501,16 +504,55 @@ def _wall_us() -> int:
     return time.time_ns() // 1000
 
 
-def _contend_result(args: argparse.Namespace, n: int, errors: int, holds: list) -> dict:
-    return {
-        "scenario": "contend",
-        "impl": args.impl,
-        "lang": LANG,
-        "worker": args.worker,
-        "servers": n,
-        "errors": errors,
-        "holds": holds,
-    }
+class _Contention:
+    """One worker's holds and errors in `contend`, and its watchdog.
+
+    A wait still going on WAIT_PAST_END_S after the end is abandoned (a peer that livelocks must
+    not hang the run), as the Rust and Node runners do. The peers' blocking acquires cannot be
+    interrupted, so a timer thread does it: it writes the result so far, with
+    `unfinished_wait`, and ends the process. No cost per acquire: one timer per run.
+    """
+
+    def __init__(self, args: argparse.Namespace, n: int, deadline_us: int) -> None:
+        self.args = args
+        self.n = n
+        self.errors = 0
+        self.holds: list[list[int]] = []
+        self._lock = threading.Lock()
+        self._done = False
+        late_s = (deadline_us - _wall_us()) / 1e6 + WAIT_PAST_END_S
+        self._timer = threading.Timer(max(0.0, late_s), self._abandon)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def result(self, unfinished_wait: bool) -> dict[str, Any]:
+        return {
+            "scenario": "contend",
+            "impl": self.args.impl,
+            "lang": LANG,
+            "worker": self.args.worker,
+            "servers": self.n,
+            "errors": self.errors,
+            "holds": list(self.holds),
+            "unfinished_wait": unfinished_wait,
+        }
+
+    def finish(self) -> dict[str, Any]:
+        """The result of a run whose last wait ended (the watchdog stands down)."""
+        with self._lock:
+            self._done = True
+        self._timer.cancel()
+        return self.result(False)
+
+    def _abandon(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+            log(f"worker {self.args.worker}: still waiting {WAIT_PAST_END_S:.0f} s after the end; abandoned")
+            _emit(self.result(True))
+            sys.stderr.flush()
+            os._exit(0)
 
 
 def _warmup_name(args: argparse.Namespace) -> str:
@@ -528,15 +570,14 @@ def contend_sync(args: argparse.Namespace, impl: Any, n: int) -> dict[str, Any]:
         log(f"warning: start time already passed {-delay:.3f} s ago")
     deadline_us = (args.start_at_ms + args.duration_ms) * 1000
     hold_s = args.hold_ms / 1000
-    errors = 0
-    holds: list[list[int]] = []
+    run = _Contention(args, n, deadline_us)
     while _wall_us() < deadline_us:
         req = _wall_us()
         try:
             lock = impl.acquire(args.name)
         except Exception as e:
             _note(e)
-            errors += 1
+            run.errors += 1
             time.sleep(ERROR_PAUSE_S)
             continue
         acq = _wall_us()
@@ -546,9 +587,9 @@ def contend_sync(args: argparse.Namespace, impl: Any, n: int) -> dict[str, Any]:
             impl.release(lock)
         except Exception as e:
             _note(e)
-            errors += 1
-        holds.append([req, acq, rel_start, _wall_us()])
-    return _contend_result(args, n, errors, holds)
+            run.errors += 1
+        run.holds.append([req, acq, rel_start, _wall_us()])
+    return run.finish()
 
 
 async def contend_async(args: argparse.Namespace, impl: Any, n: int) -> dict[str, Any]:
@@ -561,15 +602,14 @@ async def contend_async(args: argparse.Namespace, impl: Any, n: int) -> dict[str
         log(f"warning: start time already passed {-delay:.3f} s ago")
     deadline_us = (args.start_at_ms + args.duration_ms) * 1000
     hold_s = args.hold_ms / 1000
-    errors = 0
-    holds: list[list[int]] = []
+    run = _Contention(args, n, deadline_us)
     while _wall_us() < deadline_us:
         req = _wall_us()
         try:
             lock = await impl.acquire(args.name)
         except Exception as e:
             _note(e)
-            errors += 1
+            run.errors += 1
             await asyncio.sleep(ERROR_PAUSE_S)
             continue
         acq = _wall_us()
@@ -579,9 +619,9 @@ async def contend_async(args: argparse.Namespace, impl: Any, n: int) -> dict[str
             await impl.release(lock)
         except Exception as e:
             _note(e)
-            errors += 1
-        holds.append([req, acq, rel_start, _wall_us()])
-    return _contend_result(args, n, errors, holds)
+            run.errors += 1
+        run.holds.append([req, acq, rel_start, _wall_us()])
+    return run.finish()
 
 
 # --------------------------------------------------------------------------------------------
@@ -678,9 +718,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     else:
         impl = FACTORIES[args.impl](servers, ttl_s)
         result = run(args, impl, n)
+    _emit(result)
+    return 0
+
+
+def _emit(result: dict[str, Any]) -> None:
+    """Writes the result: one JSON object, the last line of stdout."""
     sys.stdout.write(json.dumps(result, separators=(",", ":")) + "\n")
     sys.stdout.flush()
-    return 0
 
 
 if __name__ == "__main__":
