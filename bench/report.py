@@ -58,7 +58,10 @@ def targets(res: dict[str, Any]) -> list[Row]:
             rows.append([what, "not measured", f"{'≥' if higher else '≤'} {goal:g}{unit}", "–"])
             return
         ok = value >= goal if higher else value <= goal
-        rows.append([what, f"{value:,.2f}{unit}", f"{'≥' if higher else '≤'} {goal:g}{unit}", "met" if ok else "**missed**"])
+        shown = f"{value:,.2f}"
+        if not ok and shown == f"{goal:,.2f}":
+            shown = f"{value:,.3f}"  # a miss must not print as the goal itself
+        rows.append([what, f"{shown}{unit}", f"{'≥' if higher else '≤'} {goal:g}{unit}", "met" if ok else "**missed**"])
 
     check("Rust 1 server: ours / redis-rs floor", paired(c1, "rust/ours", "rust/floor"), 0.95, True)
     for lang in ("python", "node"):
@@ -78,6 +81,10 @@ def targets(res: dict[str, Any]) -> list[Row]:
         check(f"{lang} median handoff, 5 servers", h5 / 1000 if h5 is not None else None, 0.5, False, " ms")
     for lang in ("rust", "python", "node"):
         check(f"{lang} client commands per critical section, 1 server", med(k1.get(f"{lang}/ours", {}), "commands_per_cs"), 4, False, "")
+    for lang in ("rust", "python", "node"):
+        # The issue counts from INFO commandstats, which includes the commands run inside scripts.
+        check(f"{lang} server commands per critical section (INFO commandstats, script internals included), 1 server",
+              med(k1.get(f"{lang}/ours", {}), "server_commands_per_cs"), 4, False, "")
     for n, k in ((1, k1), (5, k5)):
         for lang in ("rust", "python", "node"):
             d = k.get(f"{lang}/ours", {})
@@ -256,8 +263,9 @@ def markdown(doc: dict[str, Any], notes: str) -> str:
                 "",
                 "Ceiling = 1 / mean measured hold time. Handoff = next acquire returning − previous "
                 "holder starting its release. Client commands are counted with MONITOR (commands run "
-                "inside Lua scripts excluded); server commands are `INFO commandstats` deltas, script "
-                "internals included. A worker still waiting 5 s after the end abandons its wait "
+                "inside Lua scripts excluded) in a window after the measured one, the workers still "
+                "contending (MONITOR slows the server down); server commands are `INFO commandstats` "
+                "deltas over the measured window, script internals included. A worker still waiting 5 s after the end abandons its wait "
                 "(shown next to the errors).",
                 "",
                 table(ch, contend_rows(res[f"contend_{n}"])),

@@ -192,7 +192,11 @@ pub async fn contend(args: &Args, imp: &Impl) -> Value {
             }
         };
         let acq = wall_us();
-        tokio::time::sleep(args.hold).await;
+        // The hold: tokio's timer rounds a sleep up to its next millisecond tick (a 1 ms
+        // `tokio::time::sleep` held 2.2 ms here), so the thread sleeps instead, as the Python
+        // runner's time.sleep does; block_in_place lets the runtime's other worker run this
+        // worker's tasks meanwhile.
+        tokio::task::block_in_place(|| std::thread::sleep(args.hold));
         let rel_start = wall_us();
         if let Err(e) = imp.release(held).await {
             note(&e);
