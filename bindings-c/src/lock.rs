@@ -79,6 +79,22 @@ unsafe fn acquire(
     ttl_ms: u64,
     wait_ms: i64,
 ) -> Result<Lock> {
+    // SAFETY: forwarded under the caller's contract.
+    let (m, name, opts) = unsafe { acquire_args(m, name, token, ttl_ms, wait_ms) }?;
+    m.inner.acquire_with(name, &opts)
+}
+
+/// The manager, name and options of an acquire call, checked.
+///
+/// # Safety
+/// As `acquire`.
+unsafe fn acquire_args<'a>(
+    m: *const fl_manager,
+    name: *const c_char,
+    token: Option<*const c_char>,
+    ttl_ms: u64,
+    wait_ms: i64,
+) -> Result<(&'a fl_manager, &'a [u8], AcquireOptions)> {
     let m = manager(m)?;
     // SAFETY: NULL or NUL-terminated strings, by contract.
     let name = unsafe { ffi::bytes(name, "name") }?;
@@ -87,7 +103,7 @@ unsafe fn acquire(
         // SAFETY: as above.
         opts = opts.token(unsafe { ffi::bytes(t, "token") }?);
     }
-    m.inner.acquire_with(name, &opts)
+    Ok((m, name, opts))
 }
 
 /// How often `fl_lock_acquire_interruptible` asks its callback whether to give up.
@@ -420,8 +436,8 @@ pub unsafe extern "C" fn fl_with_lock(
     boundary(|| {
         let callback = callback.ok_or_else(|| ffi::invalid("callback is NULL"))?;
         // SAFETY: the pointers are forwarded under the caller's contract.
-        let lock = unsafe { acquire(manager, name, None, ttl_ms, wait_ms) }?;
-        lock.auto_extend(None);
+        let (m, name, opts) = unsafe { acquire_args(manager, name, None, ttl_ms, wait_ms) }?;
+        let lock = m.inner.acquire_scoped(name, &opts)?;
         let handle = fl_lock::new(lock)?;
         // SAFETY: a C function pointer given by the caller; the handle outlives the call.
         unsafe { callback(&handle, user_data) };

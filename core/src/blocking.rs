@@ -203,10 +203,31 @@ impl LockManager {
         ttl: Duration,
         f: impl FnOnce(&Lock) -> T,
     ) -> Result<T> {
-        let lock = self.acquire(name, ttl, None)?;
-        lock.auto_extend(None);
+        self.with_lock_with(name, &AcquireOptions::new(ttl), f)
+    }
+
+    /// See [`crate::LockManager::with_lock_with`].
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::with_lock_with`].
+    pub fn with_lock_with<T>(
+        &self,
+        name: impl AsRef<[u8]>,
+        opts: &AcquireOptions,
+        f: impl FnOnce(&Lock) -> T,
+    ) -> Result<T> {
+        let lock = self.acquire_scoped(name, opts)?;
         let out = f(&lock);
         lock.finish_scope().map(|()| out)
+    }
+
+    /// See [`crate::LockManager::acquire_scoped`].
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::acquire_scoped`].
+    pub fn acquire_scoped(&self, name: impl AsRef<[u8]>, opts: &AcquireOptions) -> Result<Lock> {
+        let lock = self.block_on(self.inner.acquire_scoped(name, opts))??;
+        Ok(self.wrap(lock))
     }
 }
 

@@ -41,6 +41,7 @@ pub use config::{
 pub use error::{Error, ErrorKind, Result};
 pub use lock::Lock;
 pub use manager::{AcquireOptions, LockManager};
+pub use token::display_name;
 
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]

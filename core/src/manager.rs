@@ -28,6 +28,10 @@ pub struct AcquireOptions {
     /// A caller-chosen token (non-empty, at most 512 bytes) instead of a random one. Makes the
     /// acquisition re-entrant for that token: acquiring again resets the TTL.
     pub token: Option<Vec<u8>>,
+    /// Keep the acquired lock alive in the background (see [`Lock::auto_extend`]).
+    pub auto_extend: bool,
+    /// With `auto_extend`: the longest the lock is kept alive, counted from acquisition.
+    pub max_hold: Option<Duration>,
 }
 
 impl AcquireOptions {
@@ -37,6 +41,8 @@ impl AcquireOptions {
             ttl,
             wait: None,
             token: None,
+            auto_extend: false,
+            max_hold: None,
         }
     }
     /// Sets the wait limit (`None`: forever; zero: one try).
@@ -49,6 +55,13 @@ impl AcquireOptions {
         self.token = Some(token.as_ref().to_vec());
         self
     }
+    /// Keeps the acquired lock alive in the background, for at most `max_hold` since
+    /// acquisition when given (see [`Lock::auto_extend`]).
+    pub fn auto_extend(mut self, max_hold: Option<Duration>) -> AcquireOptions {
+        self.auto_extend = true;
+        self.max_hold = max_hold;
+        self
+    }
 }
 
 impl std::fmt::Debug for AcquireOptions {
@@ -57,6 +70,8 @@ impl std::fmt::Debug for AcquireOptions {
             .field("ttl", &self.ttl)
             .field("wait", &self.wait)
             .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("auto_extend", &self.auto_extend)
+            .field("max_hold", &self.max_hold)
             .finish()
     }
 }
@@ -314,14 +329,12 @@ impl LockManager {
                     if let Some(g) = leave_queue.as_mut() {
                         g.disarm();
                     }
-                    return Ok(Lock::new(
-                        Arc::clone(&self.inner),
-                        name.to_vec(),
-                        key,
-                        token,
-                        ttl,
-                        a,
-                    ));
+                    let lock =
+                        Lock::new(Arc::clone(&self.inner), name.to_vec(), key, token, ttl, a);
+                    if opts.auto_extend {
+                        lock.auto_extend(opts.max_hold);
+                    }
+                    return Ok(lock);
                 }
                 Attempt::Refused {
                     holder_pttl,
@@ -457,10 +470,42 @@ impl LockManager {
         ttl: Duration,
         f: impl AsyncFnOnce(&Lock) -> T,
     ) -> Result<T> {
-        let lock = self.acquire(name, ttl, None).await?;
-        lock.auto_extend(None);
+        self.with_lock_with(name, &AcquireOptions::new(ttl), f)
+            .await
+    }
+
+    /// The scoped form with every option: acquires as [`acquire_with`](Self::acquire_with)
+    /// (wait limit, token), keeps the lock alive while `f` runs (always; up to
+    /// `opts.max_hold` when set), then releases it. Every binding's scoped form (`with`,
+    /// `using`, `fl_with_lock`) is this sequence.
+    ///
+    /// # Errors
+    /// As [`with_lock`](Self::with_lock) and [`acquire_with`](Self::acquire_with).
+    pub async fn with_lock_with<T>(
+        &self,
+        name: impl AsRef<[u8]>,
+        opts: &AcquireOptions,
+        f: impl AsyncFnOnce(&Lock) -> T,
+    ) -> Result<T> {
+        let lock = self.acquire_scoped(name, opts).await?;
         let out = f(&lock).await;
         lock.finish_scope().await.map(|()| out)
+    }
+
+    /// The start of a scoped use: [`acquire_with`](Self::acquire_with) with auto-extension on
+    /// (up to `opts.max_hold`). End it with [`Lock::finish_scope`]; for scopes that are not a
+    /// closure (Python's `with`, a JavaScript callback).
+    ///
+    /// # Errors
+    /// As [`acquire_with`](Self::acquire_with).
+    pub async fn acquire_scoped(
+        &self,
+        name: impl AsRef<[u8]>,
+        opts: &AcquireOptions,
+    ) -> Result<Lock> {
+        let mut opts = opts.clone();
+        opts.auto_extend = true;
+        self.acquire_with(name, &opts).await
     }
 }
 
