@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use fencelock::blocking::Lock;
-use fencelock::token::display_name;
+use fencelock::display_name;
 use fencelock::{AcquireOptions, Error, Result};
 
 use crate::error::fl_status;

@@ -52,7 +52,7 @@ impl JsLock {
     fn released(&self, what: &str) -> Failure {
         Failure::Released(format!(
             "cannot {what} lock {}: it was already released",
-            fencelock::token::display_name(&self.name)
+            fencelock::display_name(&self.name)
         ))
     }
 }
@@ -126,10 +126,7 @@ impl JsLock {
             // does not keep Node running.
             let reason = Failure::Core(fencelock::Error::new(
                 fencelock::ErrorKind::NotHeld,
-                format!(
-                    "lock {} was lost",
-                    fencelock::token::display_name(&self.name)
-                ),
+                format!("lock {} was lost", fencelock::display_name(&self.name)),
             ))
             .to_js(env, None)?;
             let abort: Function<Unknown, Unknown> = controller.get_named_property("abort")?;

@@ -79,7 +79,13 @@ fn parse_acquire<'e>(
     };
     Ok(Acquisition {
         name,
-        opts: AcquireOptions { ttl, wait, token },
+        opts: AcquireOptions {
+            ttl,
+            wait,
+            token,
+            auto_extend: false,
+            max_hold: None,
+        },
         auto_extend,
         max_hold,
     })
@@ -207,7 +213,7 @@ impl JsLockManager {
                     ErrorKind::Cancelled,
                     format!(
                         "acquire of lock {} was aborted before it started",
-                        fencelock::token::display_name(&a.name)
+                        fencelock::display_name(&a.name)
                     ),
                 );
                 let error = Failure::Core(e).into_js(env, Some(reason));
@@ -242,7 +248,7 @@ impl JsLockManager {
                     biased;
                     () = n.notified() => Err(fencelock::Error::new(
                         ErrorKind::Cancelled,
-                        format!("acquire of lock {} was aborted", fencelock::token::display_name(&name)),
+                        format!("acquire of lock {} was aborted", fencelock::display_name(&name)),
                     )),
                     r = acquire => r,
                 },

@@ -3,42 +3,16 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use redis::{ConnectionAddr, IntoConnectionInfo};
-
 use crate::error::{Error, Result};
-use crate::token::MAX_PREFIX_LEN;
+use crate::keys::check_prefix;
+use crate::timing::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, MAX_OPTION_DURATION};
+use crate::tls::{Pem, TlsSettings};
+use crate::url::{parse_server, redact_url, ServerSpec};
 
-/// Default retry delay: the longest sleep between tries when no release notification comes.
-pub const DEFAULT_RETRY_DELAY: Duration = Duration::from_millis(200);
 /// Default clock drift factor.
 pub const DEFAULT_DRIFT_FACTOR: f64 = 0.01;
-/// Upper bound of the retry delay, jitter and server timeout options.
-pub const MAX_OPTION_DURATION: Duration = Duration::from_secs(3600);
-/// Default bound on opening a connection (TCP, TLS handshake, authentication).
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Most servers a manager accepts.
 pub const MAX_SERVERS: usize = 64;
-
-/// One checked server entry: what to connect to and how to name it in messages.
-#[derive(Clone)]
-pub(crate) struct ServerSpec {
-    /// Client holding the parsed connection info (may hold a password: never printed). For a
-    /// Sentinel entry, its address is a placeholder replaced by the master's address.
-    pub client: redis::Client,
-    /// For a `redis+sentinel://` entry: the sentinels to ask and the master's name.
-    pub sentinel: Option<SentinelSpec>,
-    /// `host:port[/db]` or the socket path; never contains a password.
-    pub label: String,
-    /// Whether the connection uses TLS.
-    pub tls: bool,
-}
-
-/// A Sentinel-monitored master: asked of the sentinels whenever a connection is opened.
-#[derive(Clone)]
-pub(crate) struct SentinelSpec {
-    pub sentinels: Vec<redis::Client>,
-    pub master: String,
-}
 
 /// The validated settings of a [`LockManager`](crate::LockManager).
 #[derive(Clone)]
@@ -114,65 +88,6 @@ pub struct Builder {
     server_timeout: Option<Duration>,
     connect_timeout: Duration,
     tls: TlsSettings,
-}
-
-/// Where a PEM document comes from.
-#[derive(Clone)]
-enum Pem {
-    File(PathBuf),
-    Bytes(Vec<u8>),
-}
-
-impl Pem {
-    fn load(&self, what: &str) -> Result<Vec<u8>> {
-        match self {
-            Pem::Bytes(b) => Ok(b.clone()),
-            Pem::File(path) => std::fs::read(path).map_err(|e| {
-                Error::invalid(format!(
-                    "cannot read the TLS {what} file {}: {e}",
-                    path.display()
-                ))
-            }),
-        }
-    }
-}
-
-/// TLS settings for `rediss://` servers.
-#[derive(Clone, Default)]
-struct TlsSettings {
-    ca: Option<Pem>,
-    client: Option<(Pem, Pem)>,
-    insecure: bool,
-}
-
-impl TlsSettings {
-    fn is_set(&self) -> bool {
-        self.ca.is_some() || self.client.is_some() || self.insecure
-    }
-
-    fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if self.ca.is_some() {
-            parts.push("custom CA");
-        }
-        if self.client.is_some() {
-            parts.push("client certificate");
-        }
-        if self.insecure {
-            parts.push("INSECURE (no verification)");
-        }
-        if parts.is_empty() {
-            "system roots".into()
-        } else {
-            parts.join(", ")
-        }
-    }
-}
-
-/// TLS material loaded from files or bytes, ready for the connections.
-struct LoadedTls {
-    certificates: Option<redis::TlsCertificates>,
-    insecure: bool,
 }
 
 impl std::fmt::Debug for Builder {
@@ -286,33 +201,6 @@ impl Builder {
         self
     }
 
-    fn load_tls(&self) -> Result<LoadedTls> {
-        let root_cert = self.tls.ca.as_ref().map(|p| p.load("CA")).transpose()?;
-        if let Some(pem) = &root_cert {
-            if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
-                return Err(Error::invalid(
-                    "the TLS CA bundle contains no PEM certificate (-----BEGIN CERTIFICATE-----)",
-                ));
-            }
-        }
-        let client_tls = match &self.tls.client {
-            Some((cert, key)) => Some(redis::ClientTlsConfig {
-                client_cert: cert.load("client certificate")?,
-                client_key: key.load("client key")?,
-            }),
-            None => None,
-        };
-        let certificates =
-            (root_cert.is_some() || client_tls.is_some()).then_some(redis::TlsCertificates {
-                client_tls,
-                root_cert,
-            });
-        Ok(LoadedTls {
-            certificates,
-            insecure: self.tls.insecure,
-        })
-    }
-
     /// Checks every option and returns the configuration.
     ///
     /// # Errors
@@ -330,7 +218,7 @@ impl Builder {
                 self.urls.len()
             )));
         }
-        let tls = self.load_tls()?;
+        let tls = self.tls.load()?;
         let mut servers: Vec<ServerSpec> = Vec::with_capacity(self.urls.len());
         for (i, url) in self.urls.iter().enumerate() {
             let spec = parse_server(url, &tls).map_err(|why| {
@@ -349,12 +237,7 @@ impl Builder {
                 "TLS options are set but no server URL uses rediss://",
             ));
         }
-        if self.prefix.len() > MAX_PREFIX_LEN {
-            return Err(Error::invalid(format!(
-                "key prefix is {} bytes, the limit is {MAX_PREFIX_LEN}",
-                self.prefix.len()
-            )));
-        }
+        check_prefix(&self.prefix)?;
         check_duration("retry_delay", self.retry_delay)?;
         let retry_jitter = self.retry_jitter.unwrap_or(self.retry_delay / 2);
         if retry_jitter > self.retry_delay {
@@ -402,149 +285,6 @@ fn check_duration(what: &str, d: Duration) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<ServerSpec, String> {
-    let scheme = url.split("://").next().unwrap_or("");
-    if !url.contains("://") {
-        return Err("expected redis://[user:password@]host[:port][/db]".into());
-    }
-    if scheme == "redis+sentinel" {
-        return parse_sentinel(url);
-    }
-    let secure = match scheme {
-        "redis" | "redis+unix" | "unix" | "valkey" => false,
-        "rediss" | "valkeys" => true,
-        other => {
-            return Err(format!(
-                "unsupported scheme {other:?}; expected redis://, rediss://, redis+sentinel:// or redis+unix://"
-            ))
-        }
-    };
-    // The parser's own message may echo parts of the URL: report only its kind.
-    let mut info = url
-        .into_connection_info()
-        .map_err(|e| format!("does not parse ({:?})", e.kind()))?;
-    let db = info.redis_settings().db();
-    let label = match info.addr() {
-        ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
-        ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port}"),
-        ConnectionAddr::Unix(path) => path.display().to_string(),
-        other => format!("{other}"),
-    };
-    let label = if db != 0 {
-        format!("{label}/{db}")
-    } else {
-        label
-    };
-    let client = if secure {
-        if tls.insecure {
-            if let ConnectionAddr::TcpTls { host, port, .. } = info.addr().clone() {
-                info = info.set_addr(ConnectionAddr::TcpTls {
-                    host,
-                    port,
-                    insecure: true,
-                    tls_params: None,
-                });
-            }
-        }
-        match &tls.certificates {
-            Some(certs) => redis::Client::build_with_tls(info, certs.clone()),
-            None => redis::Client::open(info),
-        }
-        .map_err(|e| {
-            format!(
-                "TLS settings cannot be used: {}",
-                e.detail().unwrap_or("invalid certificate or key")
-            )
-        })?
-    } else {
-        redis::Client::open(info).map_err(|e| format!("cannot be used ({:?})", e.kind()))?
-    };
-    Ok(ServerSpec {
-        client,
-        sentinel: None,
-        label,
-        tls: secure,
-    })
-}
-
-/// `redis+sentinel://[user:password@]host[:port],host[:port]/master[/db]`: the credentials
-/// and db are the master's; sentinels (default port 26379) are asked without credentials.
-fn parse_sentinel(url: &str) -> std::result::Result<ServerSpec, String> {
-    const FORM: &str =
-        "expected redis+sentinel://[user:password@]host[:port][,host[:port]...]/master-name[/db]";
-    let rest = &url["redis+sentinel://".len()..];
-    let (authority, path) = rest.split_once('/').ok_or(FORM)?;
-    let (userinfo, hosts) = match authority.rsplit_once('@') {
-        Some((u, h)) => (Some(u), h),
-        None => (None, authority),
-    };
-    let mut sentinels = Vec::new();
-    for entry in hosts.split(',') {
-        let (host, port) = match entry.rsplit_once(':') {
-            Some((h, p)) => (
-                h,
-                p.parse::<u16>()
-                    .map_err(|_| format!("bad sentinel port in {entry:?}; {FORM}"))?,
-            ),
-            None => (entry, 26379),
-        };
-        if host.is_empty() || port == 0 {
-            return Err(format!("bad sentinel address {entry:?}; {FORM}"));
-        }
-        let client = redis::Client::open(format!("redis://{host}:{port}"))
-            .map_err(|e| format!("bad sentinel address {entry:?} ({:?})", e.kind()))?;
-        sentinels.push(client);
-    }
-    let (master, db) = match path.trim_end_matches('/').split_once('/') {
-        Some((m, db)) => (
-            m,
-            db.parse::<i64>()
-                .map_err(|_| format!("bad db {db:?}; {FORM}"))?,
-        ),
-        None => (path.trim_end_matches('/'), 0),
-    };
-    if master.is_empty() {
-        return Err(format!("the master name is missing; {FORM}"));
-    }
-    let template = match userinfo {
-        Some(u) => format!("redis://{u}@127.0.0.1:1/{db}"),
-        None => format!("redis://127.0.0.1:1/{db}"),
-    };
-    let client = redis::Client::open(template.as_str())
-        .map_err(|e| format!("does not parse ({:?})", e.kind()))?;
-    let label = if db != 0 {
-        format!("sentinel:{master}/{db}")
-    } else {
-        format!("sentinel:{master}")
-    };
-    Ok(ServerSpec {
-        client,
-        sentinel: Some(SentinelSpec {
-            sentinels,
-            master: master.to_owned(),
-        }),
-        label,
-        tls: false,
-    })
-}
-
-/// A URL for messages: any `user:password@` part replaced by `***@`.
-pub fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return if url.contains('@') {
-            "***".into()
-        } else {
-            url.to_owned()
-        };
-    };
-    let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{}***@{}", &url[..scheme_end + 3], &rest[at + 1..]),
-        None => url.to_owned(),
-    }
 }
 
 #[cfg(test)]
@@ -650,13 +390,5 @@ mod tests {
         assert!(!format!("{c:?}").contains("hunter2"));
         let b = Builder::new(["redis://:hunter2@h:1"]);
         assert!(!format!("{b:?}").contains("hunter2"));
-    }
-
-    #[test]
-    fn redact_url_masks_userinfo_only() {
-        assert_eq!(redact_url("redis://u:p@h:1/0"), "redis://***@h:1/0");
-        assert_eq!(redact_url("redis://h:1/0"), "redis://h:1/0");
-        assert_eq!(redact_url("redis://h:1/a@b"), "redis://h:1/a@b");
-        assert_eq!(redact_url("u:p@h"), "***");
     }
 }

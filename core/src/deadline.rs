@@ -100,14 +100,14 @@ impl Clock {
 /// The thread and its table; stopping the thread is the last share's drop.
 struct Running {
     pid: u32,
-    shared: Arc<Shared>,
+    shared: Arc<Timetable>,
     /// `None` when the thread could not be started.
     thread: Option<JoinHandle<()>>,
 }
 
 impl Running {
     fn start(pid: u32) -> Running {
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Timetable {
             table: Mutex::new(Table::default()),
             changed: Condvar::new(),
         });
@@ -158,7 +158,7 @@ impl Alarm {
 
 /// A deadline in the table, removed when dropped (the call completed or was dropped).
 struct Entry<'a> {
-    shared: &'a Shared,
+    shared: &'a Timetable,
     key: (Instant, u64),
 }
 
@@ -169,7 +169,7 @@ impl Drop for Entry<'_> {
 }
 
 /// The pending deadlines, shared by the thread and the calls.
-struct Shared {
+struct Timetable {
     table: Mutex<Table>,
     /// Signalled when a deadline earlier than the thread's alarm is added, or to stop.
     changed: Condvar,
@@ -196,7 +196,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Shared {
+impl Timetable {
     /// Adds a deadline; wakes the thread only when it sleeps past `at` (or without an alarm).
     fn add(&self, at: Instant, alarm: Arc<Alarm>) -> (Instant, u64) {
         let mut t = lock(&self.table);

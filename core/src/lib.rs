@@ -23,25 +23,43 @@
 //! For callers that are not async, [`blocking`] has the same surface.
 #![warn(missing_docs)]
 
+// The module map (docs/ARCHITECTURE.md has it, with the path of one acquire): the public API
+// (manager, lock, blocking, config); one acquire call and its waiting (acquire), one attempt
+// (attempt) on the engine (engine, undo); the wait queue's protocol (queue) over the scripts
+// and pub/sub (scripts, pubsub); one server (server, failure, url, tls, deadline); pure rules
+// (quorum, timing, keys, token); observability (observe).
+mod acquire;
+mod attempt;
 pub mod blocking;
 mod config;
 mod deadline;
+mod engine;
 mod error;
+mod failure;
+pub mod keys;
 mod lock;
 mod manager;
 pub mod observe;
+mod pubsub;
+mod queue;
 pub mod quorum;
 mod scripts;
 mod server;
+mod sync;
+pub mod timing;
+mod tls;
 pub mod token;
+mod undo;
+mod url;
 
-pub use config::{
-    redact_url, Builder, Config, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_RETRY_DELAY,
-};
+pub use acquire::AcquireOptions;
+pub use config::{Builder, Config, DEFAULT_DRIFT_FACTOR};
 pub use error::{Error, ErrorKind, Result};
+pub use keys::display_name;
 pub use lock::Lock;
-pub use manager::{AcquireOptions, LockManager};
-pub use token::display_name;
+pub use manager::LockManager;
+pub use timing::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY};
+pub use url::redact_url;
 
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]

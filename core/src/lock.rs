@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
+use crate::engine::{Acquired, Engine, Target};
 use crate::error::{Error, ErrorKind, Result};
-use crate::manager::{Acquired, Inner, UNDO_TIMEOUT};
-use crate::token::display_name;
+use crate::keys::display_name;
+use crate::timing::{self, BACKGROUND_CLEANUP_TIMEOUT};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
@@ -18,11 +19,10 @@ enum Status {
     Released,
 }
 
-struct Shared {
-    manager: Arc<Inner>,
-    name: Vec<u8>,
-    key: Vec<u8>,
-    token: Vec<u8>,
+/// What a lock handle and its auto-extension task share.
+struct Holding {
+    engine: Arc<Engine>,
+    target: Arc<Target>,
     fencing_token: u64,
     acquired_at: Instant,
     /// The runtime the lock was acquired on: auto-extension and drop-release run there, even
@@ -38,7 +38,7 @@ struct State {
     auto_extend: Option<AbortHandle>,
 }
 
-impl Shared {
+impl Holding {
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -61,7 +61,7 @@ impl Shared {
             // Emitted before the watchers of `lost()` are woken, so they find it.
             tracing::warn!(
                 target: "fencelock",
-                lock = %display_name(&self.name),
+                lock = %display_name(&self.target.name),
                 fencing_token = self.fencing_token,
                 held_ms = self.acquired_at.elapsed().as_millis() as u64,
                 "lock lost"
@@ -80,10 +80,7 @@ impl Shared {
     }
 
     async fn extend(&self, ttl: Duration) -> Result<()> {
-        let result = self
-            .manager
-            .extend(&self.name, &self.key, &self.token, ttl)
-            .await;
+        let result = self.engine.extend(&self.target, ttl).await;
         match result {
             Ok(valid_until) => {
                 let mut st = self.state();
@@ -106,14 +103,14 @@ impl Shared {
 /// Dropping a `Lock` that is still held releases it in the background (best effort, never
 /// blocking); call [`release`](Lock::release) to learn whether the release succeeded.
 pub struct Lock {
-    shared: Arc<Shared>,
+    shared: Arc<Holding>,
 }
 
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the token: it is the key to release the lock.
         f.debug_struct("Lock")
-            .field("name", &String::from_utf8_lossy(&self.shared.name))
+            .field("name", &String::from_utf8_lossy(&self.shared.target.name))
             .field("fencing_token", &self.shared.fencing_token)
             .field("validity", &self.validity())
             .field("lost", &self.is_lost())
@@ -123,19 +120,15 @@ impl std::fmt::Debug for Lock {
 
 impl Lock {
     pub(crate) fn new(
-        manager: Arc<Inner>,
-        name: Vec<u8>,
-        key: Vec<u8>,
-        token: Vec<u8>,
+        engine: Arc<Engine>,
+        target: Arc<Target>,
         ttl: Duration,
         acquired: Acquired,
     ) -> Lock {
         Lock {
-            shared: Arc::new(Shared {
-                manager,
-                name,
-                key,
-                token,
+            shared: Arc::new(Holding {
+                engine,
+                target,
                 fencing_token: acquired.fencing_token,
                 acquired_at: Instant::now(),
                 runtime: tokio::runtime::Handle::try_current().ok(),
@@ -151,12 +144,12 @@ impl Lock {
 
     /// The lock's name (without the key prefix).
     pub fn name(&self) -> &[u8] {
-        &self.shared.name
+        &self.shared.target.name
     }
 
     /// This acquisition's token: the value of the lock key on the servers.
     pub fn token(&self) -> &[u8] {
-        &self.shared.token
+        &self.shared.target.token
     }
 
     /// The fencing token: larger than that of every earlier acquisition of any lock on this
@@ -240,8 +233,8 @@ impl Lock {
     async fn release_inner(&self) -> Result<()> {
         let s = &self.shared;
         s.mark_released();
-        let timeout = s.manager.server_timeout(s.state().ttl);
-        s.manager.release(&s.name, &s.key, &s.token, timeout).await
+        let timeout = s.engine.server_timeout(s.state().ttl);
+        s.engine.release(&s.target, timeout, true).await
     }
 
     /// The end of a scoped use (`with_lock` and the bindings' scoped forms): releases, and
@@ -252,7 +245,7 @@ impl Lock {
         if was_lost {
             return Err(Error::NotHeld(format!(
                 "lock {} was lost while its scope ran: the work done under it was not protected",
-                display_name(&self.shared.name)
+                display_name(&self.shared.target.name)
             )));
         }
         released
@@ -293,11 +286,11 @@ impl Lock {
     }
 }
 
-async fn auto_extend_loop(shared: Arc<Shared>, max_hold: Option<Duration>) {
+async fn auto_extend_loop(shared: Arc<Holding>, max_hold: Option<Duration>) {
     let hold_until = max_hold.and_then(|m| shared.acquired_at.checked_add(m));
     let mut next = {
         let st = shared.state();
-        Instant::now() + st.ttl / 3
+        Instant::now() + timing::extend_every(st.ttl)
     };
     loop {
         tokio::time::sleep_until(next.into()).await;
@@ -318,7 +311,7 @@ async fn auto_extend_loop(shared: Arc<Shared>, max_hold: Option<Duration>) {
             this_ttl = this_ttl.min(left);
         }
         match shared.extend(this_ttl).await {
-            Ok(()) => next = Instant::now() + ttl / 3,
+            Ok(()) => next = Instant::now() + timing::extend_every(ttl),
             Err(e) if e.kind() == ErrorKind::NotHeld => {
                 shared.mark_lost();
                 return;
@@ -330,7 +323,7 @@ async fn auto_extend_loop(shared: Arc<Shared>, max_hold: Option<Duration>) {
                     return;
                 }
                 // Try again soon, well before validity runs out.
-                next = Instant::now() + (left / 4).max(Duration::from_millis(5)).min(ttl / 3);
+                next = Instant::now() + timing::extend_retry(left, ttl);
             }
         }
     }
@@ -348,8 +341,8 @@ impl Drop for Lock {
         let shared = Arc::clone(s);
         runtime.spawn(async move {
             let _ = shared
-                .manager
-                .release(&shared.name, &shared.key, &shared.token, UNDO_TIMEOUT)
+                .engine
+                .release(&shared.target, BACKGROUND_CLEANUP_TIMEOUT, true)
                 .await;
         });
     }

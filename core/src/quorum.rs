@@ -1,6 +1,6 @@
-//! Pure arithmetic of the Redlock algorithm: quorum size, clock-drift allowance, validity,
-//! the fencing maximum and the retry schedule. No I/O here, so all of it is unit-tested
-//! without a server.
+//! Pure arithmetic of the Redlock algorithm: quorum size, clock-drift allowance, validity and
+//! the fencing maximum. No I/O here, so all of it is unit-tested without a server. How long to
+//! wait for what is [`crate::timing`]'s.
 
 use std::time::Duration;
 
@@ -27,12 +27,6 @@ pub fn validity(ttl: Duration, elapsed: Duration, drift_factor: f64) -> Option<D
         .filter(|v| !v.is_zero())
 }
 
-/// The default per-server call timeout for a lock of `ttl`: `ttl / 20`, at least 10 ms and at
-/// most 1 s.
-pub fn default_server_timeout(ttl: Duration) -> Duration {
-    (ttl / 20).clamp(Duration::from_millis(10), Duration::from_secs(1))
-}
-
 /// The fencing token of an attempt: the largest counter any server reported, or `None` when no
 /// server reported one.
 pub fn fencing_max(counters: impl IntoIterator<Item = u64>) -> Option<u64> {
@@ -47,32 +41,6 @@ pub fn has_quorum(granted: usize, n: usize) -> bool {
 /// Whether a quorum is still possible when `failed` of `n` servers can never agree.
 pub fn quorum_possible(failed: usize, n: usize) -> bool {
     n.saturating_sub(failed) >= quorum(n)
-}
-
-/// How long a waiter sleeps before its next try when no release notification arrives.
-///
-/// `holder_pttl` is the largest remaining TTL the servers reported for the current holder
-/// (`None` when unknown, e.g. a key without expiry). The sleep is at most `retry_delay`. When
-/// the holder's TTL ends sooner, the waiter wakes just after it, spread by up to `jitter`;
-/// otherwise it wakes after `retry_delay` less up to `jitter`, so that waiters do not move in
-/// lockstep. `random` is a uniform sample from `[0, 1)`.
-pub fn retry_sleep(
-    holder_pttl: Option<Duration>,
-    retry_delay: Duration,
-    jitter: Duration,
-    random: f64,
-) -> Duration {
-    let random = if random.is_finite() {
-        random.clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    let spread = jitter.mul_f64(random);
-    match holder_pttl {
-        Some(pttl) if pttl < retry_delay => (pttl + spread).min(retry_delay),
-        _ => retry_delay.saturating_sub(spread),
-    }
-    .max(Duration::from_millis(1))
 }
 
 #[cfg(test)]
@@ -133,41 +101,8 @@ mod tests {
     }
 
     #[test]
-    fn default_server_timeout_is_a_twentieth_clamped() {
-        assert_eq!(default_server_timeout(Duration::from_secs(30)), MS(1000));
-        assert_eq!(default_server_timeout(Duration::from_secs(10)), MS(500));
-        assert_eq!(default_server_timeout(MS(100)), MS(10));
-        assert_eq!(default_server_timeout(Duration::from_secs(3600)), MS(1000));
-    }
-
-    #[test]
     fn fencing_max_takes_the_largest_counter() {
         assert_eq!(fencing_max([3, 9, 4]), Some(9));
         assert_eq!(fencing_max(Vec::<u64>::new()), None);
-    }
-
-    #[test]
-    fn retry_sleep_follows_a_short_holder_ttl() {
-        let d = retry_sleep(Some(MS(30)), MS(200), MS(100), 0.0);
-        assert_eq!(d, MS(30));
-        let d = retry_sleep(Some(MS(30)), MS(200), MS(100), 0.5);
-        assert_eq!(d, MS(80));
-        // never beyond the retry delay
-        let d = retry_sleep(Some(MS(190)), MS(200), MS(100), 0.99);
-        assert_eq!(d, MS(200));
-    }
-
-    #[test]
-    fn retry_sleep_is_capped_by_the_retry_delay_and_spread_below_it() {
-        assert_eq!(retry_sleep(Some(MS(5000)), MS(200), MS(100), 0.0), MS(200));
-        assert_eq!(retry_sleep(Some(MS(5000)), MS(200), MS(100), 0.5), MS(150));
-        assert_eq!(retry_sleep(None, MS(200), MS(100), 0.5), MS(150));
-    }
-
-    #[test]
-    fn retry_sleep_never_spins_and_ignores_bad_randoms() {
-        assert_eq!(retry_sleep(Some(MS(0)), MS(200), MS(0), 0.0), MS(1));
-        assert_eq!(retry_sleep(None, MS(200), MS(100), f64::NAN), MS(200));
-        assert_eq!(retry_sleep(None, MS(200), MS(100), 7.0), MS(100));
     }
 }

@@ -1,28 +1,263 @@
-//! The Lua scripts, run with EVALSHA (`Server::eval`), and loaded with SCRIPT LOAD when a
-//! server does not know them yet (a new server, a restart, a SCRIPT FLUSH).
+//! The Lua scripts, and one typed call per script that fixes its KEYS and packs its ARGV, so
+//! that no caller can get either wrong.
+//!
+//! Every script takes a prefix of one KEYS order, the same key at the same place everywhere:
+//! `[lock, fencing counter, wait queue, queue deadlines, waiters' TTLs]` (see
+//! [`crate::keys::LockKeys`]). ARGV is packed here: a command may have at most
+//! [`MAX_PARTS`] parts (EVALSHA, the hash, the key count, the keys and the arguments), because
+//! a server refuses longer ones from a client that has not authenticated with a protocol error
+//! instead of its NOAUTH reply, which names the real problem.
+//!
+//! Scripts run with EVALSHA (`Server::eval`) and are loaded with SCRIPT LOAD when a server
+//! does not know them yet (a new server, a restart, a SCRIPT FLUSH).
 
 use std::sync::LazyLock;
+use std::time::Duration;
 
-use redis::Script;
+use redis::{Script, Value};
+
+use crate::keys::LockKeys;
+use crate::queue::Place;
+use crate::token::WAKE_ID_LEN;
+
+/// Most parts a script call may have (see the module doc).
+pub(crate) const MAX_PARTS: usize = 10;
 
 /// `SET NX PX` + fencing `INCR` (first come, first served), or the holder's `PTTL` and the
 /// counter, taking a place in the wait queue.
-pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
         include_str!("scripts/queue.lua"),
         include_str!("scripts/acquire.lua")
     ))
 });
 /// Compare-and-delete + `PUBLISH` of the first waiter in line on the release channel.
-pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| {
+static RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
         include_str!("scripts/queue.lua"),
         include_str!("scripts/release.lua")
     ))
 });
 /// Compare-and-`PEXPIRE`.
-pub(crate) static EXTEND: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/extend.lua")));
+static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/extend.lua")));
 /// Raise the fencing counter to at least a value.
-pub(crate) static RAISE_FENCE: LazyLock<Script> =
+static RAISE_FENCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/raise_fence.lua")));
+
+/// One script call, ready to send to any number of servers: the script (to load it where it
+/// is missing) and its EVALSHA command, built once and sized up front.
+pub(crate) struct ScriptCall {
+    script: &'static Script,
+    cmd: redis::Cmd,
+}
+
+impl ScriptCall {
+    fn new(script: &'static Script, keys: &[&[u8]], args: &[&[u8]]) -> ScriptCall {
+        let parts = 3 + keys.len() + args.len();
+        debug_assert!(parts <= MAX_PARTS, "{parts} parts");
+        let size = keys.iter().chain(args).map(|a| a.len()).sum::<usize>() + 7 + 40 + 4;
+        let mut cmd = redis::Cmd::with_capacity(parts, size);
+        cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys.len());
+        for a in keys.iter().chain(args) {
+            cmd.arg(*a);
+        }
+        ScriptCall { script, cmd }
+    }
+
+    /// Acquire: grants the lock to `token` for `ttl` (free, or already held by `token`), or
+    /// reports the holder's PTTL and the counter, keeping a place in the queue when `place`
+    /// is given. Reply: [`parse_acquire`].
+    pub fn acquire(keys: &LockKeys, token: &[u8], ttl: Duration, place: Option<&Place>) -> Self {
+        let ttl_ms = ttl.as_millis();
+        let arg = match place {
+            Some(p) => format!("{ttl_ms} {} {}", p.arrival, p.lasts.as_millis().max(1)),
+            None => ttl_ms.to_string(),
+        };
+        let k = keys;
+        ScriptCall::new(
+            &ACQUIRE,
+            &[&k.lock, &k.fence, &k.queue, &k.deadlines, &k.ttls],
+            &[token, arg.as_bytes()],
+        )
+    }
+
+    /// Release: compare-and-delete by `token`, handing the lock to the first waiter in line;
+    /// with `leave`, `token` also gives its own place in the queue up. Reply: [`Compared`].
+    pub fn release(keys: &LockKeys, token: &[u8], leave: bool) -> Self {
+        let mut arg = format!("{} {WAKE_ID_LEN} ", u8::from(leave)).into_bytes();
+        arg.extend_from_slice(&keys.channel);
+        let k = keys;
+        ScriptCall::new(
+            &RELEASE,
+            &[&k.lock, &k.fence, &k.queue, &k.deadlines, &k.ttls],
+            &[token, &arg],
+        )
+    }
+
+    /// Extend: compare-and-PEXPIRE by `token` to `ttl`. Reply: [`Compared`].
+    pub fn extend(keys: &LockKeys, token: &[u8], ttl: Duration) -> Self {
+        let ttl_ms = ttl.as_millis().to_string();
+        ScriptCall::new(&EXTEND, &[&keys.lock], &[token, ttl_ms.as_bytes()])
+    }
+
+    /// Fencing write-back: raises the lock's counter to at least `fence`. Reply: the
+    /// counter's value afterwards.
+    pub fn raise_fence(keys: &LockKeys, fence: u64) -> Self {
+        let fence = fence.to_string();
+        ScriptCall::new(
+            &RAISE_FENCE,
+            &[&keys.lock, &keys.fence],
+            &[fence.as_bytes()],
+        )
+    }
+
+    /// The script, to load it on a server that does not know it.
+    pub fn script(&self) -> &'static Script {
+        self.script
+    }
+
+    /// The EVALSHA command.
+    pub fn cmd(&self) -> &redis::Cmd {
+        &self.cmd
+    }
+}
+
+/// One server's answer to an acquire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AcquireReply {
+    /// Granted, at this fencing counter.
+    Granted(u64),
+    /// Held by another token, for this long (`None`: no expiry), the counter at this value.
+    Held { pttl: Option<Duration>, fence: u64 },
+}
+
+/// Parses the acquire script's reply: `{1, counter}` or `{0, pttl, counter}`.
+pub(crate) fn parse_acquire(v: &Value) -> Result<AcquireReply, String> {
+    let bad = || format!("acquire script returned {v:?}");
+    let Value::Array(items) = v else {
+        return Err(bad());
+    };
+    let ints: Vec<i64> = items
+        .iter()
+        .filter_map(|i| match i {
+            Value::Int(n) => Some(*n),
+            _ => None,
+        })
+        .collect();
+    match ints.as_slice() {
+        [1, fence] if *fence >= 0 => Ok(AcquireReply::Granted(*fence as u64)),
+        [0, pttl, fence] if *fence >= 0 => Ok(AcquireReply::Held {
+            pttl: u64::try_from(*pttl).ok().map(Duration::from_millis),
+            fence: *fence as u64,
+        }),
+        _ => Err(bad()),
+    }
+}
+
+/// One server's answer to a compare-and-X by token (release, extend).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Compared {
+    /// The token held the key: done.
+    Done,
+    /// The key was gone (expired or deleted).
+    Gone,
+    /// Another token holds the key.
+    Other,
+}
+
+impl Compared {
+    /// From the scripts' reply: 1 done, 0 gone, -1 another token.
+    pub fn parse(reply: i64) -> Result<Compared, String> {
+        match reply {
+            1 => Ok(Compared::Done),
+            0 => Ok(Compared::Gone),
+            -1 => Ok(Compared::Other),
+            other => Err(format!("compare script returned {other}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(call: &ScriptCall) -> Vec<Vec<u8>> {
+        call.cmd()
+            .args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => b.to_vec(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_call_fits_an_unauthenticated_command_and_keeps_the_keys_order() {
+        let keys = LockKeys::new(b"p:", b"n");
+        let place = Place {
+            arrival: 42,
+            lasts: Duration::from_millis(900),
+        };
+        let order = [
+            &keys.lock,
+            &keys.fence,
+            &keys.queue,
+            &keys.deadlines,
+            &keys.ttls,
+        ];
+        let ttl = Duration::from_millis(1500);
+        let calls = [
+            ScriptCall::acquire(&keys, b"tok", ttl, Some(&place)),
+            ScriptCall::acquire(&keys, b"tok", ttl, None),
+            ScriptCall::release(&keys, b"tok", true),
+            ScriptCall::extend(&keys, b"tok", ttl),
+            ScriptCall::raise_fence(&keys, 7),
+        ];
+        for call in &calls {
+            let p = parts(call);
+            assert!(p.len() <= MAX_PARTS, "{} parts", p.len());
+            assert_eq!(p[0], b"EVALSHA");
+            assert_eq!(p[1], call.script().get_hash().as_bytes());
+            let n: usize = std::str::from_utf8(&p[2]).unwrap().parse().unwrap();
+            for (i, key) in p[3..3 + n].iter().enumerate() {
+                assert_eq!(
+                    key,
+                    order[i],
+                    "KEYS[{}] of every script is the same key",
+                    i + 1
+                );
+            }
+        }
+        assert_eq!(parts(&calls[0])[9], b"1500 42 900");
+        assert_eq!(parts(&calls[1])[9], b"1500");
+        assert_eq!(parts(&calls[2])[9], b"1 16 p:fencelock:released:n");
+        assert_eq!(parts(&calls[3])[5], b"1500");
+        assert_eq!(parts(&calls[4])[5], b"7");
+    }
+
+    #[test]
+    fn acquire_replies_parse_or_say_what_came() {
+        let arr = |v: &[i64]| Value::Array(v.iter().map(|&i| Value::Int(i)).collect());
+        assert_eq!(parse_acquire(&arr(&[1, 9])), Ok(AcquireReply::Granted(9)));
+        assert_eq!(
+            parse_acquire(&arr(&[0, 250, 9])),
+            Ok(AcquireReply::Held {
+                pttl: Some(Duration::from_millis(250)),
+                fence: 9
+            })
+        );
+        assert_eq!(
+            parse_acquire(&arr(&[0, -1, 9])),
+            Ok(AcquireReply::Held {
+                pttl: None,
+                fence: 9
+            })
+        );
+        assert!(parse_acquire(&arr(&[2, 9]))
+            .unwrap_err()
+            .contains("returned"));
+        assert!(parse_acquire(&Value::Nil).is_err());
+        assert_eq!(Compared::parse(-1), Ok(Compared::Other));
+        assert!(Compared::parse(5).is_err());
+    }
+}

@@ -1,12 +1,12 @@
 -- Acquire one server's vote (run after queue.lua).
--- KEYS[1] lock key, KEYS[2] fencing counter key, KEYS[3] wait queue (token -> arrival),
--- KEYS[4] queue deadlines (token -> server time in ms after which the place is forgotten),
--- KEYS[5] the waiters' TTLs (token -> ttl in ms, for the release that hands the lock over).
+-- KEYS (the order of keys.rs and scripts.rs): [1] lock key, [2] fencing counter, [3] wait
+-- queue (token -> arrival), [4] queue deadlines (token -> server time in ms after which the
+-- place is forgotten), [5] the waiters' TTLs (token -> ttl in ms, for the release that hands
+-- the lock over).
 -- ARGV[1] token, ARGV[2] "TTL" (ms), or "TTL ARRIVAL LASTS" to take (or keep) a place in the
--- queue when refused: ARRIVAL is the waiter's own clock in microseconds (the same on every
--- server), LASTS how long the place is kept without a new attempt, in ms. (Few arguments: a
--- server refuses more than 10 from a client that has not authenticated, and that client must
--- get the server's NOAUTH reply, not a protocol error.)
+-- queue when refused (packed by scripts.rs): ARRIVAL is the waiter's own clock in
+-- microseconds (the same on every server), LASTS how long the place is kept without a new
+-- attempt, in ms.
 -- Returns {1, counter} when granted (free, or already held by this very token: the TTL is
 -- reset; a lock handed over to this token by a release is such a case), else
 -- {0, PTTL, counter}: the holder's PTTL.

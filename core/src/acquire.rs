@@ -1,0 +1,332 @@
+//! One acquire call: attempts until acquired or out of time, and the wait between them.
+//!
+//! A caller that waits takes a place in each server's queue at its first refusal
+//! ([`crate::queue`]); its arrival orders the queue, and a release hands the lock to the first
+//! in line. Between attempts the caller sleeps until a release's message names it, the
+//! holder's TTL runs out or the retry delay passes ([`crate::timing::retry_sleep`]). Leaving
+//! without the lock (wait limit, error, cancellation) gives the place up, through the guard.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::{join_all, select_all};
+use futures_util::FutureExt;
+
+use crate::attempt::{attempt, Attempt, Refusal};
+use crate::engine::{Acquired, Engine, Target};
+use crate::error::{Error, Result};
+use crate::keys::{check_name, display_name};
+use crate::pubsub::Subscription;
+use crate::queue::{judge_handoffs, HandOver, Place};
+use crate::timing::{self, MIN_SUBSCRIBE_TIME, PARTIAL_HANDOFF_WAIT};
+use crate::token;
+use crate::undo::UndoGuard;
+
+/// Options of one acquisition, for [`LockManager::acquire_with`](crate::LockManager::acquire_with).
+#[derive(Clone, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// How long the lock lives unless extended.
+    pub ttl: Duration,
+    /// How long to keep trying: `None` waits until acquired, `Some(Duration::ZERO)` tries
+    /// once.
+    pub wait: Option<Duration>,
+    /// A caller-chosen token (non-empty, at most 512 bytes) instead of a random one. Makes the
+    /// acquisition re-entrant for that token: acquiring again resets the TTL.
+    pub token: Option<Vec<u8>>,
+    /// Keep the acquired lock alive in the background (see [`Lock::auto_extend`](crate::Lock::auto_extend)).
+    pub auto_extend: bool,
+    /// With `auto_extend`: the longest the lock is kept alive, counted from acquisition.
+    pub max_hold: Option<Duration>,
+}
+
+impl AcquireOptions {
+    /// Options with the given TTL, waiting forever, with a random token.
+    pub fn new(ttl: Duration) -> AcquireOptions {
+        AcquireOptions {
+            ttl,
+            wait: None,
+            token: None,
+            auto_extend: false,
+            max_hold: None,
+        }
+    }
+    /// Sets the wait limit (`None`: forever; zero: one try).
+    pub fn wait(mut self, wait: Option<Duration>) -> AcquireOptions {
+        self.wait = wait;
+        self
+    }
+    /// Sets a caller-chosen token.
+    pub fn token(mut self, token: impl AsRef<[u8]>) -> AcquireOptions {
+        self.token = Some(token.as_ref().to_vec());
+        self
+    }
+    /// Keeps the acquired lock alive in the background, for at most `max_hold` since
+    /// acquisition when given (see [`Lock::auto_extend`](crate::Lock::auto_extend)).
+    pub fn auto_extend(mut self, max_hold: Option<Duration>) -> AcquireOptions {
+        self.auto_extend = true;
+        self.max_hold = max_hold;
+        self
+    }
+}
+
+impl std::fmt::Debug for AcquireOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcquireOptions")
+            .field("ttl", &self.ttl)
+            .field("wait", &self.wait)
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("auto_extend", &self.auto_extend)
+            .field("max_hold", &self.max_hold)
+            .finish()
+    }
+}
+
+/// The state of one acquire call between its attempts.
+pub(crate) struct AcquireCall {
+    engine: Arc<Engine>,
+    target: Arc<Target>,
+    ttl: Duration,
+    /// Per-server timeout of each call.
+    timeout: Duration,
+    started: Instant,
+    /// When to give up; `None`: never.
+    deadline: Option<Instant>,
+    /// The place in the queues of a caller that waits (none for a single try).
+    place: Option<Place>,
+    /// Gives the place up when the call ends without the lock.
+    leave_queue: Option<UndoGuard>,
+    /// The wake-up subscriptions, once listening (see [`AcquireCall::wait_for_turn`]).
+    subscriptions: Option<Vec<Subscription>>,
+    attempts: u32,
+    /// Handoffs are taken on the messages' word until an attempt of this call is undone: the
+    /// undo may have released a server's handoff whose message is still on its way, and from
+    /// then on only attempts count.
+    trust_handoffs: bool,
+}
+
+impl AcquireCall {
+    /// Checks the arguments (before any network call) and prepares the call.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad name, TTL or token.
+    pub fn new(engine: &Arc<Engine>, name: &[u8], opts: &AcquireOptions) -> Result<AcquireCall> {
+        check_name(name)?;
+        let ttl = Duration::from_millis(timing::check_ttl(opts.ttl)?);
+        let token = match &opts.token {
+            Some(t) => {
+                token::check_token(t)?;
+                t.clone()
+            }
+            None => token::generate(&engine.wake_id),
+        };
+        let target = Arc::new(engine.target(name, token));
+        let started = Instant::now();
+        let timeout = engine.server_timeout(ttl);
+        let waits = opts.wait != Some(Duration::ZERO);
+        let place = waits.then(|| Place::new(engine.place_lasts(timeout)));
+        let leave_queue = waits.then(|| UndoGuard::new(engine, &target, timeout));
+        let subscriptions = if waits {
+            join_subscribed(engine, &target)
+        } else {
+            None
+        };
+        Ok(AcquireCall {
+            engine: Arc::clone(engine),
+            target,
+            ttl,
+            timeout,
+            started,
+            deadline: opts.wait.and_then(|w| started.checked_add(w)),
+            place,
+            leave_queue,
+            subscriptions,
+            attempts: 0,
+            trust_handoffs: true,
+        })
+    }
+
+    /// Attempts until acquired, the wait limit passes or retrying cannot help.
+    ///
+    /// # Errors
+    /// As [`LockManager::acquire`](crate::LockManager::acquire).
+    pub async fn run(mut self) -> Result<(Arc<Target>, Duration, Acquired)> {
+        // A lock a release handed over while this call waited.
+        let mut handed: Option<Acquired> = None;
+        loop {
+            let handed_over = handed.is_some();
+            let outcome = match handed.take() {
+                Some(a) => Attempt::Acquired(a),
+                None => self.attempt().await,
+            };
+            let Refusal {
+                holder_pttl,
+                error,
+                fatal,
+                undone,
+            } = match outcome {
+                Attempt::Acquired(a) => return Ok(self.acquired(a, handed_over)),
+                Attempt::Refused(r) => r,
+            };
+            self.trust_handoffs &= !undone;
+            let remaining = self.after_refusal(error, fatal).await?;
+            handed = self.wait_for_turn(holder_pttl, remaining).await;
+        }
+    }
+
+    async fn attempt(&mut self) -> Attempt {
+        for s in self.subscriptions.iter_mut().flatten() {
+            s.mark_seen();
+        }
+        self.attempts += 1;
+        let (ttl, timeout) = (self.ttl, self.timeout);
+        attempt(
+            &self.engine,
+            &self.target,
+            ttl,
+            timeout,
+            self.place.as_ref(),
+        )
+        .await
+    }
+
+    fn acquired(mut self, a: Acquired, handed_over: bool) -> (Arc<Target>, Duration, Acquired) {
+        tracing::debug!(
+            target: "fencelock",
+            lock = %display_name(&self.target.name),
+            attempts = self.attempts,
+            handed_over,
+            elapsed_ms = self.started.elapsed().as_millis() as u64,
+            fencing_token = a.fencing_token,
+            "acquired"
+        );
+        // Places left on servers that did not grant go with the lock's release.
+        if let Some(g) = self.leave_queue.as_mut() {
+            g.disarm();
+        }
+        (Arc::clone(&self.target), self.ttl, a)
+    }
+
+    /// After a refused attempt: the error when the call ends here (retrying cannot help, or
+    /// the wait limit passed; the place in the queue given up first), else the time left.
+    async fn after_refusal(&mut self, error: Error, fatal: bool) -> Result<Option<Duration>> {
+        let now = Instant::now();
+        let out_of_time = matches!(self.deadline, Some(d) if now >= d);
+        if !(fatal || out_of_time) {
+            return Ok(self.deadline.map(|d| d - now));
+        }
+        tracing::debug!(
+            target: "fencelock",
+            lock = %display_name(&self.target.name),
+            attempts = self.attempts,
+            elapsed_ms = self.started.elapsed().as_millis() as u64,
+            error = %error,
+            "acquire failed"
+        );
+        // Give the place in the queue up before returning, so that a caller's next try-once
+        // (or anyone else's) is not refused on its account.
+        if let Some(mut g) = self.leave_queue.take() {
+            g.leave().await;
+        }
+        if fatal {
+            return Err(error);
+        }
+        let attempts = self.attempts;
+        Err(Error::new(
+            error.kind(),
+            format!(
+                "{} (gave up after {attempts} attempt{} in {} ms)",
+                error.message(),
+                if attempts == 1 { "" } else { "s" },
+                self.started.elapsed().as_millis()
+            ),
+        ))
+    }
+
+    /// Sleeps until the next attempt; returns a lock the releases handed over meanwhile.
+    /// At the first refusal, not yet listening (see [`join_subscribed`]), it subscribes and
+    /// returns at once, so that a release that came before the subscription is not missed.
+    async fn wait_for_turn(
+        &mut self,
+        holder_pttl: Option<Duration>,
+        remaining: Option<Duration>,
+    ) -> Option<Acquired> {
+        let Some(subs) = self.subscriptions.as_mut() else {
+            let allowed = self.timeout.max(MIN_SUBSCRIBE_TIME);
+            let bound = remaining.map_or(allowed, |r| r.min(allowed));
+            self.subscriptions = Some(subscribe(&self.engine, &self.target, bound).await);
+            return None;
+        };
+        let cfg = &self.engine.config;
+        let random: f64 = rand::random();
+        let mut sleep = timing::retry_sleep(holder_pttl, cfg.retry_delay, cfg.retry_jitter, random);
+        if let Some(r) = remaining {
+            sleep = sleep.min(r);
+        }
+        // A release hands the lock to the first waiter in line and tells only it, so waiters
+        // do not race each other in lockstep; the others sleep on until their turn (or their
+        // timer).
+        let Some(place) = self.place.as_ref().filter(|_| !subs.is_empty()) else {
+            tokio::time::sleep(sleep).await;
+            return None;
+        };
+        let mut wake_by = tokio::time::Instant::now() + sleep;
+        let mut partial_by = None;
+        loop {
+            let notified = select_all(subs.iter_mut().map(|s| s.notified().boxed()));
+            let woke = tokio::time::timeout_at(wake_by, notified).await.is_ok();
+            if !self.trust_handoffs {
+                return None;
+            }
+            let handoffs = subs.iter().filter_map(Subscription::handoff);
+            let since = self.started.elapsed();
+            let n = self.engine.n();
+            let drift = self.engine.drift_factor();
+            match judge_handoffs(handoffs, place, n, self.ttl, since, drift) {
+                HandOver::Done { fence, validity } => {
+                    return Some(Acquired {
+                        fencing_token: fence,
+                        valid_until: Instant::now() + validity,
+                    })
+                }
+                // Other servers' messages are on their way (they release in parallel): wait
+                // for them a little, then try.
+                HandOver::Partial if woke => {
+                    let by = *partial_by.get_or_insert_with(|| {
+                        tokio::time::Instant::now() + self.timeout.min(PARTIAL_HANDOFF_WAIT)
+                    });
+                    wake_by = wake_by.min(by);
+                }
+                HandOver::Partial | HandOver::Stale | HandOver::Nothing => return None,
+            }
+        }
+    }
+}
+
+/// Joins the waiter's wake-up channel with no network call, when every server's subscriber
+/// already listens to it (another waiter of this manager, or a recent wait on the same lock):
+/// then a waiter joins before its first attempt, and a refusal needs no second attempt to
+/// cover a release that came before the subscription.
+fn join_subscribed(engine: &Engine, target: &Target) -> Option<Vec<Subscription>> {
+    let channel = target.keys.wake_channel(&target.token);
+    engine
+        .servers
+        .iter()
+        .map(|s| s.join_subscribed(&channel, &target.token))
+        .collect()
+}
+
+/// Subscribes to the waiter's wake-up channel (shared by this manager's waiters of the lock)
+/// on every server that answers in time.
+async fn subscribe(engine: &Engine, target: &Target, timeout: Duration) -> Vec<Subscription> {
+    let channel = target.keys.wake_channel(&target.token);
+    join_all(
+        engine
+            .servers
+            .iter()
+            .map(|s| s.subscribe(&channel, &target.token, timeout)),
+    )
+    .await
+    .into_iter()
+    .filter_map(|r| r.ok())
+    .collect()
+}

@@ -1,0 +1,235 @@
+//! One acquisition attempt, the quorum engine proper: the acquire script on every server in
+//! parallel, the votes counted, the fencing token settled (the largest counter, written back
+//! where it was less), the validity checked, and everything undone when the attempt fails.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+
+use crate::engine::{Acquired, Engine, Target};
+use crate::error::{Error, ErrorKind};
+use crate::failure::ServerFailure;
+use crate::keys::display_name;
+use crate::queue::Place;
+use crate::quorum;
+use crate::scripts::{parse_acquire, AcquireReply, ScriptCall};
+use crate::undo::UndoGuard;
+
+/// One server's vote.
+enum Vote {
+    Granted(u64),
+    Held { pttl: Option<Duration>, fence: u64 },
+    Failed(ServerFailure),
+}
+
+impl Vote {
+    /// The fencing counter the server reported.
+    fn counter(&self) -> Option<u64> {
+        match self {
+            Vote::Granted(f) | Vote::Held { fence: f, .. } => Some(*f),
+            Vote::Failed(_) => None,
+        }
+    }
+
+    fn failure(&self) -> Option<&ServerFailure> {
+        match self {
+            Vote::Failed(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+/// The outcome of an attempt.
+pub(crate) enum Attempt {
+    Acquired(Acquired),
+    Refused(Refusal),
+}
+
+/// Why an attempt did not acquire, and what that means for the next.
+pub(crate) struct Refusal {
+    /// The largest remaining TTL the servers reported for the holder.
+    pub holder_pttl: Option<Duration>,
+    pub error: Error,
+    /// Retrying cannot help (e.g. WRONGTYPE on a quorum-breaking number of servers).
+    pub fatal: bool,
+    /// The attempt's votes were released again: that may have released a lock a server had
+    /// handed over, whose message may still arrive.
+    pub undone: bool,
+}
+
+/// One acquisition attempt on every server in parallel, undone everywhere if it fails. With a
+/// `place`, a refused attempt takes (or keeps) the caller's place in the wait queues.
+pub(crate) async fn attempt(
+    engine: &Arc<Engine>,
+    target: &Arc<Target>,
+    ttl: Duration,
+    timeout: Duration,
+    place: Option<&Place>,
+) -> Attempt {
+    let start = Instant::now();
+    let mut undo = UndoGuard::new(engine, target, timeout);
+    let call = ScriptCall::acquire(&target.keys, &target.token, ttl, place);
+    let votes: Vec<Vote> = join_all(engine.servers.iter().map(|s| {
+        let call = &call;
+        async move {
+            match s.eval(call, timeout).await {
+                Ok(v) => parse_acquire(&v).map_or_else(
+                    |e| Vote::Failed(ServerFailure::Reply(e)),
+                    |r| match r {
+                        AcquireReply::Granted(f) => Vote::Granted(f),
+                        AcquireReply::Held { pttl, fence } => Vote::Held { pttl, fence },
+                    },
+                ),
+                Err(f) => Vote::Failed(f),
+            }
+        }
+    }))
+    .await;
+    let granted = votes
+        .iter()
+        .filter(|v| matches!(v, Vote::Granted(_)))
+        .count();
+    tracing::trace!(
+        target: "fencelock",
+        lock = %display_name(&target.name),
+        servers = engine.n(),
+        answered = votes.iter().filter(|v| v.failure().is_none()).count(),
+        granted,
+        elapsed_us = start.elapsed().as_micros() as u64,
+        "acquire attempt"
+    );
+    let holder_pttl = votes
+        .iter()
+        .filter_map(|v| match v {
+            Vote::Held { pttl, .. } => *pttl,
+            _ => None,
+        })
+        .max();
+    let refused = |error, fatal, undone| {
+        Attempt::Refused(Refusal {
+            holder_pttl,
+            error,
+            fatal,
+            undone,
+        })
+    };
+    if !quorum::has_quorum(granted, engine.n()) {
+        let (error, fatal) = refusal(engine, &target.name, &votes);
+        // Only a server that granted, or that may have acted on a call whose reply was lost,
+        // can hold this token: when every server answered "held", nothing to undo.
+        let maybe_written = votes.iter().any(|v| {
+            matches!(
+                v,
+                Vote::Granted(_)
+                    | Vote::Failed(ServerFailure::Timeout(_) | ServerFailure::Connection(_))
+            )
+        });
+        if maybe_written {
+            undo.run().await;
+        } else {
+            undo.disarm();
+        }
+        return refused(error, fatal, maybe_written);
+    }
+    let (fence, at_fence) = settle_fence(engine, target, &votes, timeout).await;
+    if !quorum::has_quorum(at_fence, engine.n()) {
+        undo.run().await;
+        let error = Error::Unavailable(format!(
+            "lock {}: only {at_fence} of {} servers confirmed fencing token {fence}, quorum is {}",
+            display_name(&target.name),
+            engine.n(),
+            quorum::quorum(engine.n())
+        ));
+        return refused(error, false, true);
+    }
+    let Some(validity) = quorum::validity(ttl, start.elapsed(), engine.drift_factor()) else {
+        undo.run().await;
+        let error = Error::NotAcquired(format!(
+            "lock {}: acquiring took {} ms, too long for a ttl of {} ms with the drift allowance; it would have been expired when handed out",
+            display_name(&target.name),
+            start.elapsed().as_millis(),
+            ttl.as_millis()
+        ));
+        return refused(error, false, true);
+    };
+    undo.disarm();
+    Attempt::Acquired(Acquired {
+        fencing_token: fence,
+        valid_until: Instant::now() + validity,
+    })
+}
+
+/// Fencing: the token is the largest counter any server reported; servers that reported less
+/// are raised to it. Returns the token and how many servers hold at least it.
+async fn settle_fence(
+    engine: &Engine,
+    target: &Target,
+    votes: &[Vote],
+    timeout: Duration,
+) -> (u64, usize) {
+    let fence = quorum::fencing_max(votes.iter().filter_map(Vote::counter)).unwrap_or(0);
+    let behind: Vec<_> = engine
+        .servers
+        .iter()
+        .zip(votes)
+        .filter(|(_, v)| matches!(v.counter(), Some(f) if f < fence))
+        .map(|(s, _)| s)
+        .collect();
+    let mut at_fence = votes
+        .iter()
+        .filter(|v| matches!(v.counter(), Some(f) if f >= fence))
+        .count();
+    if behind.is_empty() {
+        // All counters equal: no extra round trip.
+        return (fence, at_fence);
+    }
+    let call = ScriptCall::raise_fence(&target.keys, fence);
+    let raised = join_all(behind.iter().map(|s| s.eval::<u64>(&call, timeout))).await;
+    at_fence += raised
+        .iter()
+        .filter(|r| matches!(r, Ok(v) if *v >= fence))
+        .count();
+    (fence, at_fence)
+}
+
+/// The error of a refused attempt, and whether retrying is hopeless.
+fn refusal(engine: &Engine, name: &[u8], votes: &[Vote]) -> (Error, bool) {
+    let n = engine.n();
+    let q = quorum::quorum(n);
+    let count = |f: fn(&Vote) -> bool| votes.iter().filter(|v| f(v)).count();
+    let held = count(|v| matches!(v, Vote::Held { .. }));
+    let granted = count(|v| matches!(v, Vote::Granted(_)));
+    let permanent = count(|v| matches!(v, Vote::Failed(f) if f.is_permanent()));
+    let failures = engine.failures(votes.iter().map(Vote::failure));
+    let answered = held + granted;
+    let lock = display_name(name);
+    if !quorum::quorum_possible(permanent, n) {
+        let replies = votes
+            .iter()
+            .any(|v| matches!(v, Vote::Failed(ServerFailure::Reply(_))));
+        let kind = if replies {
+            ErrorKind::Redis
+        } else {
+            ErrorKind::Unavailable
+        };
+        return (Error::new(kind, format!("lock {lock}: {failures}")), true);
+    }
+    if answered < q {
+        return (
+            Error::Unavailable(format!(
+                "lock {lock}: only {answered} of {n} servers answered, quorum is {q}: {failures}"
+            )),
+            false,
+        );
+    }
+    let mut msg = if held > 0 {
+        format!("lock {lock} is held by another owner ({held} of {n} servers)")
+    } else {
+        format!("lock {lock}: no quorum agreed")
+    };
+    if !failures.is_empty() {
+        msg.push_str(&format!("; {failures}"));
+    }
+    (Error::NotAcquired(msg), false)
+}

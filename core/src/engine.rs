@@ -1,0 +1,232 @@
+//! The engine under a manager: its servers, configuration and clock, and the calls made on
+//! every server at once with the quorum's verdict on them (release, extend). An acquisition
+//! attempt builds on it in [`crate::attempt`], the wait between attempts in
+//! [`crate::acquire`].
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+
+use crate::config::Config;
+use crate::deadline::Clock;
+use crate::error::{Error, ErrorKind, Result};
+use crate::failure::ServerFailure;
+use crate::keys::{display_name, LockKeys};
+use crate::quorum;
+use crate::scripts::{Compared, ScriptCall};
+use crate::server::Server;
+use crate::timing;
+use crate::token::{self, WAKE_ID_LEN};
+
+/// The servers and settings of one manager (shared by its clones and its locks).
+pub(crate) struct Engine {
+    pub config: Config,
+    pub servers: Vec<Arc<Server>>,
+    /// The leading bytes of this manager's tokens, naming its waiters' wake-up channels.
+    pub wake_id: [u8; WAKE_ID_LEN],
+    /// Keeps time limits (the servers hold shares of the same thread).
+    pub clock: Clock,
+}
+
+/// One lock as a call addresses it: its name, its keys and the token acting on it.
+#[derive(Debug)]
+pub(crate) struct Target {
+    pub name: Vec<u8>,
+    pub keys: LockKeys,
+    pub token: Vec<u8>,
+}
+
+/// What a successful acquisition established.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Acquired {
+    pub fencing_token: u64,
+    pub valid_until: Instant,
+}
+
+/// One server's answer to a release or extend.
+type Outcome = std::result::Result<Compared, ServerFailure>;
+
+impl Engine {
+    /// The engine of a checked configuration; nothing is contacted yet.
+    pub fn new(config: Config) -> Engine {
+        let clock = Clock::share();
+        let servers = config
+            .servers
+            .iter()
+            .map(|s| Arc::new(Server::new(s, config.connect_timeout, clock.clone())))
+            .collect();
+        Engine {
+            config,
+            servers,
+            wake_id: token::wake_id(),
+            clock,
+        }
+    }
+
+    /// The call target for lock `name` with `token` (both already checked).
+    pub fn target(&self, name: &[u8], token: Vec<u8>) -> Target {
+        Target {
+            name: name.to_vec(),
+            keys: LockKeys::new(&self.config.prefix, name),
+            token,
+        }
+    }
+
+    /// Number of servers.
+    pub fn n(&self) -> usize {
+        self.servers.len()
+    }
+
+    /// The per-server timeout of calls for a lock of `ttl`.
+    pub fn server_timeout(&self, ttl: Duration) -> Duration {
+        self.config
+            .server_timeout
+            .unwrap_or_else(|| timing::default_server_timeout(ttl))
+    }
+
+    pub fn drift_factor(&self) -> f64 {
+        self.config.drift_factor
+    }
+
+    /// How long a waiter's place lasts between attempts of `timeout` each.
+    pub fn place_lasts(&self, timeout: Duration) -> Duration {
+        timing::place_lasts(self.config.retry_delay, self.config.retry_jitter, timeout)
+    }
+
+    /// `label failure` for each failed server, comma-separated.
+    pub fn failures<'a>(
+        &self,
+        per_server: impl Iterator<Item = Option<&'a ServerFailure>>,
+    ) -> String {
+        self.servers
+            .iter()
+            .zip(per_server)
+            .filter_map(|(s, f)| f.map(|f| format!("{} {f}", s.label)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Runs a compare-and-X call on every server in parallel.
+    async fn on_all(&self, call: &ScriptCall, timeout: Duration) -> Vec<Outcome> {
+        join_all(self.servers.iter().map(|s| async move {
+            let reply = s.eval::<i64>(call, timeout).await?;
+            Compared::parse(reply).map_err(ServerFailure::Reply)
+        }))
+        .await
+    }
+
+    /// Judges release/extend outcomes: Ok when a quorum did it, else NotHeld or Unavailable.
+    fn judge(&self, what: &str, name: &[u8], outcomes: &[Outcome]) -> Result<()> {
+        let n = self.n();
+        let q = quorum::quorum(n);
+        let count = |c: Compared| {
+            outcomes
+                .iter()
+                .filter(|o| matches!(o, Ok(x) if *x == c))
+                .count()
+        };
+        let (done, gone, other) = (
+            count(Compared::Done),
+            count(Compared::Gone),
+            count(Compared::Other),
+        );
+        if done >= q {
+            return Ok(());
+        }
+        let failures = self.failures(outcomes.iter().map(|o| o.as_ref().err()));
+        let lock = display_name(name);
+        if done + gone + other < q {
+            if outcomes
+                .iter()
+                .all(|o| matches!(o, Err(f) if f.is_permanent()))
+            {
+                let reply = outcomes
+                    .iter()
+                    .any(|o| matches!(o, Err(ServerFailure::Reply(_))));
+                let kind = if reply {
+                    ErrorKind::Redis
+                } else {
+                    ErrorKind::Unavailable
+                };
+                return Err(Error::new(
+                    kind,
+                    format!("{what} of lock {lock}: {failures}"),
+                ));
+            }
+            return Err(Error::Unavailable(format!(
+                "{what} of lock {lock}: only {} of {n} servers answered, quorum is {q}: {failures}",
+                done + gone + other
+            )));
+        }
+        let mut why = Vec::new();
+        if gone > 0 {
+            why.push(format!("the key was gone (expired or deleted) on {gone}"));
+        }
+        if other > 0 {
+            why.push(format!("another owner holds it on {other}"));
+        }
+        Err(Error::NotHeld(format!(
+            "{what} of lock {lock} failed: this token holds it on {done} of {n} servers, quorum is {q}; {}",
+            why.join(", ")
+        )))
+    }
+
+    /// Compare-and-delete on every server, handing the lock to the first waiter in line; with
+    /// `leave`, the token also gives up its place in the wait queue (a holder's release, a
+    /// waiter that stops waiting), without it keeps it (a failed attempt's undo).
+    pub async fn release(&self, t: &Target, timeout: Duration, leave: bool) -> Result<()> {
+        let start = Instant::now();
+        let call = ScriptCall::release(&t.keys, &t.token, leave);
+        let outcomes = self.on_all(&call, timeout).await;
+        let judged = self.judge("release", &t.name, &outcomes);
+        trace_outcome("release", &t.name, &outcomes, start, &judged);
+        judged
+    }
+
+    /// Compare-and-PEXPIRE on every server. On success returns the new end of validity. When
+    /// no quorum holds it any more, the token is deleted where it survived.
+    pub async fn extend(&self, t: &Target, ttl: Duration) -> Result<Instant> {
+        let ttl = Duration::from_millis(timing::check_ttl(ttl)?);
+        let start = Instant::now();
+        let timeout = self.server_timeout(ttl);
+        let outcomes = self
+            .on_all(&ScriptCall::extend(&t.keys, &t.token, ttl), timeout)
+            .await;
+        let judged = self.judge("extend", &t.name, &outcomes);
+        trace_outcome("extend", &t.name, &outcomes, start, &judged);
+        if let Err(e) = judged {
+            if e.kind() == ErrorKind::NotHeld {
+                let _ = self.release(t, timeout, true).await;
+            }
+            return Err(e);
+        }
+        match quorum::validity(ttl, start.elapsed(), self.drift_factor()) {
+            Some(v) => Ok(Instant::now() + v),
+            None => Err(Error::NotHeld(format!(
+                "extend of lock {}: took {} ms, longer than the ttl of {} ms allows",
+                display_name(&t.name),
+                start.elapsed().as_millis(),
+                ttl.as_millis()
+            ))),
+        }
+    }
+}
+
+fn trace_outcome<T>(
+    what: &str,
+    name: &[u8],
+    outcomes: &[Outcome],
+    start: Instant,
+    judged: &Result<T>,
+) {
+    tracing::debug!(
+        target: "fencelock",
+        lock = %display_name(name),
+        servers = outcomes.len(),
+        answered = outcomes.iter().filter(|o| o.is_ok()).count(),
+        elapsed_us = start.elapsed().as_micros() as u64,
+        error = judged.as_ref().err().map(tracing::field::display),
+        "{what}"
+    );
+}
