@@ -32,6 +32,15 @@ impl Vote {
         }
     }
 
+    /// Whether the server may hold the attempt's token: it granted, or the reply was lost.
+    fn may_hold_the_token(&self) -> bool {
+        matches!(
+            self,
+            Vote::Granted(_)
+                | Vote::Failed(ServerFailure::Timeout(_) | ServerFailure::Connection(_))
+        )
+    }
+
     fn failure(&self) -> Option<&ServerFailure> {
         match self {
             Vote::Failed(f) => Some(f),
@@ -69,36 +78,11 @@ pub(crate) async fn attempt(
 ) -> Attempt {
     let start = Instant::now();
     let mut undo = UndoGuard::new(engine, target, timeout);
-    let call = ScriptCall::acquire(&target.keys, &target.token, ttl, place);
-    let votes: Vec<Vote> = join_all(engine.servers.iter().map(|s| {
-        let call = &call;
-        async move {
-            match s.eval(call, timeout).await {
-                Ok(v) => parse_acquire(&v).map_or_else(
-                    |e| Vote::Failed(ServerFailure::Reply(e)),
-                    |r| match r {
-                        AcquireReply::Granted(f) => Vote::Granted(f),
-                        AcquireReply::Held { pttl, fence } => Vote::Held { pttl, fence },
-                    },
-                ),
-                Err(f) => Vote::Failed(f),
-            }
-        }
-    }))
-    .await;
+    let votes = collect_votes(engine, target, ttl, timeout, place).await;
     let granted = votes
         .iter()
         .filter(|v| matches!(v, Vote::Granted(_)))
         .count();
-    tracing::trace!(
-        target: "fencelock",
-        lock = %display_name(&target.name),
-        servers = engine.n(),
-        answered = votes.iter().filter(|v| v.failure().is_none()).count(),
-        granted,
-        elapsed_us = start.elapsed().as_micros() as u64,
-        "acquire attempt"
-    );
     let holder_pttl = votes
         .iter()
         .filter_map(|v| match v {
@@ -118,13 +102,7 @@ pub(crate) async fn attempt(
         let (error, fatal) = refusal(engine, &target.name, &votes);
         // Only a server that granted, or that may have acted on a call whose reply was lost,
         // can hold this token: when every server answered "held", nothing to undo.
-        let maybe_written = votes.iter().any(|v| {
-            matches!(
-                v,
-                Vote::Granted(_)
-                    | Vote::Failed(ServerFailure::Timeout(_) | ServerFailure::Connection(_))
-            )
-        });
+        let maybe_written = votes.iter().any(Vote::may_hold_the_token);
         if maybe_written {
             undo.run().await;
         } else {
@@ -132,32 +110,84 @@ pub(crate) async fn attempt(
         }
         return refused(error, fatal, maybe_written);
     }
-    let (fence, at_fence) = settle_fence(engine, target, &votes, timeout).await;
-    if !quorum::has_quorum(at_fence, engine.n()) {
-        undo.run().await;
-        let error = Error::Unavailable(format!(
-            "lock {}: only {at_fence} of {} servers confirmed fencing token {fence}, quorum is {}",
-            display_name(&target.name),
-            engine.n(),
-            quorum::quorum(engine.n())
-        ));
-        return refused(error, false, true);
+    match confirm(engine, target, &votes, ttl, timeout, start).await {
+        Ok(acquired) => {
+            undo.disarm();
+            Attempt::Acquired(acquired)
+        }
+        Err(error) => {
+            undo.run().await;
+            refused(error, false, true)
+        }
+    }
+}
+
+/// After a quorum granted: settles the fencing token on a quorum and checks that validity is
+/// left. Started at `start`.
+async fn confirm(
+    engine: &Engine,
+    target: &Target,
+    votes: &[Vote],
+    ttl: Duration,
+    timeout: Duration,
+    start: Instant,
+) -> Result<Acquired, Error> {
+    let (fence, at_fence) = settle_fence(engine, target, votes, timeout).await;
+    let (n, q) = (engine.n(), quorum::quorum(engine.n()));
+    if !quorum::has_quorum(at_fence, n) {
+        let lock = display_name(&target.name);
+        return Err(Error::Unavailable(format!(
+            "lock {lock}: only {at_fence} of {n} servers confirmed fencing token {fence}, quorum is {q}"
+        )));
     }
     let Some(validity) = quorum::validity(ttl, start.elapsed(), engine.drift_factor()) else {
-        undo.run().await;
-        let error = Error::NotAcquired(format!(
-            "lock {}: acquiring took {} ms, too long for a ttl of {} ms with the drift allowance; it would have been expired when handed out",
-            display_name(&target.name),
+        let lock = display_name(&target.name);
+        return Err(Error::NotAcquired(format!(
+            "lock {lock}: acquiring took {} ms, too long for a ttl of {} ms with the drift allowance; it would have been expired when handed out",
             start.elapsed().as_millis(),
             ttl.as_millis()
-        ));
-        return refused(error, false, true);
+        )));
     };
-    undo.disarm();
-    Attempt::Acquired(Acquired {
+    Ok(Acquired {
         fencing_token: fence,
         valid_until: Instant::now() + validity,
     })
+}
+
+/// The acquire script on every server in parallel, one vote each.
+async fn collect_votes(
+    engine: &Engine,
+    target: &Target,
+    ttl: Duration,
+    timeout: Duration,
+    place: Option<&Place>,
+) -> Vec<Vote> {
+    let start = Instant::now();
+    let call = ScriptCall::acquire(&target.keys, &target.token, ttl, place);
+    let votes: Vec<Vote> = join_all(engine.servers.iter().map(|s| {
+        let call = &call;
+        async move {
+            match s.eval(call, timeout).await {
+                Ok(v) => match parse_acquire(&v) {
+                    Ok(AcquireReply::Granted(f)) => Vote::Granted(f),
+                    Ok(AcquireReply::Held { pttl, fence }) => Vote::Held { pttl, fence },
+                    Err(e) => Vote::Failed(ServerFailure::Reply(e)),
+                },
+                Err(f) => Vote::Failed(f),
+            }
+        }
+    }))
+    .await;
+    tracing::trace!(
+        target: "fencelock",
+        lock = %display_name(&target.name),
+        servers = engine.n(),
+        answered = votes.iter().filter(|v| v.failure().is_none()).count(),
+        granted = votes.iter().filter(|v| matches!(v, Vote::Granted(_))).count(),
+        elapsed_us = start.elapsed().as_micros() as u64,
+        "acquire attempt"
+    );
+    votes
 }
 
 /// Fencing: the token is the largest counter any server reported; servers that reported less

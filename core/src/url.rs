@@ -44,7 +44,7 @@ pub(crate) fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<Se
         }
     };
     // The parser's own message may echo parts of the URL: report only its kind.
-    let mut info = url
+    let info = url
         .into_connection_info()
         .map_err(|e| format!("does not parse ({:?})", e.kind()))?;
     let db = info.redis_settings().db();
@@ -60,26 +60,7 @@ pub(crate) fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<Se
         label
     };
     let client = if secure {
-        if tls.insecure {
-            if let ConnectionAddr::TcpTls { host, port, .. } = info.addr().clone() {
-                info = info.set_addr(ConnectionAddr::TcpTls {
-                    host,
-                    port,
-                    insecure: true,
-                    tls_params: None,
-                });
-            }
-        }
-        match &tls.certificates {
-            Some(certs) => redis::Client::build_with_tls(info, certs.clone()),
-            None => redis::Client::open(info),
-        }
-        .map_err(|e| {
-            format!(
-                "TLS settings cannot be used: {}",
-                e.detail().unwrap_or("invalid certificate or key")
-            )
-        })?
+        tls_client(info, tls)?
     } else {
         redis::Client::open(info).map_err(|e| format!("cannot be used ({:?})", e.kind()))?
     };
@@ -88,6 +69,33 @@ pub(crate) fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<Se
         sentinel: None,
         label,
         tls: secure,
+    })
+}
+
+/// The client of a `rediss://` server, with the TLS settings applied.
+fn tls_client(
+    mut info: redis::ConnectionInfo,
+    tls: &LoadedTls,
+) -> std::result::Result<redis::Client, String> {
+    if tls.insecure {
+        if let ConnectionAddr::TcpTls { host, port, .. } = info.addr().clone() {
+            info = info.set_addr(ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: true,
+                tls_params: None,
+            });
+        }
+    }
+    match &tls.certificates {
+        Some(certs) => redis::Client::build_with_tls(info, certs.clone()),
+        None => redis::Client::open(info),
+    }
+    .map_err(|e| {
+        format!(
+            "TLS settings cannot be used: {}",
+            e.detail().unwrap_or("invalid certificate or key")
+        )
     })
 }
 
