@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::keys::check_prefix;
-use crate::timing::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, MAX_OPTION_DURATION};
+use crate::timing::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, MAX_OPTION_DURATION, MIN_OPTION_DURATION,
+};
 use crate::tls::{Pem, TlsSettings};
 use crate::url::{parse_server, redact_url, ServerSpec};
 
@@ -279,7 +281,7 @@ impl Builder {
 }
 
 fn check_duration(what: &str, d: Duration) -> Result<()> {
-    if d < Duration::from_millis(1) || d > MAX_OPTION_DURATION {
+    if d < MIN_OPTION_DURATION || d > MAX_OPTION_DURATION {
         return Err(Error::invalid(format!(
             "{what} must be between 1 ms and 1 h, got {d:?}"
         )));

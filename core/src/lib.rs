@@ -58,12 +58,9 @@ pub use error::{Error, ErrorKind, Result};
 pub use keys::display_name;
 pub use lock::Lock;
 pub use manager::LockManager;
-pub use timing::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY};
+pub use timing::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, DEFAULT_TTL};
 pub use url::redact_url;
 
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
-
-/// Default TTL of the bindings' acquire calls: 30 s.
-pub const DEFAULT_TTL: std::time::Duration = std::time::Duration::from_secs(30);

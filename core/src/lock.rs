@@ -305,7 +305,7 @@ async fn auto_extend_loop(shared: Arc<Holding>, max_hold: Option<Duration>) {
         let mut this_ttl = ttl;
         if let Some(end) = hold_until {
             let left = end.saturating_duration_since(now);
-            if left < Duration::from_millis(1) {
+            if left < timing::MIN_TTL {
                 return;
             }
             this_ttl = this_ttl.min(left);

@@ -13,10 +13,15 @@ pub const MIN_TTL: Duration = Duration::from_millis(1);
 /// Longest TTL (ten years): far below what `PX` and the monotonic clock can represent.
 pub const MAX_TTL: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
+/// Default TTL of the bindings' acquire calls (DESIGN.md: 30 s in every language).
+pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
 /// Default retry delay: the longest sleep between tries when no release notification comes.
 pub const DEFAULT_RETRY_DELAY: Duration = Duration::from_millis(200);
 /// Default bound on opening a connection (TCP, TLS handshake, authentication).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Lower bound of the retry delay, jitter, server timeout and connect timeout options: the
+/// resolution of Redis' clock and of ours.
+pub const MIN_OPTION_DURATION: Duration = Duration::from_millis(1);
 /// Upper bound of the retry delay, jitter, server timeout and connect timeout options: longer
 /// is a unit mistake (seconds given as milliseconds), not a wish.
 pub const MAX_OPTION_DURATION: Duration = Duration::from_secs(3600);
