@@ -17,7 +17,7 @@ use crate::engine::{Acquired, Engine, Target};
 use crate::error::{Error, Result};
 use crate::keys::{check_name, display_name};
 use crate::pubsub::Subscription;
-use crate::queue::{judge_handoffs, HandOver, Place};
+use crate::queue::{judge_handoffs, Place, Verdict};
 use crate::timing::{self, MIN_SUBSCRIBE_TIME, PARTIAL_HANDOFF_WAIT};
 use crate::token;
 use crate::undo::UndoGuard;
@@ -282,7 +282,7 @@ impl AcquireCall {
             let n = self.engine.n();
             let drift = self.engine.drift_factor();
             match judge_handoffs(handoffs, place, n, self.ttl, since, drift) {
-                HandOver::Done { fence, validity } => {
+                Verdict::Done { fence, validity } => {
                     return Some(Acquired {
                         fencing_token: fence,
                         valid_until: Instant::now() + validity,
@@ -290,13 +290,13 @@ impl AcquireCall {
                 }
                 // Other servers' messages are on their way (they release in parallel): wait
                 // for them a little, then try.
-                HandOver::Partial if woke => {
+                Verdict::Partial if woke => {
                     let by = *partial_by.get_or_insert_with(|| {
                         tokio::time::Instant::now() + self.timeout.min(PARTIAL_HANDOFF_WAIT)
                     });
                     wake_by = wake_by.min(by);
                 }
-                HandOver::Partial | HandOver::Stale | HandOver::Nothing => return None,
+                Verdict::Partial | Verdict::Stale | Verdict::Nothing => return None,
             }
         }
     }

@@ -59,7 +59,7 @@ pub(crate) fn parse_wake(payload: &[u8]) -> (&[u8], Option<Handoff>) {
 
 /// What the releases' messages say about a waiting acquire call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HandOver {
+pub(crate) enum Verdict {
     /// Handed over on a quorum at this fencing counter, with this much validity.
     Done { fence: u64, validity: Duration },
     /// Handed over on some servers, not yet on a quorum.
@@ -75,7 +75,7 @@ pub(crate) enum HandOver {
 /// that holds `place`, out of `n` servers. Each server that handed over set the key with the
 /// call's TTL after the call had taken its place there, hence after `since_start` ago on this
 /// machine's clock: the validity counts from there. When less than half the TTL is left that
-/// way, [`HandOver::Stale`]: an attempt resets the TTL (the key holds this call's token).
+/// way, [`Verdict::Stale`]: an attempt resets the TTL (the key holds this call's token).
 pub(crate) fn judge_handoffs(
     handoffs: impl IntoIterator<Item = Handoff>,
     place: &Place,
@@ -83,27 +83,27 @@ pub(crate) fn judge_handoffs(
     ttl: Duration,
     since_start: Duration,
     drift_factor: f64,
-) -> HandOver {
+) -> Verdict {
     let fences: Vec<u64> = handoffs
         .into_iter()
         .filter(|h| h.arrival == place.arrival)
         .map(|h| h.fence)
         .collect();
     let Some(&fence) = fences.iter().max() else {
-        return HandOver::Nothing;
+        return Verdict::Nothing;
     };
     if !quorum::has_quorum(fences.len(), n) {
-        return HandOver::Partial;
+        return Verdict::Partial;
     }
     let at_fence = fences.iter().filter(|&&f| f == fence).count();
     if !quorum::has_quorum(at_fence, n) {
-        return HandOver::Stale;
+        return Verdict::Stale;
     }
     match quorum::validity(ttl, since_start, drift_factor) {
         Some(validity) if timing::handoff_fresh_enough(validity, ttl) => {
-            HandOver::Done { fence, validity }
+            Verdict::Done { fence, validity }
         }
-        _ => HandOver::Stale,
+        _ => Verdict::Stale,
     }
 }
 
@@ -154,28 +154,28 @@ mod tests {
         let h = |fence, arrival| Handoff { fence, arrival };
         let judge =
             |hs: Vec<Handoff>, n, since| judge_handoffs(hs, &place, n, MS(1000), MS(since), 0.0);
-        assert_eq!(judge(vec![], 3, 0), HandOver::Nothing);
+        assert_eq!(judge(vec![], 3, 0), Verdict::Nothing);
         assert_eq!(
             judge(vec![h(9, 4)], 1, 0),
-            HandOver::Nothing,
+            Verdict::Nothing,
             "another call's"
         );
-        assert_eq!(judge(vec![h(9, 5)], 3, 0), HandOver::Partial);
+        assert_eq!(judge(vec![h(9, 5)], 3, 0), Verdict::Partial);
         assert_eq!(
             judge(vec![h(9, 5), h(8, 5)], 3, 0),
-            HandOver::Stale,
+            Verdict::Stale,
             "counters differ"
         );
         assert_eq!(
             judge(vec![h(9, 5), h(9, 5)], 3, 100),
-            HandOver::Done {
+            Verdict::Done {
                 fence: 9,
                 validity: MS(898)
             }
         );
         assert_eq!(
             judge(vec![h(9, 5)], 1, 600),
-            HandOver::Stale,
+            Verdict::Stale,
             "half the TTL gone"
         );
     }

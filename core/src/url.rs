@@ -1,5 +1,14 @@
 //! Server URLs: `redis://`, `rediss://`, `redis+unix://` and `redis+sentinel://`, parsed into
 //! what to connect to and a label for messages that never holds a password.
+//!
+//! Credentials are written as users write them, unencoded: base64 passwords hold `/`, `+` and
+//! `=`, others `?`, `#`, `@` or `%`. So the credentials of `scheme://user:password@host...`
+//! are everything between `://` and the **last** `@` (the user ends at the first `:`), and
+//! the `pass=`/`user=` values of a `redis+unix://` query run to the next `&` that starts a
+//! known parameter, or the end. They are percent-encoded here before the URL parser sees them;
+//! a `%` followed by two hex digits stays an escape, as in any URL (an already encoded
+//! password still works; a literal `%` is written `%25`). [`redact_url`] masks the same parts
+//! in every message, whatever they hold.
 
 use redis::{ConnectionAddr, IntoConnectionInfo};
 
@@ -26,6 +35,15 @@ pub(crate) struct SentinelSpec {
     pub master: String,
 }
 
+/// Schemes of a server over TCP (credentials in the userinfo).
+const TCP_SCHEMES: [&str; 4] = ["redis", "rediss", "valkey", "valkeys"];
+/// Schemes of a server on a Unix socket (credentials in the query).
+const UNIX_SCHEMES: [&str; 2] = ["redis+unix", "unix"];
+/// The query parameters of a Unix socket URL (the `pass` and `user` values may hold `&`).
+const UNIX_PARAMS: [&str; 4] = ["db", "user", "pass", "protocol"];
+/// The query parameters that hold credentials.
+const SECRET_PARAMS: [&str; 2] = ["user", "pass"];
+
 pub(crate) fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<ServerSpec, String> {
     let scheme = url.split("://").next().unwrap_or("");
     if !url.contains("://") {
@@ -34,6 +52,8 @@ pub(crate) fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<Se
     if scheme == "redis+sentinel" {
         return parse_sentinel(url);
     }
+    let url = encode_credentials(url);
+    let url = url.as_str();
     let secure = match scheme {
         "redis" | "redis+unix" | "unix" | "valkey" => false,
         "rediss" | "valkeys" => true,
@@ -105,11 +125,11 @@ fn parse_sentinel(url: &str) -> std::result::Result<ServerSpec, String> {
     const FORM: &str =
         "expected redis+sentinel://[user:password@]host[:port][,host[:port]...]/master-name[/db]";
     let rest = &url["redis+sentinel://".len()..];
-    let (authority, path) = rest.split_once('/').ok_or(FORM)?;
-    let (userinfo, hosts) = match authority.rsplit_once('@') {
-        Some((u, h)) => (Some(u), h),
-        None => (None, authority),
+    let (userinfo, after) = match rest.rsplit_once('@') {
+        Some((u, a)) => (Some(encode_userinfo(u)), a),
+        None => (None, rest),
     };
+    let (hosts, path) = after.split_once('/').ok_or(FORM)?;
     let mut sentinels = Vec::new();
     for entry in hosts.split(',') {
         let (host, port) = match entry.rsplit_once(':') {
@@ -160,7 +180,9 @@ fn parse_sentinel(url: &str) -> std::result::Result<ServerSpec, String> {
     })
 }
 
-/// A URL for messages: any `user:password@` part replaced by `***@`.
+/// A URL for messages: the credentials (everything up to the last `@`, and the `user=` and
+/// `pass=` values of a Unix socket URL's query) replaced by `***`, however they are written.
+/// Without `://`, a URL holding `@` is shown as `***` whole.
 pub fn redact_url(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
         return if url.contains('@') {
@@ -169,12 +191,110 @@ pub fn redact_url(url: &str) -> String {
             url.to_owned()
         };
     };
-    let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{}***@{}", &url[..scheme_end + 3], &rest[at + 1..]),
-        None => url.to_owned(),
+    let (head, rest) = url.split_at(scheme_end + 3);
+    let unix = UNIX_SCHEMES.contains(&&url[..scheme_end]);
+    let rest = match rest.rsplit_once('@') {
+        Some((_, after)) if !unix => format!("***@{after}"),
+        _ => rest.to_owned(),
+    };
+    match rest.split_once('?') {
+        Some((path, query)) => {
+            let query = unix_params(query)
+                .into_iter()
+                .map(|(key, value)| match (SECRET_PARAMS.contains(&key), value) {
+                    (true, Some(_)) => format!("{key}=***"),
+                    (_, Some(v)) => format!("{key}={v}"),
+                    (_, None) => key.to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join("&");
+            format!("{head}{path}?{query}")
+        }
+        None => format!("{head}{rest}"),
     }
+}
+
+/// The URL with its credentials percent-encoded (see the module doc), ready for the parser.
+fn encode_credentials(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    if TCP_SCHEMES.contains(&scheme) {
+        if let Some((userinfo, after)) = rest.rsplit_once('@') {
+            return format!("{scheme}://{}@{after}", encode_userinfo(userinfo));
+        }
+    }
+    if UNIX_SCHEMES.contains(&scheme) {
+        if let Some((path, query)) = rest.split_once('?') {
+            let query = unix_params(query)
+                .into_iter()
+                .map(|(key, value)| match value {
+                    Some(v) => format!("{key}={}", percent_encode(v)),
+                    None => key.to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join("&");
+            return format!("{scheme}://{path}?{query}");
+        }
+    }
+    url.to_owned()
+}
+
+/// `user:password` with both parts percent-encoded; the user ends at the first `:`.
+fn encode_userinfo(userinfo: &str) -> String {
+    match userinfo.split_once(':') {
+        Some((user, password)) => format!("{}:{}", percent_encode(user), percent_encode(password)),
+        None => percent_encode(userinfo),
+    }
+}
+
+/// The parameters of a Unix socket URL's query, split at each `&` that starts a known
+/// parameter (so a `pass` value may hold `&`, `=`, `#`...): `(key, value)` pairs.
+fn unix_params(query: &str) -> Vec<(&str, Option<&str>)> {
+    let starts_param = |s: &str| {
+        UNIX_PARAMS.iter().any(|p| {
+            s.strip_prefix(p)
+                .is_some_and(|r| r.is_empty() || r.starts_with('='))
+        })
+    };
+    let mut params: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    for (i, _) in query.match_indices('&') {
+        if starts_param(&query[i + 1..]) {
+            params.push((start, i));
+            start = i + 1;
+        }
+    }
+    params.push((start, query.len()));
+    params
+        .into_iter()
+        .map(|(a, b)| {
+            let param = &query[a..b];
+            match param.split_once('=') {
+                Some((k, v)) => (k, Some(v)),
+                None => (param, None),
+            }
+        })
+        .collect()
+}
+
+/// Percent-encodes every byte but the unreserved ones (RFC 3986) and a `%` that already
+/// starts an escape.
+fn percent_encode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape = b == b'%'
+            && bytes.len() > i + 2
+            && bytes[i + 1].is_ascii_hexdigit()
+            && bytes[i + 2].is_ascii_hexdigit();
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) || escape {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -185,7 +305,91 @@ mod tests {
     fn redact_url_masks_userinfo_only() {
         assert_eq!(redact_url("redis://u:p@h:1/0"), "redis://***@h:1/0");
         assert_eq!(redact_url("redis://h:1/0"), "redis://h:1/0");
-        assert_eq!(redact_url("redis://h:1/a@b"), "redis://h:1/a@b");
+        // An '@' ends credentials wherever it stands: when in doubt, mask.
+        assert_eq!(redact_url("redis://h:1/a@b"), "redis://***@b");
         assert_eq!(redact_url("u:p@h"), "***");
+        assert_eq!(
+            redact_url("redis://u:pa/ss?x#y@h:1/0"),
+            "redis://***@h:1/0",
+            "a password holding '/', '?' and '#'"
+        );
+        assert_eq!(
+            redact_url("redis+unix:///run/r.sock?db=2&pass=a&b=c#d&user=me"),
+            "redis+unix:///run/r.sock?db=2&pass=***&user=***"
+        );
+    }
+
+    fn loaded() -> LoadedTls {
+        LoadedTls {
+            certificates: None,
+            insecure: false,
+        }
+    }
+
+    fn password_of(spec: &ServerSpec) -> Option<String> {
+        let info = spec.client.get_connection_info();
+        info.redis_settings().password().map(str::to_owned)
+    }
+
+    /// Every URL form with `password`, and the redacted form it must have.
+    fn forms(password: &str) -> Vec<(String, String)> {
+        vec![
+            (
+                format!("redis://user:{password}@127.0.0.1:6390/2"),
+                "redis://***@127.0.0.1:6390/2".into(),
+            ),
+            (
+                format!("redis://:{password}@127.0.0.1:6390"),
+                "redis://***@127.0.0.1:6390".into(),
+            ),
+            (
+                format!("rediss://user:{password}@127.0.0.1:6390/0"),
+                "rediss://***@127.0.0.1:6390/0".into(),
+            ),
+            (
+                format!("redis+unix:///tmp/r.sock?db=1&pass={password}"),
+                "redis+unix:///tmp/r.sock?db=1&pass=***".into(),
+            ),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Passwords of any printable character parse to themselves, and no message or
+        /// redacted URL shows them (issue 20: base64 passwords hold '/', '+' and '=').
+        #[test]
+        fn any_printable_password_parses_and_is_never_shown(
+            password in "[ -~]{6,40}|[ -~\u{e9}\u{4e2d}\u{1f512}]{6,20}"
+        ) {
+            // Raw, any password is masked, whatever it holds.
+            for (url, redacted) in forms(&password) {
+                proptest::prop_assert_eq!(&redact_url(&url), &redacted);
+            }
+            // A '%' followed by two hex digits is an escape, as in any URL: a literal '%' is
+            // written "%25"; everything else is written as it is.
+            let written = password.replace('%', "%25");
+            for (url, redacted) in forms(&written) {
+                let spec = parse_server(&url, &loaded());
+                let spec = spec.map_err(|e| {
+                    proptest::test_runner::TestCaseError::fail(format!("{redacted}: {e}"))
+                })?;
+                proptest::prop_assert_eq!(password_of(&spec), Some(password.clone()));
+                proptest::prop_assert!(!spec.label.contains(&password));
+            }
+            let sentinel = format!("redis+sentinel://:{written}@127.0.0.1:26390/mymaster/1");
+            proptest::prop_assert_eq!(
+                redact_url(&sentinel),
+                "redis+sentinel://***@127.0.0.1:26390/mymaster/1"
+            );
+            let spec = parse_server(&sentinel, &loaded()).map_err(|e| {
+                proptest::test_runner::TestCaseError::fail(format!("sentinel: {e}"))
+            })?;
+            proptest::prop_assert_eq!(password_of(&spec), Some(password.clone()));
+            // A URL that fails to parse after the credentials shows none of them.
+            let bad = format!("redis://user:{written}@127.0.0.1:99999/0");
+            let err = parse_server(&bad, &loaded()).err().unwrap_or_default();
+            proptest::prop_assert!(!err.contains(&password), "{}", err);
+        }
     }
 }
