@@ -91,6 +91,10 @@ pub(crate) struct AcquireCall {
     started: Instant,
     /// When to give up; `None`: never.
     deadline: Option<Instant>,
+    /// When the call returns at the latest: the deadline plus one per-server timeout (an
+    /// attempt begun just before the deadline is allowed its time). Clean-ups still running
+    /// then (the undo, leaving the queue: a hung server) finish in the background.
+    hard_stop: Option<Instant>,
     /// The place in the queues of a caller that waits (none for a single try).
     place: Option<Place>,
     /// Gives the place up when the call ends without the lock.
@@ -130,13 +134,15 @@ impl AcquireCall {
         } else {
             None
         };
+        let deadline = opts.wait.and_then(|w| started.checked_add(w));
         Ok(AcquireCall {
             engine: Arc::clone(engine),
             target,
             ttl,
             timeout,
             started,
-            deadline: opts.wait.and_then(|w| started.checked_add(w)),
+            deadline,
+            hard_stop: deadline.and_then(|d| d.checked_add(timeout)),
             place,
             leave_queue,
             subscriptions,
@@ -162,13 +168,13 @@ impl AcquireCall {
                 holder_pttl,
                 error,
                 fatal,
-                undone,
+                undo,
             } = match outcome {
                 Attempt::Acquired(a) => return Ok(self.acquired(a, handed_over)),
                 Attempt::Refused(r) => r,
             };
-            self.trust_handoffs &= !undone;
-            let remaining = self.after_refusal(error, fatal).await?;
+            self.trust_handoffs &= undo.is_none();
+            let remaining = self.after_refusal(error, fatal, undo).await?;
             handed = self.wait_for_turn(holder_pttl, remaining).await;
         }
     }
@@ -178,13 +184,14 @@ impl AcquireCall {
             s.mark_seen();
         }
         self.attempts += 1;
-        let (ttl, timeout) = (self.ttl, self.timeout);
+        let (ttl, timeout, place) = (self.ttl, self.timeout, self.place.as_ref());
         attempt(
             &self.engine,
             &self.target,
             ttl,
             timeout,
-            self.place.as_ref(),
+            place,
+            self.hard_stop,
         )
         .await
     }
@@ -206,13 +213,27 @@ impl AcquireCall {
         (Arc::clone(&self.target), self.ttl, a)
     }
 
-    /// After a refused attempt: the error when the call ends here (retrying cannot help, or
-    /// the wait limit passed; the place in the queue given up first), else the time left.
-    async fn after_refusal(&mut self, error: Error, fatal: bool) -> Result<Option<Duration>> {
-        let now = Instant::now();
-        let out_of_time = matches!(self.deadline, Some(d) if now >= d);
-        if !(fatal || out_of_time) {
-            return Ok(self.deadline.map(|d| d - now));
+    /// After a refused attempt: runs its undo and returns the time left, or the error when
+    /// the call ends here (retrying cannot help, or the wait limit passed: the place in the
+    /// queue is given up first, within the call's hard stop).
+    async fn after_refusal(
+        &mut self,
+        error: Error,
+        fatal: bool,
+        mut undo: Option<UndoGuard>,
+    ) -> Result<Option<Duration>> {
+        let out_of_time = |d: &Option<Instant>| matches!(d, Some(d) if Instant::now() >= *d);
+        if !(fatal || out_of_time(&self.deadline)) {
+            // The next attempt must not be overtaken by this one's undo (same token).
+            let undone = match undo.as_mut() {
+                Some(u) => u.run(self.hard_stop).await,
+                None => true,
+            };
+            if undone && !out_of_time(&self.deadline) {
+                return Ok(self
+                    .deadline
+                    .map(|d| d.saturating_duration_since(Instant::now())));
+            }
         }
         tracing::debug!(
             target: "fencelock",
@@ -223,9 +244,20 @@ impl AcquireCall {
             "acquire failed"
         );
         // Give the place in the queue up before returning, so that a caller's next try-once
-        // (or anyone else's) is not refused on its account.
-        if let Some(mut g) = self.leave_queue.take() {
-            g.leave().await;
+        // (or anyone else's) is not refused on its account; leaving also undoes the attempt's
+        // votes. What a hung server keeps from finishing by the hard stop goes on in the
+        // background.
+        match (self.leave_queue.take(), undo.as_mut()) {
+            (Some(mut leave), undo) => {
+                if let Some(u) = undo {
+                    u.disarm();
+                }
+                leave.leave(self.hard_stop).await;
+            }
+            (None, Some(u)) => {
+                u.run(self.hard_stop).await;
+            }
+            (None, None) => {}
         }
         if fatal {
             return Err(error);

@@ -62,23 +62,27 @@ pub(crate) struct Refusal {
     pub error: Error,
     /// Retrying cannot help (e.g. WRONGTYPE on a quorum-breaking number of servers).
     pub fatal: bool,
-    /// The attempt's votes were released again: that may have released a lock a server had
+    /// The undo of the attempt's votes, still to run (the caller decides how long it may
+    /// wait for it), when a server may hold them. Running it may release a lock a server had
     /// handed over, whose message may still arrive.
-    pub undone: bool,
+    pub undo: Option<UndoGuard>,
 }
 
-/// One acquisition attempt on every server in parallel, undone everywhere if it fails. With a
-/// `place`, a refused attempt takes (or keeps) the caller's place in the wait queues.
+/// One acquisition attempt on every server in parallel; a refused attempt hands its undo to
+/// the caller. With a `place`, a refused attempt takes (or keeps) the caller's place in the
+/// wait queues. Each round of server calls takes at most `timeout`, and none runs past
+/// `until`.
 pub(crate) async fn attempt(
     engine: &Arc<Engine>,
     target: &Arc<Target>,
     ttl: Duration,
     timeout: Duration,
     place: Option<&Place>,
+    until: Option<Instant>,
 ) -> Attempt {
     let start = Instant::now();
     let mut undo = UndoGuard::new(engine, target, timeout);
-    let votes = collect_votes(engine, target, ttl, timeout, place).await;
+    let votes = collect_votes(engine, target, ttl, bounded(timeout, until), place).await;
     let granted = votes
         .iter()
         .filter(|v| matches!(v, Vote::Granted(_)))
@@ -90,35 +94,31 @@ pub(crate) async fn attempt(
             _ => None,
         })
         .max();
-    let refused = |error, fatal, undone| {
+    let refused = |error, fatal, undo| {
         Attempt::Refused(Refusal {
             holder_pttl,
             error,
             fatal,
-            undone,
+            undo,
         })
     };
     if !quorum::has_quorum(granted, engine.n()) {
         let (error, fatal) = refusal(engine, &target.name, &votes);
         // Only a server that granted, or that may have acted on a call whose reply was lost,
         // can hold this token: when every server answered "held", nothing to undo.
-        let maybe_written = votes.iter().any(Vote::may_hold_the_token);
-        if maybe_written {
-            undo.run().await;
-        } else {
-            undo.disarm();
+        if votes.iter().any(Vote::may_hold_the_token) {
+            return refused(error, fatal, Some(undo));
         }
-        return refused(error, fatal, maybe_written);
+        undo.disarm();
+        return refused(error, fatal, None);
     }
+    let timeout = bounded(timeout, until);
     match confirm(engine, target, &votes, ttl, timeout, start).await {
         Ok(acquired) => {
             undo.disarm();
             Attempt::Acquired(acquired)
         }
-        Err(error) => {
-            undo.run().await;
-            refused(error, false, true)
-        }
+        Err(error) => refused(error, false, Some(undo)),
     }
 }
 
@@ -152,6 +152,16 @@ async fn confirm(
         fencing_token: fence,
         valid_until: Instant::now() + validity,
     })
+}
+
+/// `timeout`, cut short to end by `until` (at least 1 ms: a call needs some time).
+fn bounded(timeout: Duration, until: Option<Instant>) -> Duration {
+    match until {
+        Some(u) => timeout
+            .min(u.saturating_duration_since(Instant::now()))
+            .max(Duration::from_millis(1)),
+        None => timeout,
+    }
 }
 
 /// The acquire script on every server in parallel, one vote each.

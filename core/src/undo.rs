@@ -4,7 +4,7 @@
 //! attempt started on, since the drop may happen outside it.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::engine::{Engine, Target};
 use crate::timing::BACKGROUND_CLEANUP_TIMEOUT;
@@ -48,27 +48,39 @@ impl UndoGuard {
         self.armed = None;
     }
 
-    /// Gives the waiter's place in the queue up (and any vote), and waits for it; cancel-safe
-    /// like [`run`](Self::run).
-    pub async fn leave(&mut self) {
-        self.finish(true).await;
+    /// Gives the waiter's place in the queue up (and any vote), waiting for it at most until
+    /// `until`; cancel-safe like [`run`](Self::run). Returns whether it finished in time.
+    pub async fn leave(&mut self, until: Option<Instant>) -> bool {
+        self.finish(true, until).await
     }
 
-    /// Runs the undo (keeping the waiter's place in the queue) and waits for it.
-    pub async fn run(&mut self) {
-        self.finish(false).await;
+    /// Runs the undo (keeping the waiter's place in the queue), waiting for it at most until
+    /// `until`. Returns whether it finished in time; if not, it goes on in the background.
+    pub async fn run(&mut self, until: Option<Instant>) -> bool {
+        self.finish(false, until).await
     }
 
     /// The undo runs as its own task, so that cancelling the attempt while it waits (an
     /// aborted acquire dropping its future) cannot stop the undo half-way and leave a vote
-    /// behind on some server until its TTL runs out.
-    async fn finish(&mut self, leave: bool) {
-        if let Some(undo) = self.armed.take() {
+    /// behind on some server until its TTL runs out, and so that a caller out of time can
+    /// leave it running.
+    async fn finish(&mut self, leave: bool, until: Option<Instant>) -> bool {
+        let Some(undo) = self.armed.take() else {
+            return true;
+        };
+        let done = async move {
             match undo.runtime.clone() {
                 Some(runtime) => {
                     let _ = runtime.spawn(async move { undo.run(leave).await }).await;
                 }
                 None => undo.run(leave).await,
+            }
+        };
+        match until {
+            Some(u) => tokio::time::timeout_at(u.into(), done).await.is_ok(),
+            None => {
+                done.await;
+                true
             }
         }
     }

@@ -1,0 +1,99 @@
+//! Hardening (issue 20): wait limits that hold when a server hangs.
+
+use std::time::{Duration, Instant};
+
+use fencelock::{ErrorKind, LockManager};
+use fencelock_testkit::{servers, RedisServer, Reply};
+
+const SERVER_TIMEOUT: Duration = Duration::from_secs(2);
+/// Room for a busy machine on top of the promised bound; the bound before the fix was three
+/// server timeouts (the attempt, its undo and leaving the queue, in a row).
+const SLACK: Duration = Duration::from_millis(1500);
+
+fn manager(servers: &[&RedisServer]) -> LockManager {
+    LockManager::builder(servers.iter().map(|s| s.url()))
+        .server_timeout(SERVER_TIMEOUT)
+        .build()
+        .unwrap()
+}
+
+fn queued(server: &RedisServer, name: &str) -> i64 {
+    match server.cmd(&[b"ZCARD", format!("fencelock:queue:{name}").as_bytes()]) {
+        Reply::Int(n) => n,
+        other => panic!("ZCARD: {other:?}"),
+    }
+}
+
+/// Waits until `cond` holds, failing the test with `what` after `limit`.
+fn eventually(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_limit_holds_on_a_hung_server() {
+    let mut srv = RedisServer::start();
+    let m = manager(&[&srv]);
+    // Connect first, so that what hangs below is the server, not the handshake.
+    m.acquire("warm", Duration::from_secs(10), None)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    srv.stop();
+    let wait = Duration::from_millis(300);
+    let start = Instant::now();
+    let err = m
+        .acquire("hung", Duration::from_secs(60), Some(wait))
+        .await
+        .unwrap_err();
+    let took = start.elapsed();
+    srv.cont();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(
+        took < wait + SERVER_TIMEOUT + SLACK,
+        "acquire with a {wait:?} wait limit and a {SERVER_TIMEOUT:?} server timeout returned after {took:?}"
+    );
+    // The clean-up cut short goes on in the background once the server answers again.
+    eventually(
+        Duration::from_secs(10),
+        "the waiter's place was given up",
+        || queued(&srv, "hung") == 0,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_limit_holds_with_one_of_three_servers_hung() {
+    let mut s = servers(3);
+    let m = manager(&[&s[0], &s[1], &s[2]]);
+    let holder = m
+        .acquire("busy", Duration::from_secs(60), None)
+        .await
+        .unwrap();
+    s[2].stop();
+    let wait = Duration::from_millis(500);
+    let start = Instant::now();
+    let err = m
+        .acquire("busy", Duration::from_secs(60), Some(wait))
+        .await
+        .unwrap_err();
+    let took = start.elapsed();
+    s[2].cont();
+    assert_eq!(err.kind(), ErrorKind::NotAcquired, "{err}");
+    assert!(
+        took < wait + SERVER_TIMEOUT + SLACK,
+        "acquire with a {wait:?} wait limit and a {SERVER_TIMEOUT:?} server timeout returned after {took:?}"
+    );
+    for srv in &s {
+        eventually(
+            Duration::from_secs(10),
+            "the waiter left every queue",
+            || queued(srv, "busy") == 0,
+        );
+    }
+    holder.release().await.unwrap();
+}
