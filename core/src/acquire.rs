@@ -14,11 +14,11 @@ use futures_util::FutureExt;
 
 use crate::attempt::{attempt, Attempt, Refusal};
 use crate::engine::{Acquired, Engine, Target};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{check_name, display_name};
 use crate::pubsub::Subscription;
 use crate::queue::{judge_handoffs, Place, Verdict};
-use crate::timing::{self, MIN_SUBSCRIBE_TIME, PARTIAL_HANDOFF_WAIT};
+use crate::timing::{self, MIN_SUBSCRIBE_TIME, PARTIAL_HANDOFF_WAIT, WAIT_WARNING_EVERY};
 use crate::token;
 use crate::undo::UndoGuard;
 
@@ -102,6 +102,8 @@ pub(crate) struct AcquireCall {
     /// The wake-up subscriptions, once listening (see [`AcquireCall::wait_for_turn`]).
     subscriptions: Option<Vec<Subscription>>,
     attempts: u32,
+    /// When the call last warned that it keeps waiting for unreachable servers.
+    warned: Instant,
     /// Handoffs are taken on the messages' word until an attempt of this call is undone: the
     /// undo may have released a server's handoff whose message is still on its way, and from
     /// then on only attempts count.
@@ -147,6 +149,7 @@ impl AcquireCall {
             leave_queue,
             subscriptions,
             attempts: 0,
+            warned: started,
             trust_handoffs: true,
         })
     }
@@ -230,9 +233,9 @@ impl AcquireCall {
                 None => true,
             };
             if undone && !out_of_time(&self.deadline) {
-                return Ok(self
-                    .deadline
-                    .map(|d| d.saturating_duration_since(Instant::now())));
+                self.warn_if_unavailable(&error);
+                let now = Instant::now();
+                return Ok(self.deadline.map(|d| d.saturating_duration_since(now)));
             }
         }
         tracing::debug!(
@@ -272,6 +275,23 @@ impl AcquireCall {
                 self.started.elapsed().as_millis()
             ),
         ))
+    }
+
+    /// A wait that keeps being refused because too few servers answer says so, naming them
+    /// and why, every [`WAIT_WARNING_EVERY`]: a wait without limit is never silent.
+    fn warn_if_unavailable(&mut self, error: &Error) {
+        if error.kind() != ErrorKind::Unavailable || self.warned.elapsed() < WAIT_WARNING_EVERY {
+            return;
+        }
+        self.warned = Instant::now();
+        tracing::warn!(
+            target: "fencelock",
+            lock = %display_name(&self.target.name),
+            attempts = self.attempts,
+            waited_ms = self.started.elapsed().as_millis() as u64,
+            error = %error,
+            "acquire still waiting: too few servers answer"
+        );
     }
 
     /// Sleeps until the next attempt; returns a lock the releases handed over meanwhile.

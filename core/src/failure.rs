@@ -1,9 +1,21 @@
 //! Why one server did not answer a call as hoped, and which of those failures retrying can
-//! cure.
+//! cure: configuration (credentials, permissions, TLS, an address that cannot be) fails a call
+//! at once, whatever its wait limit; a server that is down, slow, loading or failing over is
+//! retried.
 
 use std::time::Duration;
 
 use redis::RedisError;
+
+/// Reply codes of a server that is there but not ready: retried like a connection failure.
+const UNREADY_CODES: [&str; 5] = ["LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN"];
+
+/// What the resolver says of a host name that does not exist (glibc, musl, macOS).
+const NO_SUCH_HOST: [&str; 3] = [
+    "Name or service not known",
+    "No address associated with hostname",
+    "nodename nor servname provided",
+];
 
 /// Why one server did not answer a call as hoped.
 #[derive(Debug, Clone)]
@@ -12,9 +24,13 @@ pub(crate) enum ServerFailure {
     Timeout(Duration),
     /// Could not connect, or the connection broke.
     Connection(String),
-    /// The server refused our credentials or permissions, or the TLS handshake failed on a
-    /// certificate: retrying will not help.
-    Auth(String),
+    /// The server answered that it cannot serve yet (loading its data, a failover, a busy
+    /// script): nothing was done, and a retry may succeed.
+    Unready(String),
+    /// A configuration problem that retrying cannot cure: credentials, ACL permissions, TLS
+    /// (certificates, CA, a TLS port reached without TLS or the other way round), an address
+    /// that cannot resolve. The message names the cause, never a secret.
+    Config(String),
     /// The server answered with an error (for example WRONGTYPE) or an unexpected reply.
     Reply(String),
 }
@@ -22,45 +38,80 @@ pub(crate) enum ServerFailure {
 impl ServerFailure {
     /// Failures that retrying will not cure.
     pub fn is_permanent(&self) -> bool {
-        matches!(self, ServerFailure::Auth(_) | ServerFailure::Reply(_))
+        matches!(self, ServerFailure::Config(_) | ServerFailure::Reply(_))
     }
 
     pub fn from_redis(e: &RedisError) -> ServerFailure {
         // Messages of redis-rs name the command and the server's reply; they do not contain
         // URLs or passwords.
+        let text = e.to_string();
+        let code = e.code();
         if e.is_timeout() {
             ServerFailure::Timeout(Duration::ZERO)
-        } else if e.code() == Some("READONLY") || e.to_string().contains("READONLY") {
+        } else if code == Some("READONLY") || text.contains("READONLY") {
             // A replica, e.g. a master demoted by a failover: reconnect (and re-ask the
             // sentinels) rather than fail for good.
             ServerFailure::Connection("the server is a read-only replica".into())
-        } else if e.code() == Some("NOPERM") {
-            // The ACL user lacks a command, key or channel (the detail names which).
-            ServerFailure::Auth(format!(
+        } else if let Some(c) = code.filter(|c| UNREADY_CODES.contains(c)) {
+            ServerFailure::Unready(format!("the server is not ready ({c})"))
+        } else if code == Some("NOPERM") || text.contains("NOPERM") {
+            // The ACL user lacks a command, key or channel, also inside a script (the detail
+            // names which).
+            ServerFailure::Config(format!(
                 "permission denied by the server's ACL: {}",
-                e.detail().unwrap_or("NOPERM")
+                permission_detail(e, &text)
             ))
         } else if e.kind() == redis::ErrorKind::AuthenticationFailed
-            || e.code() == Some("WRONGPASS")
-            || e.code() == Some("NOAUTH")
+            || code == Some("WRONGPASS")
+            || code == Some("NOAUTH")
         {
-            ServerFailure::Auth(format!(
+            ServerFailure::Config(format!(
                 "authentication failed ({})",
-                e.code().unwrap_or("bad credentials")
+                code.unwrap_or("bad credentials")
             ))
-        } else if e.to_string().contains("certificate") {
-            // A TLS handshake that failed on a certificate: configuration, not a transient
-            // network problem (the message names the reason, never key material).
-            ServerFailure::Auth(format!("TLS handshake failed: {e}"))
+        } else if text.contains("received fatal alert") {
+            // The server refused our side of the handshake: no client certificate where one
+            // is required (CertificateRequired), one from another CA (UnknownCA), ...
+            ServerFailure::Config(format!(
+                "TLS handshake failed: the server refused this client ({text})"
+            ))
+        } else if text.to_ascii_lowercase().contains("certificate") {
+            // A certificate we could not verify, or could not use: configuration, not a
+            // transient network problem (the message names the reason, never key material).
+            ServerFailure::Config(format!("TLS handshake failed: {text}"))
+        } else if NO_SUCH_HOST.iter().any(|m| text.contains(m)) {
+            ServerFailure::Config(format!("the host name does not resolve ({text})"))
         } else if e.is_io_error()
             || e.is_connection_dropped()
             || e.is_connection_refusal()
             || e.is_unrecoverable_error()
         {
-            ServerFailure::Connection(e.to_string())
+            ServerFailure::Connection(text)
         } else {
-            ServerFailure::Reply(e.to_string())
+            ServerFailure::Reply(text)
         }
+    }
+}
+
+/// What a NOPERM error says was denied: the command, key or channel, without the rest of a
+/// script error's text.
+fn permission_detail(e: &RedisError, text: &str) -> String {
+    let from = text
+        .find("NOPERM")
+        .map_or(text, |i| &text[i + "NOPERM".len()..]);
+    let detail = e
+        .detail()
+        .filter(|_| e.code() == Some("NOPERM"))
+        .unwrap_or(from)
+        .trim()
+        .trim_start_matches(':')
+        .trim();
+    // A script error appends where it happened ("script: ..., on @user_script:..."): cut it.
+    let detail = detail.split(" script:").next().unwrap_or(detail);
+    if detail.is_empty() {
+        "NOPERM".into()
+    } else {
+        detail.to_owned()
     }
 }
 
@@ -70,7 +121,7 @@ impl std::fmt::Display for ServerFailure {
             ServerFailure::Timeout(t) if t.is_zero() => f.write_str("timed out"),
             ServerFailure::Timeout(t) => write!(f, "no reply within {} ms", t.as_millis()),
             ServerFailure::Connection(m) => write!(f, "connection failed: {m}"),
-            ServerFailure::Auth(m) => f.write_str(m),
+            ServerFailure::Unready(m) | ServerFailure::Config(m) => f.write_str(m),
             ServerFailure::Reply(m) => write!(f, "unexpected reply: {m}"),
         }
     }

@@ -40,6 +40,7 @@ pub mod keys;
 mod lock;
 mod manager;
 pub mod observe;
+mod probe;
 mod pubsub;
 mod queue;
 pub mod quorum;

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, FromRedisValue};
@@ -12,9 +12,11 @@ use tokio::sync::watch;
 
 use crate::deadline::Clock;
 use crate::failure::ServerFailure;
+use crate::probe;
 use crate::pubsub::{Subscriber, Subscription};
 use crate::scripts::ScriptCall;
 use crate::sync::lock;
+use crate::timing;
 use crate::url::{SentinelSpec, ServerSpec};
 
 /// One server of the manager.
@@ -35,11 +37,14 @@ pub(crate) struct Server {
     clock: Clock,
 }
 
-/// The command connection: none, being opened by a background task, or open.
+/// The command connection: none, being opened by a background task, open, or failed for a
+/// reason that retrying cannot cure (told to every call for a while, see
+/// [`timing::CONFIG_FAILURE_HOLD`]).
 enum ConnState {
     Idle,
     Connecting(watch::Receiver<Option<Result<(), ServerFailure>>>),
     Ready(u64, MultiplexedConnection),
+    Failed(Instant, ServerFailure),
 }
 
 impl Server {
@@ -67,7 +72,12 @@ impl Server {
                 match &*state {
                     ConnState::Ready(generation, conn) => return Ok((*generation, conn.clone())),
                     ConnState::Connecting(rx) => rx.clone(),
-                    ConnState::Idle => {
+                    ConnState::Failed(at, failure)
+                        if at.elapsed() < timing::CONFIG_FAILURE_HOLD =>
+                    {
+                        return Err(failure.clone())
+                    }
+                    ConnState::Idle | ConnState::Failed(..) => {
                         let (tx, rx) = watch::channel(None);
                         *state = ConnState::Connecting(rx.clone());
                         let server = Arc::clone(self);
@@ -122,6 +132,14 @@ impl Server {
                 self.connect_timeout.as_millis()
             ))),
         };
+        let result = match result {
+            // A Sentinel's master is whatever the sentinels say: nothing to probe.
+            Err(failure) if self.sentinel.is_none() => {
+                let addr = self.client.get_connection_info().addr();
+                Err(probe::explain(addr, failure, self.connect_timeout).await)
+            }
+            other => other,
+        };
         let mut state = lock(&self.state);
         let reply = match result {
             Ok(conn) => {
@@ -130,7 +148,11 @@ impl Server {
                 Ok(())
             }
             Err(failure) => {
-                *state = ConnState::Idle;
+                *state = if failure.is_permanent() {
+                    ConnState::Failed(Instant::now(), failure.clone())
+                } else {
+                    ConnState::Idle
+                };
                 Err(failure)
             }
         };

@@ -53,6 +53,15 @@ pub const SUBSCRIPTION_LINGER: Duration = Duration::from_secs(2);
 /// subscription behind).
 pub const UNSUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How long a server's connection failure that retrying cannot cure (credentials, TLS, an
+/// address that cannot be) is told to every call at once instead of connecting again: long
+/// enough for a wait that retries to see it, short enough that a fixed server is used soon.
+pub const CONFIG_FAILURE_HOLD: Duration = Duration::from_secs(2);
+
+/// How often a wait that keeps being refused for unreachable servers says so (a warning event
+/// naming the servers and the reason): a wait without limit must not be silent.
+pub const WAIT_WARNING_EVERY: Duration = Duration::from_secs(3);
+
 /// Margin added to how long a waiter's place in a queue lasts, over its two retry periods:
 /// covers the script's own time and the servers' clocks ticking apart.
 const PLACE_MARGIN: Duration = Duration::from_millis(250);

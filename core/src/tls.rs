@@ -76,10 +76,15 @@ impl TlsSettings {
             }
         }
         let client_tls = match &self.client {
-            Some((cert, key)) => Some(redis::ClientTlsConfig {
-                client_cert: cert.load("client certificate")?,
-                client_key: key.load("client key")?,
-            }),
+            Some((cert, key)) => {
+                let (client_cert, client_key) =
+                    (cert.load("client certificate")?, key.load("client key")?);
+                check_key_pair(&client_cert, &client_key)?;
+                Some(redis::ClientTlsConfig {
+                    client_cert,
+                    client_key,
+                })
+            }
             None => None,
         };
         let certificates =
@@ -91,5 +96,35 @@ impl TlsSettings {
             certificates,
             insecure: self.insecure,
         })
+    }
+}
+
+/// Checks that a client certificate chain and key are PEM and belong together, so that a
+/// mismatch fails the build instead of every connection.
+fn check_key_pair(cert: &[u8], key: &[u8]) -> Result<()> {
+    use rustls::crypto::ring::sign::any_supported_type;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use rustls::sign::CertifiedKey;
+
+    let unusable = |why: String| Error::invalid(format!("TLS settings cannot be used: {why}"));
+    let chain = CertificateDer::pem_slice_iter(cert)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|_| unusable("the client certificate file is not PEM".into()))?;
+    if chain.is_empty() {
+        return Err(unusable(
+            "the client certificate file holds no certificate".into(),
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_slice(key)
+        .map_err(|_| unusable("the client key file holds no PEM private key".into()))?;
+    let signer = any_supported_type(&key)
+        .map_err(|e| unusable(format!("the client key cannot be used ({e})")))?;
+    match CertifiedKey::new(chain, signer).keys_match() {
+        Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => Err(
+            unusable("the client key does not belong to the client certificate".into()),
+        ),
+        // Unknown (a key type whose public key rustls cannot derive): the server will judge.
+        _ => Ok(()),
     }
 }

@@ -67,6 +67,9 @@ pub(crate) fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<Se
     let info = url
         .into_connection_info()
         .map_err(|e| format!("does not parse ({:?})", e.kind()))?;
+    if let ConnectionAddr::Tcp(_, 0) | ConnectionAddr::TcpTls { port: 0, .. } = info.addr() {
+        return Err("port 0 is not a server's port".into());
+    }
     let db = info.redis_settings().db();
     let label = match info.addr() {
         ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),

@@ -97,3 +97,65 @@ async fn a_wait_limit_holds_with_one_of_three_servers_hung() {
     }
     holder.release().await.unwrap();
 }
+
+#[test]
+fn port_zero_fails_the_build() {
+    let e = LockManager::new(["redis://127.0.0.1:0"]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("port 0"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_that_cannot_resolve_fails_at_once_even_without_a_wait_limit() {
+    // The .invalid top-level domain never resolves (RFC 6761).
+    let m = LockManager::new(["redis://no-such-host.invalid:6390"]).unwrap();
+    let e = tokio::time::timeout(
+        Duration::from_secs(20),
+        m.acquire("m", Duration::from_secs(5), None),
+    )
+    .await
+    .expect("an unresolvable host was retried forever")
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.message().contains("does not resolve"), "{e}");
+    assert!(e.message().contains("no-such-host.invalid:6390"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_that_keeps_retrying_warns_naming_the_server_and_the_reason() {
+    use fencelock::observe::{add_listener, remove_listener, EventLevel};
+    use std::sync::{Arc, Mutex};
+
+    let port = fencelock_testkit::free_port();
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&warnings);
+    let id = add_listener(EventLevel::Warn, move |e| {
+        seen.lock().unwrap().push(e.to_line());
+    })
+    .unwrap();
+    let m = LockManager::new([format!("redis://127.0.0.1:{port}")]).unwrap();
+    let e = m
+        .acquire(
+            "nobody-home",
+            Duration::from_secs(5),
+            Some(Duration::from_secs(4)),
+        )
+        .await
+        .unwrap_err();
+    remove_listener(id);
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    let warnings = warnings.lock().unwrap();
+    let ours: Vec<&String> = warnings
+        .iter()
+        .filter(|w| w.contains("nobody-home"))
+        .collect();
+    assert!(
+        !ours.is_empty(),
+        "no warning during a 4 s wait on a refused server: {warnings:?}"
+    );
+    for w in ours {
+        assert!(w.starts_with("acquire still waiting"), "{w}");
+        assert!(w.contains(&format!("127.0.0.1:{port}")), "{w}");
+        assert!(w.contains("refused"), "{w}");
+    }
+}

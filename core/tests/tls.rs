@@ -221,3 +221,83 @@ async fn mutual_tls_needs_the_client_certificate() {
         "no key material in output"
     );
 }
+
+/// A second, unrelated set of certificates (another CA) in a directory of its own.
+fn other_certs(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fencelock-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    make_certs(&dir);
+    dir
+}
+
+/// Acquire with no wait limit, which must end by itself: a configuration mistake fails it at
+/// once instead of being retried forever (the outer limit only catches a hang).
+async fn acquire_forever(m: &LockManager) -> fencelock::Error {
+    tokio::time::timeout(Duration::from_secs(20), m.acquire("m", MS(5000), None))
+        .await
+        .expect("a configuration mistake was retried forever")
+        .unwrap_err()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_mistakes_fail_at_once_even_without_a_wait_limit() {
+    let s = TlsServer::start(true);
+    let other = other_certs("mtls");
+    let no_cert = LockManager::builder([s.url()])
+        .tls_ca_file(s.file("ca.crt"))
+        .build()
+        .unwrap();
+    let e = acquire_forever(&no_cert).await;
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.message().contains("TLS handshake failed"), "{e}");
+    assert!(e.message().contains("CertificateRequired"), "{e}");
+    assert!(
+        e.message().contains(&format!("127.0.0.1:{}", s.tls_port)),
+        "{e}"
+    );
+
+    let foreign_cert = LockManager::builder([s.url()])
+        .tls_ca_file(s.file("ca.crt"))
+        .tls_client_cert_files(other.join("client.crt"), other.join("client.key"))
+        .build()
+        .unwrap();
+    let e = acquire_forever(&foreign_cert).await;
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.message().contains("TLS handshake failed"), "{e}");
+}
+
+#[test]
+fn a_client_key_that_does_not_match_its_certificate_fails_the_build() {
+    let s = TlsServer::start(true);
+    let other = other_certs("keypair");
+    let e = LockManager::builder([s.url()])
+        .tls_ca_file(s.file("ca.crt"))
+        .tls_client_cert_files(s.file("client.crt"), other.join("client.key"))
+        .build()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("does not belong"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_url_at_a_tls_port_says_to_use_rediss() {
+    let s = TlsServer::start(false);
+    let plain = s.url().replace("rediss://", "redis://");
+    let m = LockManager::new([plain]).unwrap();
+    let e = acquire_forever(&m).await;
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.message().contains("use a rediss:// URL"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_url_at_a_plain_port_says_to_use_redis() {
+    let plain = RedisServer::start();
+    let m = LockManager::builder([plain.url().replace("redis://", "rediss://")])
+        .tls_insecure(true)
+        .connect_timeout(MS(500))
+        .build()
+        .unwrap();
+    let e = acquire_forever(&m).await;
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.message().contains("use a redis:// URL"), "{e}");
+}
