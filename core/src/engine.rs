@@ -51,10 +51,18 @@ impl Engine {
     /// The engine of a checked configuration; nothing is contacted yet.
     pub fn new(config: Config) -> Engine {
         let clock = Clock::share();
+        let preflight = Arc::new(ScriptCall::preflight(&config.prefix));
         let servers = config
             .servers
             .iter()
-            .map(|s| Arc::new(Server::new(s, config.connect_timeout, clock.clone())))
+            .map(|s| {
+                let (timeout, clock, preflight) = (
+                    config.connect_timeout,
+                    clock.clone(),
+                    Arc::clone(&preflight),
+                );
+                Arc::new(Server::new(s, timeout, clock, preflight))
+            })
             .collect();
         Engine {
             config,

@@ -41,6 +41,37 @@ impl ServerFailure {
         matches!(self, ServerFailure::Config(_) | ServerFailure::Reply(_))
     }
 
+    /// A failure of a call of the script whose code is `source`: a permission denial inside
+    /// it names the command it stopped at, from the line the server reports
+    /// (`@user_script:LINE`), since Redis 7.0's message names neither command nor key.
+    pub fn from_script(e: &RedisError, source: &str) -> ServerFailure {
+        let failure = ServerFailure::from_redis(e);
+        let ServerFailure::Config(msg) = &failure else {
+            return failure;
+        };
+        let text = e.to_string();
+        let Some(line) = text
+            .split("@user_script:")
+            .nth(1)
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            return failure;
+        };
+        let command = source
+            .lines()
+            .nth(line.saturating_sub(1))
+            .and_then(|l| l.split("redis.call(").nth(1))
+            .and_then(|c| c.split(['\'', '"']).nth(1));
+        match command {
+            Some(c) => ServerFailure::Config(format!(
+                "{msg} (the script's '{}' command)",
+                c.to_ascii_lowercase()
+            )),
+            None => failure,
+        }
+    }
+
     pub fn from_redis(e: &RedisError) -> ServerFailure {
         // Messages of redis-rs name the command and the server's reply; they do not contain
         // URLs or passwords.
@@ -54,7 +85,10 @@ impl ServerFailure {
             ServerFailure::Connection("the server is a read-only replica".into())
         } else if let Some(c) = code.filter(|c| UNREADY_CODES.contains(c)) {
             ServerFailure::Unready(format!("the server is not ready ({c})"))
-        } else if code == Some("NOPERM") || text.contains("NOPERM") {
+        } else if code == Some("NOPERM")
+            || text.contains("NOPERM")
+            || text.contains("The user executing the script can't")
+        {
             // The ACL user lacks a command, key or channel, also inside a script (the detail
             // names which).
             ServerFailure::Config(format!(

@@ -25,34 +25,47 @@ pub(crate) const MAX_PARTS: usize = 10;
 
 /// `SET NX PX` + fencing `INCR` (first come, first served), or the holder's `PTTL` and the
 /// counter, taking a place in the wait queue.
-static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!("scripts/queue.lua"),
-        include_str!("scripts/acquire.lua")
-    ))
-});
+static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_SRC));
+const ACQUIRE_SRC: &str = concat!(
+    include_str!("scripts/queue.lua"),
+    include_str!("scripts/acquire.lua")
+);
 /// Compare-and-delete + `PUBLISH` of the first waiter in line on the release channel.
-static RELEASE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!("scripts/queue.lua"),
-        include_str!("scripts/release.lua")
-    ))
-});
+static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_SRC));
+const RELEASE_SRC: &str = concat!(
+    include_str!("scripts/queue.lua"),
+    include_str!("scripts/release.lua")
+);
 /// Compare-and-`PEXPIRE`.
-static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/extend.lua")));
+static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_SRC));
+const EXTEND_SRC: &str = include_str!("scripts/extend.lua");
 /// Raise the fencing counter to at least a value.
-static RAISE_FENCE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/raise_fence.lua")));
+static RAISE_FENCE: LazyLock<Script> = LazyLock::new(|| Script::new(RAISE_FENCE_SRC));
+const RAISE_FENCE_SRC: &str = include_str!("scripts/raise_fence.lua");
+
+/// Every command the other scripts run, once per connection (see `preflight.lua`).
+static PREFLIGHT: LazyLock<Script> = LazyLock::new(|| Script::new(PREFLIGHT_SRC));
+const PREFLIGHT_SRC: &str = include_str!("scripts/preflight.lua");
+
+/// The reserved name whose keys the preflight uses: under the wait queues' prefix, which no
+/// lock name may start with (`keys::check_name`).
+const PREFLIGHT_NAME: &[u8] = b"fencelock:queue:\0preflight";
 
 /// One script call, ready to send to any number of servers: the script (to load it where it
 /// is missing) and its EVALSHA command, built once and sized up front.
 pub(crate) struct ScriptCall {
     script: &'static Script,
+    /// The script's code, to name the command of an error by its line.
+    source: &'static str,
     cmd: redis::Cmd,
 }
 
 impl ScriptCall {
-    fn new(script: &'static Script, keys: &[&[u8]], args: &[&[u8]]) -> ScriptCall {
+    fn new(
+        (script, source): (&'static Script, &'static str),
+        keys: &[&[u8]],
+        args: &[&[u8]],
+    ) -> ScriptCall {
         let parts = 3 + keys.len() + args.len();
         debug_assert!(parts <= MAX_PARTS, "{parts} parts");
         let size = keys.iter().chain(args).map(|a| a.len()).sum::<usize>() + 7 + 40 + 4;
@@ -61,7 +74,11 @@ impl ScriptCall {
         for a in keys.iter().chain(args) {
             cmd.arg(*a);
         }
-        ScriptCall { script, cmd }
+        ScriptCall {
+            script,
+            source,
+            cmd,
+        }
     }
 
     /// Acquire: grants the lock to `token` for `ttl` (free, or already held by `token`), or
@@ -75,7 +92,7 @@ impl ScriptCall {
         };
         let k = keys;
         ScriptCall::new(
-            &ACQUIRE,
+            (&ACQUIRE, ACQUIRE_SRC),
             &[&k.lock, &k.fence, &k.queue, &k.deadlines, &k.ttls],
             &[token, arg.as_bytes()],
         )
@@ -88,7 +105,7 @@ impl ScriptCall {
         arg.extend_from_slice(&keys.channel);
         let k = keys;
         ScriptCall::new(
-            &RELEASE,
+            (&RELEASE, RELEASE_SRC),
             &[&k.lock, &k.fence, &k.queue, &k.deadlines, &k.ttls],
             &[token, &arg],
         )
@@ -97,7 +114,11 @@ impl ScriptCall {
     /// Extend: compare-and-PEXPIRE by `token` to `ttl`. Reply: [`Compared`].
     pub fn extend(keys: &LockKeys, token: &[u8], ttl: Duration) -> Self {
         let ttl_ms = ttl.as_millis().to_string();
-        ScriptCall::new(&EXTEND, &[&keys.lock], &[token, ttl_ms.as_bytes()])
+        ScriptCall::new(
+            (&EXTEND, EXTEND_SRC),
+            &[&keys.lock],
+            &[token, ttl_ms.as_bytes()],
+        )
     }
 
     /// Fencing write-back: raises the lock's counter to at least `fence`. Reply: the
@@ -105,15 +126,32 @@ impl ScriptCall {
     pub fn raise_fence(keys: &LockKeys, fence: u64) -> Self {
         let fence = fence.to_string();
         ScriptCall::new(
-            &RAISE_FENCE,
+            (&RAISE_FENCE, RAISE_FENCE_SRC),
             &[&keys.lock, &keys.fence],
             &[fence.as_bytes()],
+        )
+    }
+
+    /// Preflight: every command the scripts use, on scratch keys under `prefix` (see
+    /// `preflight.lua`). Reply: 1.
+    pub fn preflight(prefix: &[u8]) -> Self {
+        let k = LockKeys::new(prefix, PREFLIGHT_NAME);
+        let channel = k.wake_channel(b"preflight");
+        ScriptCall::new(
+            (&PREFLIGHT, PREFLIGHT_SRC),
+            &[&k.lock, &k.fence, &k.queue, &k.deadlines, &k.ttls],
+            &[&channel],
         )
     }
 
     /// The script, to load it on a server that does not know it.
     pub fn script(&self) -> &'static Script {
         self.script
+    }
+
+    /// The script's code.
+    pub fn source(&self) -> &'static str {
+        self.source
     }
 
     /// The EVALSHA command.
@@ -212,9 +250,22 @@ mod tests {
             ScriptCall::release(&keys, b"tok", true),
             ScriptCall::extend(&keys, b"tok", ttl),
             ScriptCall::raise_fence(&keys, 7),
+            ScriptCall::preflight(b"p:"),
         ];
-        for call in &calls {
+        let scratch = LockKeys::new(b"p:", PREFLIGHT_NAME);
+        for (i, call) in calls.iter().enumerate() {
             let p = parts(call);
+            let order = if i == calls.len() - 1 {
+                [
+                    &scratch.lock,
+                    &scratch.fence,
+                    &scratch.queue,
+                    &scratch.deadlines,
+                    &scratch.ttls,
+                ]
+            } else {
+                order
+            };
             assert!(p.len() <= MAX_PARTS, "{} parts", p.len());
             assert_eq!(p[0], b"EVALSHA");
             assert_eq!(p[1], call.script().get_hash().as_bytes());

@@ -35,6 +35,8 @@ pub(crate) struct Server {
     sub: Arc<Subscriber>,
     /// Keeps the time limits of the calls (a share in the process's deadline thread).
     clock: Clock,
+    /// Run once on each new connection: a missing ACL permission fails the first call.
+    preflight: Arc<ScriptCall>,
 }
 
 /// The command connection: none, being opened by a background task, open, or failed for a
@@ -48,8 +50,15 @@ enum ConnState {
 }
 
 impl Server {
-    pub fn new(spec: &ServerSpec, connect_timeout: Duration, clock: Clock) -> Server {
+    /// A server that runs `preflight` on each connection it opens (see `preflight.lua`).
+    pub fn new(
+        spec: &ServerSpec,
+        connect_timeout: Duration,
+        clock: Clock,
+        preflight: Arc<ScriptCall>,
+    ) -> Server {
         Server {
+            preflight,
             label: spec.label.clone(),
             client: spec.client.clone(),
             sentinel: spec.sentinel.clone(),
@@ -122,6 +131,9 @@ impl Server {
                     ));
                 }
             }
+            run_script::<i64>(&mut conn, &self.preflight)
+                .await
+                .map_err(|e| ServerFailure::from_script(&e, self.preflight.source()))?;
             *lock(&self.current) = client;
             Ok(conn)
         };
@@ -219,23 +231,14 @@ impl Server {
         call: &ScriptCall,
         timeout: Duration,
     ) -> Result<T, ServerFailure> {
-        let cmd = call.cmd();
         let run = async {
             let mut retried = false;
             loop {
                 let (generation, mut conn) = self.connection().await?;
-                let mut result = cmd.query_async(&mut conn).await;
-                if matches!(&result, Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript))
-                {
-                    result = match call.script().load_async(&mut conn).await {
-                        Ok(_) => cmd.query_async(&mut conn).await,
-                        Err(e) => Err(e),
-                    };
-                }
-                match result {
+                match run_script(&mut conn, call).await {
                     Ok(value) => return Ok(value),
                     Err(e) => {
-                        let failure = ServerFailure::from_redis(&e);
+                        let failure = ServerFailure::from_script(&e, call.source());
                         if matches!(failure, ServerFailure::Connection(_)) {
                             self.forget_connection(generation);
                             if !retried {
@@ -273,6 +276,22 @@ impl Server {
     }
 }
 
+/// Runs a script call on `conn`; a server that does not know the script (a restart empties
+/// its cache) is sent it and asked again.
+async fn run_script<T: FromRedisValue>(
+    conn: &mut MultiplexedConnection,
+    call: &ScriptCall,
+) -> redis::RedisResult<T> {
+    let result = call.cmd().query_async(conn).await;
+    match result {
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            call.script().load_async(conn).await?;
+            call.cmd().query_async(conn).await
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,7 +303,13 @@ mod tests {
             label: url.to_owned(),
             tls: false,
         };
-        Arc::new(Server::new(&spec, Duration::from_secs(2), Clock::share()))
+        let preflight = Arc::new(ScriptCall::preflight(b""));
+        Arc::new(Server::new(
+            &spec,
+            Duration::from_secs(2),
+            Clock::share(),
+            preflight,
+        ))
     }
 
     fn waiting(server: &Server, channel: &[u8]) -> bool {

@@ -18,7 +18,6 @@ const MINIMAL_ACL: &[&str] = &[
     "&app:fencelock:released:*",
     "-@all",
     "+evalsha",
-    "+eval",
     "+script|load",
     "+get",
     "+set",
@@ -132,4 +131,39 @@ async fn a_user_missing_a_permission_gets_a_clear_error() {
     assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
     assert!(e.message().contains("permission"), "{e}");
     println!("{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_missing_from_the_acl_fails_the_first_call_naming_it() {
+    // zadd, hset and time run only when an acquire is refused (taking a place in the queue),
+    // publish only when a release hands the lock over: without the check when a connection
+    // opens, an uncontended first call would pass and production would fail under load.
+    let server = RedisServer::start();
+    for missing in ["zadd", "hset", "time", "publish", "hdel"] {
+        let rules: Vec<&str> = MINIMAL_ACL
+            .iter()
+            .copied()
+            .filter(|r| r.strip_prefix('+') != Some(missing))
+            .collect();
+        assert_eq!(
+            rules.len(),
+            MINIMAL_ACL.len() - 1,
+            "{missing} is in the rule"
+        );
+        set_user(&server, "locker", &["reset"]);
+        set_user(&server, "locker", &rules);
+        let url = format!("redis://locker:locker-pw@127.0.0.1:{}", server.port());
+        let m = LockManager::builder([url])
+            .key_prefix("app:")
+            .build()
+            .unwrap();
+        let e = tokio::time::timeout(Duration::from_secs(20), m.acquire("jobs", MS(1000), None))
+            .await
+            .expect("a missing permission was retried forever")
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unavailable, "{missing}: {e}");
+        assert!(e.message().contains("permission denied"), "{missing}: {e}");
+        assert!(e.message().contains(missing), "{missing}: {e}");
+        assert!(!e.message().contains("locker-pw"), "{e}");
+    }
 }

@@ -615,9 +615,12 @@ async fn a_waiter_already_listening_sends_no_extra_attempt() {
             .build()
             .unwrap(),
     );
-    // Loads the scripts (a first EVALSHA of each is refused with NOSCRIPT).
+    // Loads the scripts (a first EVALSHA of each is refused with NOSCRIPT), and opens the
+    // waiter's connection (whose preflight script is not an attempt).
     let lock = holders.acquire("listen", MS(10_000), None).await.unwrap();
     lock.release().await.unwrap();
+    let warm = waiter.acquire("warm-up", MS(10_000), None).await.unwrap();
+    warm.release().await.unwrap();
     let mut costs = Vec::new();
     for _ in 0..3 {
         let holder = holders.acquire("listen", MS(10_000), None).await.unwrap();

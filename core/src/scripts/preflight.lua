@@ -1,0 +1,24 @@
+-- Preflight, once per connection: every command the other scripts run, on scratch keys of the
+-- manager's prefix, so that an ACL user lacking one fails the first call with the permission
+-- error naming it, not the first contended acquire or the first release that hands over.
+-- KEYS (the order of keys.rs and scripts.rs) of a reserved scratch name: [1] lock key, [2] the
+-- fencing counter (only read), [3] wait queue, [4] queue deadlines, [5] the waiters' TTLs.
+-- ARGV[1] a wake-up channel of the scratch name (nobody listens to it).
+-- Returns 1; leaves nothing behind.
+redis.call('TIME')
+redis.call('GET', KEYS[2])
+redis.call('SET', KEYS[1], '0', 'PX', 60000)
+redis.call('GET', KEYS[1])
+redis.call('INCR', KEYS[1])
+redis.call('PTTL', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], 60000)
+redis.call('ZADD', KEYS[3], 'NX', 0, 'preflight')
+redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', 0, 'LIMIT', 0, 1)
+redis.call('ZREM', KEYS[3], 'preflight')
+redis.call('HSET', KEYS[5], 'preflight', 1)
+redis.call('HGET', KEYS[5], 'preflight')
+redis.call('HDEL', KEYS[5], 'preflight')
+redis.call('PUBLISH', ARGV[1], '')
+redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[5])
+return 1
