@@ -33,7 +33,8 @@ pub struct AcquireOptions {
     /// A caller-chosen token (non-empty, at most 512 bytes) instead of a random one. Makes the
     /// acquisition re-entrant for that token: acquiring again resets the TTL.
     pub token: Option<Vec<u8>>,
-    /// Keep the acquired lock alive in the background (see [`Lock::auto_extend`](crate::Lock::auto_extend)).
+    /// Keep the acquired lock alive in the background (see
+    /// [`Lock::auto_extend`](crate::Lock::auto_extend)).
     pub auto_extend: bool,
     /// With `auto_extend`: the longest the lock is kept alive, counted from acquisition.
     pub max_hold: Option<Duration>,

@@ -89,9 +89,10 @@ impl LockManager {
     /// trip: its validity counts from before its first attempt (the servers set its TTL after
     /// it took its place), and when less than half the TTL is left that way, one attempt
     /// resets the TTL. A waiter that stops trying (gone, paused) loses its place after about
-    /// two retry delays plus two server timeouts; one that crashed while first in line holds
-    /// the lock until its TTL runs out, like a crashed holder. Dropping the future cancels
-    /// cleanly: votes already won (handed over or not) and the place in line are given up in
+    /// two retry delays plus two server timeouts; one whose process died is passed over at
+    /// once (a handoff goes only to a waiter the server counts as listening), and a newcomer
+    /// never passes a listening waiter, also when the holder's key expired. Dropping the
+    /// future cancels cleanly: votes already won (handed over or not) and the place in line are given up in
     /// the background.
     ///
     /// Too few reachable servers is retried like a held lock, until the wait limit: with no

@@ -85,16 +85,14 @@ impl ScriptCall {
     /// reports the holder's PTTL and the counter, keeping a place in the queue when `place`
     /// is given. Reply: [`parse_acquire`].
     pub fn acquire(keys: &LockKeys, token: &[u8], ttl: Duration, place: Option<&Place>) -> Self {
-        let ttl_ms = ttl.as_millis();
-        let arg = match place {
-            Some(p) => format!("{ttl_ms} {} {}", p.arrival, p.lasts.as_millis().max(1)),
-            None => ttl_ms.to_string(),
-        };
+        let (arrival, lasts) = place.map_or((0, 0), |p| (p.arrival, p.lasts.as_millis().max(1)));
+        let mut arg = format!("{} {WAKE_ID_LEN} {arrival} {lasts} ", ttl.as_millis()).into_bytes();
+        arg.extend_from_slice(&keys.channel);
         let k = keys;
         ScriptCall::new(
             (&ACQUIRE, ACQUIRE_SRC),
             &[&k.lock, &k.fence, &k.queue, &k.deadlines, &k.ttls],
-            &[token, arg.as_bytes()],
+            &[token, &arg],
         )
     }
 
@@ -279,8 +277,11 @@ mod tests {
                 );
             }
         }
-        assert_eq!(parts(&calls[0])[9], b"1500 42 900");
-        assert_eq!(parts(&calls[1])[9], b"1500");
+        assert_eq!(
+            parts(&calls[0])[9],
+            b"1500 16 42 900 p:fencelock:released:n"
+        );
+        assert_eq!(parts(&calls[1])[9], b"1500 16 0 0 p:fencelock:released:n");
         assert_eq!(parts(&calls[2])[9], b"1 16 p:fencelock:released:n");
         assert_eq!(parts(&calls[3])[5], b"1500");
         assert_eq!(parts(&calls[4])[5], b"7");

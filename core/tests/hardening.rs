@@ -159,3 +159,62 @@ async fn a_wait_that_keeps_retrying_warns_naming_the_server_and_the_reason() {
         assert!(w.contains("refused"), "{w}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newcomer_does_not_pass_a_listening_waiter_when_the_key_expires() {
+    let srv = RedisServer::start();
+    let holder = manager(&[&srv])
+        .acquire("expiring", Duration::from_secs(10), None)
+        .await
+        .unwrap();
+    // A waiter that sleeps on its subscription (no timed retry within the test).
+    let waiter = LockManager::builder([srv.url()])
+        .retry_delay(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let waiting = tokio::spawn(async move {
+        waiter
+            .acquire(
+                "expiring",
+                Duration::from_secs(10),
+                Some(Duration::from_secs(30)),
+            )
+            .await
+    });
+    eventually(
+        Duration::from_secs(10),
+        "the waiter queued and listening",
+        || {
+            queued(&srv, "expiring") == 1
+                && matches!(
+                    srv.cmd(&[b"PUBSUB", b"CHANNELS", b"fencelock:released:expiring|*"]),
+                    Reply::Array(Some(c)) if !c.is_empty()
+                )
+        },
+    );
+    // The holder's key expires (its process paused past its TTL, say).
+    holder.detach();
+    srv.cmd(&[b"PEXPIRE", b"expiring", b"1"]);
+    eventually(Duration::from_secs(5), "the key expired", || {
+        srv.get(b"expiring").is_none()
+    });
+    let newcomer = manager(&[&srv]);
+    let got = newcomer
+        .try_acquire("expiring", Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(got.is_none(), "the newcomer passed the waiter in line");
+    let started = Instant::now();
+    let lock = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the waiter was handed the expired lock at once")
+        .unwrap()
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(srv.get(b"expiring").as_deref(), Some(lock.token()));
+    lock.release().await.unwrap();
+}

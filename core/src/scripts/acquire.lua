@@ -3,31 +3,54 @@
 -- queue (token -> arrival), [4] queue deadlines (token -> server time in ms after which the
 -- place is forgotten), [5] the waiters' TTLs (token -> ttl in ms, for the release that hands
 -- the lock over).
--- ARGV[1] token, ARGV[2] "TTL" (ms), or "TTL ARRIVAL LASTS" to take (or keep) a place in the
--- queue when refused (packed by scripts.rs): ARRIVAL is the waiter's own clock in
--- microseconds (the same on every server), LASTS how long the place is kept without a new
--- attempt, in ms.
--- Returns {1, counter} when granted (free, or already held by this very token: the TTL is
--- reset; a lock handed over to this token by a release is such a case), else
--- {0, PTTL, counter}: the holder's PTTL.
--- While anyone waits the lock is never free: a release hands it straight to the first in line.
+-- ARGV[1] token, ARGV[2] "TTL WAKE_ID_LEN ARRIVAL LASTS CHANNEL" (packed by scripts.rs): TTL in
+-- ms; WAKE_ID_LEN and CHANNEL name the waiters' wake-up channels (see hand_over in queue.lua);
+-- ARRIVAL and LASTS, when not 0, take (or keep) a place in the queue when refused: ARRIVAL is
+-- the waiter's own clock in microseconds (the same on every server), LASTS how long the place
+-- is kept without a new attempt, in ms.
+-- Returns {1, counter} when granted (held by this very token: the TTL is reset, a lock handed
+-- over to this token by a release is such a case; or free with nobody listening in line ahead
+-- of this token), else {0, PTTL, counter}: the holder's PTTL.
+-- While anyone waits the lock is never free for a newcomer: a release hands it straight to
+-- the first in line, and a key found expired goes to the first in line that listens, not to
+-- a caller behind it (nor to one not in line at all).
 -- A place is kept after a grant (removed by the release), so that a holder refused on one
 -- server and retrying is still first in line there.
 -- The counter is incremented before the lock key is written, so a counter of the wrong type
 -- fails the script before anything changed.
--- The uncontended path reads one key and writes two.
-local ttl, arrival, lasts = string.match(ARGV[2], '^(%d+) (%d+) (%d+)$')
-ttl = ttl or ARGV[2]
-local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] or holder == false then
+-- The uncontended path reads the key and the head of the queue and writes two keys.
+local a = ARGV[2]
+local s1 = string.find(a, ' ', 1, true)
+local s2 = string.find(a, ' ', s1 + 1, true)
+local s3 = string.find(a, ' ', s2 + 1, true)
+local s4 = string.find(a, ' ', s3 + 1, true)
+local ttl = string.sub(a, 1, s1 - 1)
+local wake_id_len = tonumber(string.sub(a, s1 + 1, s2 - 1))
+local arrival = string.sub(a, s2 + 1, s3 - 1)
+local lasts = tonumber(string.sub(a, s3 + 1, s4 - 1))
+local channel = string.sub(a, s4 + 1)
+local function grant()
   local fence = redis.call('INCR', KEYS[2])
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
   return {1, fence}
 end
-if arrival then
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  return grant()
+end
+if holder == false then
+  local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  if first == nil or first == ARGV[1] then
+    return grant()
+  end
+  sweep(KEYS[3], KEYS[4], KEYS[5], now_ms())
+  if hand_over(KEYS[1], KEYS[2], KEYS[3], KEYS[5], channel, wake_id_len, ARGV[1]) ~= true then
+    return grant()
+  end
+end
+if arrival ~= '0' then
   local now = now_ms()
   sweep(KEYS[3], KEYS[4], KEYS[5], now)
-  lasts = tonumber(lasts)
   redis.call('ZADD', KEYS[3], 'NX', arrival, ARGV[1])
   redis.call('ZADD', KEYS[4], now + lasts, ARGV[1])
   redis.call('HSET', KEYS[5], ARGV[1], ttl)

@@ -6,13 +6,13 @@
 -- waiting) or '0' to keep it (a failed attempt's undo), WAKE_ID_LEN how many leading bytes of
 -- a token name its waiter's wake-up channel (token.rs), CHANNEL the release channel.
 -- Returns 1 when released, 0 when the key was gone, -1 when another token holds it.
--- On release, when someone waits, the lock goes straight to the first waiter still in line: the
--- key is set to its token with its TTL and the fencing counter incremented, as its own acquire
--- would, and it is told on its wake-up channel (CHANNEL, '|', the first WAKE_ID_LEN bytes of
--- its token: keys.rs) with the message "COUNTER ARRIVAL TOKEN" (parsed by queue.rs): the
--- fencing counter, its place's arrival (which names the acquire call the place belongs to)
--- and its token. Its TTL started after its place was taken, which its own clock can bound.
--- The others keep their places and sleep.
+-- On release, when someone waits, the lock goes straight to the first waiter in line that
+-- listens (hand_over in queue.lua): the key is set to its token with its TTL and the fencing
+-- counter incremented, as its own acquire would, and it is told on its wake-up channel with
+-- the message "COUNTER ARRIVAL TOKEN" (parsed by queue.rs): the fencing counter, its place's
+-- arrival (which names the acquire call the place belongs to) and its token. Its TTL started
+-- after its place was taken, which its own clock can bound. The others keep their places and
+-- sleep. When nobody in line listens, the key is deleted.
 -- The uncontended path (nobody queued) reads the queue and the key and deletes the key.
 local leave = string.sub(ARGV[2], 1, 1) == '1'
 local space = string.find(ARGV[2], ' ', 3, true)
@@ -31,20 +31,8 @@ if holder == ARGV[1] then
     return 1
   end
   sweep(KEYS[3], KEYS[4], KEYS[5], now_ms())
-  local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  local ttl = first[1] and redis.call('HGET', KEYS[5], first[1])
-  if ttl then
-    local fence = redis.call('INCR', KEYS[2])
-    redis.call('SET', KEYS[1], first[1], 'PX', ttl)
-    redis.call('PUBLISH', channel .. '|' .. string.sub(first[1], 1, wake_id_len),
-      fence .. ' ' .. first[2] .. ' ' .. first[1])
-  else
+  if not hand_over(KEYS[1], KEYS[2], KEYS[3], KEYS[5], channel, wake_id_len, nil) then
     redis.call('DEL', KEYS[1])
-    if first[1] then
-      -- A place without a TTL (not left by this version): wake it to try.
-      redis.call('PUBLISH', channel .. '|' .. string.sub(first[1], 1, wake_id_len),
-        '0 0 ' .. first[1])
-    end
   end
   return 1
 end
