@@ -178,6 +178,7 @@ impl Server {
             return Ok(self.client.clone());
         };
         let mut why = Vec::new();
+        let mut all_permanent = true;
         for sentinel in &spec.sentinels {
             let asked = async {
                 let mut conn = sentinel.get_multiplexed_async_connection().await?;
@@ -189,29 +190,48 @@ impl Server {
             };
             match asked.await {
                 Ok(Some((host, port))) => {
-                    let info = self
-                        .client
-                        .get_connection_info()
-                        .clone()
-                        .set_addr(redis::ConnectionAddr::Tcp(host, port));
+                    // The master's address in the template's protocol (TLS and its settings
+                    // for a rediss+sentinel:// entry).
+                    let template = self.client.get_connection_info();
+                    let addr = match template.addr().clone() {
+                        redis::ConnectionAddr::TcpTls {
+                            insecure,
+                            tls_params,
+                            ..
+                        } => redis::ConnectionAddr::TcpTls {
+                            host,
+                            port,
+                            insecure,
+                            tls_params,
+                        },
+                        _ => redis::ConnectionAddr::Tcp(host, port),
+                    };
+                    let info = template.clone().set_addr(addr);
                     return redis::Client::open(info).map_err(|e| ServerFailure::from_redis(&e));
                 }
-                Ok(None) => why.push(format!(
-                    "{} does not know master {:?}",
-                    sentinel.get_connection_info().addr(),
-                    spec.master
-                )),
-                Err(e) => why.push(format!(
-                    "{}: {}",
-                    sentinel.get_connection_info().addr(),
-                    ServerFailure::from_redis(&e)
-                )),
+                Ok(None) => {
+                    all_permanent = false;
+                    why.push(format!(
+                        "{} does not know master {:?}",
+                        sentinel.get_connection_info().addr(),
+                        spec.master
+                    ))
+                }
+                Err(e) => {
+                    let failure = ServerFailure::from_redis(&e);
+                    all_permanent &= failure.is_permanent();
+                    let addr = sentinel.get_connection_info().addr();
+                    why.push(format!("sentinel {addr}: {failure}"));
+                }
             }
         }
-        Err(ServerFailure::Connection(format!(
-            "no sentinel named a master: {}",
-            why.join("; ")
-        )))
+        let why = format!("no sentinel named a master: {}", why.join("; "));
+        // Every sentinel refused us for good (credentials, TLS): no retry will help.
+        Err(if all_permanent {
+            ServerFailure::Config(why)
+        } else {
+            ServerFailure::Connection(why)
+        })
     }
 
     fn forget_connection(&self, generation: u64) {

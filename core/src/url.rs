@@ -41,16 +41,18 @@ const TCP_SCHEMES: [&str; 4] = ["redis", "rediss", "valkey", "valkeys"];
 const UNIX_SCHEMES: [&str; 2] = ["redis+unix", "unix"];
 /// The query parameters of a Unix socket URL (the `pass` and `user` values may hold `&`).
 const UNIX_PARAMS: [&str; 4] = ["db", "user", "pass", "protocol"];
+/// The query parameters of a Sentinel URL (both may hold `&`).
+const SENTINEL_PARAMS: [&str; 2] = ["sentinel_user", "sentinel_password"];
 /// The query parameters that hold credentials.
-const SECRET_PARAMS: [&str; 2] = ["user", "pass"];
+const SECRET_PARAMS: [&str; 4] = ["user", "pass", "sentinel_user", "sentinel_password"];
 
 pub(crate) fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<ServerSpec, String> {
     let scheme = url.split("://").next().unwrap_or("");
     if !url.contains("://") {
         return Err("expected redis://[user:password@]host[:port][/db]".into());
     }
-    if scheme == "redis+sentinel" {
-        return parse_sentinel(url);
+    if scheme == "redis+sentinel" || scheme == "rediss+sentinel" {
+        return parse_sentinel(url, tls);
     }
     let url = encode_credentials(url);
     let url = url.as_str();
@@ -59,7 +61,7 @@ pub(crate) fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<Se
         "rediss" | "valkeys" => true,
         other => {
             return Err(format!(
-                "unsupported scheme {other:?}; expected redis://, rediss://, redis+sentinel:// or redis+unix://"
+                "unsupported scheme {other:?}; expected redis://, rediss://, redis+sentinel://, rediss+sentinel:// or redis+unix://"
             ))
         }
     };
@@ -122,12 +124,29 @@ fn tls_client(
     })
 }
 
-/// `redis+sentinel://[user:password@]host[:port],host[:port]/master[/db]`: the credentials
-/// and db are the master's; sentinels (default port 26379) are asked without credentials.
-fn parse_sentinel(url: &str) -> std::result::Result<ServerSpec, String> {
+/// `redis+sentinel://[user:password@]host[:port],host[:port]/master[/db][?sentinel_user=U&sentinel_password=P]`:
+/// the credentials and db before the query are the master's; `sentinel_user` and
+/// `sentinel_password` are the sentinels' own (default port 26379; asked without credentials
+/// when not given). `rediss+sentinel://` speaks TLS to the sentinels and to the master, with
+/// the manager's TLS options.
+fn parse_sentinel(url: &str, tls: &LoadedTls) -> std::result::Result<ServerSpec, String> {
     const FORM: &str =
-        "expected redis+sentinel://[user:password@]host[:port][,host[:port]...]/master-name[/db]";
-    let rest = &url["redis+sentinel://".len()..];
+        "expected redis+sentinel://[user:password@]host[:port][,host[:port]...]/master-name[/db][?sentinel_user=U&sentinel_password=P]";
+    let (scheme, rest) = url.split_once("://").ok_or(FORM)?;
+    let secure = scheme == "rediss+sentinel";
+    let (rest, query) = match rest.find("?sentinel_") {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    let mut auth = redis::RedisConnectionInfo::default();
+    for (key, value) in query.map(query_params).unwrap_or_default() {
+        let value = percent_decode(value.unwrap_or(""))?;
+        auth = match key {
+            "sentinel_user" => auth.set_username(value),
+            "sentinel_password" => auth.set_password(value),
+            other => return Err(format!("unknown parameter {other:?}; {FORM}")),
+        };
+    }
     let (userinfo, after) = match rest.rsplit_once('@') {
         Some((u, a)) => (Some(encode_userinfo(u)), a),
         None => (None, rest),
@@ -146,8 +165,26 @@ fn parse_sentinel(url: &str) -> std::result::Result<ServerSpec, String> {
         if host.is_empty() || port == 0 {
             return Err(format!("bad sentinel address {entry:?}; {FORM}"));
         }
-        let client = redis::Client::open(format!("redis://{host}:{port}"))
-            .map_err(|e| format!("bad sentinel address {entry:?} ({:?})", e.kind()))?;
+        let addr = if secure {
+            ConnectionAddr::TcpTls {
+                host: host.to_owned(),
+                port,
+                insecure: false,
+                tls_params: None,
+            }
+        } else {
+            ConnectionAddr::Tcp(host.to_owned(), port)
+        };
+        let info = addr
+            .into_connection_info()
+            .map_err(|e| format!("bad sentinel address {entry:?} ({:?})", e.kind()))?
+            .set_redis_settings(auth.clone());
+        let client = if secure {
+            tls_client(info, tls)?
+        } else {
+            redis::Client::open(info)
+                .map_err(|e| format!("bad sentinel address {entry:?} ({:?})", e.kind()))?
+        };
         sentinels.push(client);
     }
     let (master, db) = match path.trim_end_matches('/').split_once('/') {
@@ -161,12 +198,20 @@ fn parse_sentinel(url: &str) -> std::result::Result<ServerSpec, String> {
     if master.is_empty() {
         return Err(format!("the master name is missing; {FORM}"));
     }
+    let master_scheme = if secure { "rediss" } else { "redis" };
     let template = match userinfo {
-        Some(u) => format!("redis://{u}@127.0.0.1:1/{db}"),
-        None => format!("redis://127.0.0.1:1/{db}"),
+        Some(u) => format!("{master_scheme}://{u}@127.0.0.1:1/{db}"),
+        None => format!("{master_scheme}://127.0.0.1:1/{db}"),
     };
-    let client = redis::Client::open(template.as_str())
+    let info = template
+        .as_str()
+        .into_connection_info()
         .map_err(|e| format!("does not parse ({:?})", e.kind()))?;
+    let client = if secure {
+        tls_client(info, tls)?
+    } else {
+        redis::Client::open(info).map_err(|e| format!("does not parse ({:?})", e.kind()))?
+    };
     let label = if db != 0 {
         format!("sentinel:{master}/{db}")
     } else {
@@ -179,7 +224,7 @@ fn parse_sentinel(url: &str) -> std::result::Result<ServerSpec, String> {
             master: master.to_owned(),
         }),
         label,
-        tls: false,
+        tls: secure,
     })
 }
 
@@ -202,7 +247,7 @@ pub fn redact_url(url: &str) -> String {
     };
     match rest.split_once('?') {
         Some((path, query)) => {
-            let query = unix_params(query)
+            let query = query_params(query)
                 .into_iter()
                 .map(|(key, value)| match (SECRET_PARAMS.contains(&key), value) {
                     (true, Some(_)) => format!("{key}=***"),
@@ -229,7 +274,7 @@ fn encode_credentials(url: &str) -> String {
     }
     if UNIX_SCHEMES.contains(&scheme) {
         if let Some((path, query)) = rest.split_once('?') {
-            let query = unix_params(query)
+            let query = query_params(query)
                 .into_iter()
                 .map(|(key, value)| match value {
                     Some(v) => format!("{key}={}", percent_encode(v)),
@@ -251,11 +296,12 @@ fn encode_userinfo(userinfo: &str) -> String {
     }
 }
 
-/// The parameters of a Unix socket URL's query, split at each `&` that starts a known
-/// parameter (so a `pass` value may hold `&`, `=`, `#`...): `(key, value)` pairs.
-fn unix_params(query: &str) -> Vec<(&str, Option<&str>)> {
+/// The parameters of a URL's query, split at each `&` that starts a known parameter (of a
+/// Unix socket or a Sentinel URL; so a password may hold `&`, `=`, `#`...): `(key, value)`
+/// pairs.
+fn query_params(query: &str) -> Vec<(&str, Option<&str>)> {
     let starts_param = |s: &str| {
-        UNIX_PARAMS.iter().any(|p| {
+        UNIX_PARAMS.iter().chain(&SENTINEL_PARAMS).any(|p| {
             s.strip_prefix(p)
                 .is_some_and(|r| r.is_empty() || r.starts_with('='))
         })
@@ -279,6 +325,31 @@ fn unix_params(query: &str) -> Vec<(&str, Option<&str>)> {
             }
         })
         .collect()
+}
+
+/// Decodes `%XX` escapes (a `%` not followed by two hex digits stays as it is).
+fn percent_decode(s: &str) -> std::result::Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).and_then(|&b| hex(b)),
+            bytes.get(i + 2).and_then(|&b| hex(b)),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_err(|_| "a sentinel credential is not UTF-8 once decoded".into())
 }
 
 /// Percent-encodes every byte but the unreserved ones (RFC 3986) and a `%` that already
@@ -320,6 +391,43 @@ mod tests {
             redact_url("redis+unix:///run/r.sock?db=2&pass=a&b=c#d&user=me"),
             "redis+unix:///run/r.sock?db=2&pass=***&user=***"
         );
+    }
+
+    #[test]
+    fn sentinel_urls_carry_the_sentinels_credentials_and_tls() {
+        let url = "redis+sentinel://:m/pw@h1:5000,h2/mymaster/3?sentinel_user=watch&sentinel_password=s&p=w%41";
+        assert_eq!(
+            redact_url(url),
+            "redis+sentinel://***@h1:5000,h2/mymaster/3?sentinel_user=***&sentinel_password=***"
+        );
+        let spec = parse_server(url, &loaded()).unwrap();
+        assert_eq!(password_of(&spec).as_deref(), Some("m/pw"), "the master's");
+        let sentinels = &spec.sentinel.as_ref().unwrap().sentinels;
+        assert_eq!(sentinels.len(), 2);
+        for s in sentinels {
+            let info = s.get_connection_info();
+            assert_eq!(info.redis_settings().username(), Some("watch"));
+            assert_eq!(info.redis_settings().password(), Some("s&p=wA"));
+            assert!(matches!(info.addr(), ConnectionAddr::Tcp(..)));
+        }
+        assert!(!spec.tls);
+
+        let spec = parse_server("rediss+sentinel://h1/m", &loaded()).unwrap();
+        assert!(spec.tls);
+        let s = &spec.sentinel.as_ref().unwrap().sentinels[0];
+        assert!(matches!(
+            s.get_connection_info().addr(),
+            ConnectionAddr::TcpTls { port: 26379, .. }
+        ));
+        assert!(matches!(
+            spec.client.get_connection_info().addr(),
+            ConnectionAddr::TcpTls { .. }
+        ));
+
+        let e = parse_server("redis+sentinel://h1/m?sentinel_colour=red", &loaded())
+            .err()
+            .unwrap();
+        assert!(e.contains("unknown parameter"), "{e}");
     }
 
     fn loaded() -> LoadedTls {

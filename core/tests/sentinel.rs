@@ -18,6 +18,11 @@ struct Sentinel {
 
 impl Sentinel {
     fn start(master_port: u16) -> Sentinel {
+        Sentinel::start_with(master_port, "")
+    }
+
+    /// A sentinel with `extra` lines in its configuration.
+    fn start_with(master_port: u16, extra: &str) -> Sentinel {
         let port = free_port();
         let dir =
             std::env::temp_dir().join(format!("fencelock-sentinel-{}-{port}", std::process::id()));
@@ -30,7 +35,7 @@ impl Sentinel {
                  sentinel monitor mymaster 127.0.0.1 {master_port} 2\n\
                  sentinel down-after-milliseconds mymaster 1000\n\
                  sentinel failover-timeout mymaster 3000\n\
-                 sentinel parallel-syncs mymaster 1\n",
+                 sentinel parallel-syncs mymaster 1\n{extra}",
                 dir.display(),
                 dir.join("sentinel.log").display()
             ),
@@ -46,7 +51,7 @@ impl Sentinel {
             .expect("redis-server --sentinel");
         let s = Sentinel { child, port, dir };
         wait_until(Duration::from_secs(5), "sentinel answers", || {
-            s.master_port().is_some()
+            s.master_port().is_some() || (!extra.is_empty() && s.cmd(&[b"PING"]).is_some())
         });
         s
     }
@@ -156,4 +161,43 @@ async fn a_sentinel_entry_follows_a_forced_failover() {
         "the counter was replicated before the failover"
     );
     lock.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinels_with_a_password_are_asked_with_it_and_refuse_a_manager_without_it() {
+    let master = RedisServer::start();
+    // A password with characters a URL breaks on, written raw in the URL.
+    let password = "Sx/9+a=b&c?d";
+    let s = Sentinel::start_with(master.port(), &format!("requirepass \"{password}\"\n"));
+    let base = format!("redis+sentinel://127.0.0.1:{}/mymaster", s.port);
+
+    let m = LockManager::new([format!("{base}?sentinel_password={password}")]).unwrap();
+    assert!(!format!("{m:?}").contains(password), "{m:?}");
+    let lock = m.acquire("guarded", MS(5000), None).await.unwrap();
+    assert_eq!(master.get(b"guarded").as_deref(), Some(lock.token()));
+    lock.release().await.unwrap();
+
+    let without = LockManager::new([base]).unwrap();
+    let e = tokio::time::timeout(
+        Duration::from_secs(20),
+        without.acquire("guarded", MS(5000), None),
+    )
+    .await
+    .expect("a sentinel refusing the manager was retried forever")
+    .unwrap_err();
+    assert_eq!(e.kind(), fencelock::ErrorKind::Unavailable, "{e}");
+    assert!(e.message().contains("no sentinel named a master"), "{e}");
+    assert!(e.message().contains("authentication failed"), "{e}");
+
+    let wrong = LockManager::new([format!(
+        "{}?sentinel_password=not-{password}",
+        "redis+sentinel://127.0.0.1:".to_owned() + &s.port.to_string() + "/mymaster"
+    )])
+    .unwrap();
+    let e = wrong
+        .acquire("guarded", MS(5000), Some(MS(500)))
+        .await
+        .unwrap_err();
+    assert!(!e.message().contains(password), "{e}");
+    assert!(!format!("{wrong:?}").contains(password), "{wrong:?}");
 }
