@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::deadline::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::failure::ServerFailure;
+use crate::identity::Identities;
 use crate::keys::{display_name, LockKeys};
 use crate::quorum;
 use crate::scripts::{Compared, ScriptCall};
@@ -52,16 +53,18 @@ impl Engine {
     pub fn new(config: Config) -> Engine {
         let clock = Clock::share();
         let preflight = Arc::new(ScriptCall::preflight(&config.prefix));
+        let identities = Arc::new(Identities::default());
         let servers = config
             .servers
             .iter()
             .map(|s| {
-                let (timeout, clock, preflight) = (
+                let shared = (Arc::clone(&preflight), Arc::clone(&identities));
+                Arc::new(Server::new(
+                    s,
                     config.connect_timeout,
                     clock.clone(),
-                    Arc::clone(&preflight),
-                );
-                Arc::new(Server::new(s, timeout, clock, preflight))
+                    shared,
+                ))
             })
             .collect();
         Engine {

@@ -36,6 +36,7 @@ mod deadline;
 mod engine;
 mod error;
 mod failure;
+mod identity;
 pub mod keys;
 mod lock;
 mod manager;

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use crate::deadline::Clock;
 use crate::failure::ServerFailure;
+use crate::identity::Identities;
 use crate::probe;
 use crate::pubsub::{Subscriber, Subscription};
 use crate::scripts::ScriptCall;
@@ -37,6 +38,8 @@ pub(crate) struct Server {
     clock: Clock,
     /// Run once on each new connection: a missing ACL permission fails the first call.
     preflight: Arc<ScriptCall>,
+    /// The processes the manager's servers reached (shared by them): one process, one vote.
+    identities: Arc<Identities>,
 }
 
 /// The command connection: none, being opened by a background task, open, or failed for a
@@ -55,10 +58,11 @@ impl Server {
         spec: &ServerSpec,
         connect_timeout: Duration,
         clock: Clock,
-        preflight: Arc<ScriptCall>,
+        (preflight, identities): (Arc<ScriptCall>, Arc<Identities>),
     ) -> Server {
         Server {
             preflight,
+            identities,
             label: spec.label.clone(),
             client: spec.client.clone(),
             sentinel: spec.sentinel.clone(),
@@ -134,6 +138,7 @@ impl Server {
             run_script::<i64>(&mut conn, &self.preflight)
                 .await
                 .map_err(|e| ServerFailure::from_script(&e, self.preflight.source()))?;
+            self.identities.claim(&mut conn, &self.label).await?;
             *lock(&self.current) = client;
             Ok(conn)
         };
@@ -323,12 +328,12 @@ mod tests {
             label: url.to_owned(),
             tls: false,
         };
-        let preflight = Arc::new(ScriptCall::preflight(b""));
+        let shared = (Arc::new(ScriptCall::preflight(b"")), Arc::default());
         Arc::new(Server::new(
             &spec,
             Duration::from_secs(2),
             Clock::share(),
-            preflight,
+            shared,
         ))
     }
 

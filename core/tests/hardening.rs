@@ -218,3 +218,45 @@ async fn a_newcomer_does_not_pass_a_listening_waiter_when_the_key_expires() {
     assert_eq!(srv.get(b"expiring").as_deref(), Some(lock.token()));
     lock.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_urls_of_one_server_are_one_vote_not_two() {
+    let one = RedisServer::start();
+    let mut other = RedisServer::start();
+    let p = one.port();
+    for (a, b) in [
+        (
+            format!("redis://127.0.0.1:{p}"),
+            format!("redis://localhost:{p}"),
+        ),
+        (
+            format!("redis://127.0.0.1:{p}/0"),
+            format!("redis://127.0.0.1:{p}/1"),
+        ),
+    ] {
+        let m = LockManager::new([a, b, other.url()]).unwrap();
+        // All three answer: a quorum of two without the duplicate.
+        let lock = m
+            .acquire(
+                "vote",
+                Duration::from_secs(10),
+                Some(Duration::from_secs(2)),
+            )
+            .await
+            .unwrap();
+        lock.release().await.unwrap();
+        other.stop();
+        // Only one real server left: one vote, not a quorum.
+        let e = m
+            .acquire(
+                "vote",
+                Duration::from_secs(10),
+                Some(Duration::from_millis(500)),
+            )
+            .await
+            .unwrap_err();
+        other.cont();
+        assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+        assert!(e.message().contains("the same Redis server as"), "{e}");
+    }
+}
