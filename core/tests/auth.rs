@@ -67,7 +67,12 @@ async fn a_user_with_the_minimal_acl_can_do_everything() {
                 .await
         })
     };
-    tokio::time::sleep(MS(300)).await;
+    fencelock_testkit::wait_until_async(
+        Duration::from_secs(5),
+        "the waiter queued and listening",
+        || server.queued("app:", "jobs") == 1 && server.listening("app:", "jobs"),
+    )
+    .await;
     lock.release().await.unwrap();
     let next = tokio::time::timeout(Duration::from_secs(5), waiter)
         .await

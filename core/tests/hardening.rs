@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use fencelock::{ErrorKind, LockManager};
-use fencelock_testkit::{servers, RedisServer, Reply};
+use fencelock_testkit::{servers, wait_until, RedisServer};
 
 const SERVER_TIMEOUT: Duration = Duration::from_secs(2);
 /// Room for a busy machine on top of the promised bound; the bound before the fix was three
@@ -15,22 +15,6 @@ fn manager(servers: &[&RedisServer]) -> LockManager {
         .server_timeout(SERVER_TIMEOUT)
         .build()
         .unwrap()
-}
-
-fn queued(server: &RedisServer, name: &str) -> i64 {
-    match server.cmd(&[b"ZCARD", format!("fencelock:queue:{name}").as_bytes()]) {
-        Reply::Int(n) => n,
-        other => panic!("ZCARD: {other:?}"),
-    }
-}
-
-/// Waits until `cond` holds, failing the test with `what` after `limit`.
-fn eventually(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < limit, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,10 +43,10 @@ async fn a_wait_limit_holds_on_a_hung_server() {
         "acquire with a {wait:?} wait limit and a {SERVER_TIMEOUT:?} server timeout returned after {took:?}"
     );
     // The clean-up cut short goes on in the background once the server answers again.
-    eventually(
+    wait_until(
         Duration::from_secs(10),
         "the waiter's place was given up",
-        || queued(&srv, "hung") == 0,
+        || srv.queued("", "hung") == 0,
     );
 }
 
@@ -89,10 +73,10 @@ async fn a_wait_limit_holds_with_one_of_three_servers_hung() {
         "acquire with a {wait:?} wait limit and a {SERVER_TIMEOUT:?} server timeout returned after {took:?}"
     );
     for srv in &s {
-        eventually(
+        wait_until(
             Duration::from_secs(10),
             "the waiter left every queue",
-            || queued(srv, "busy") == 0,
+            || srv.queued("", "busy") == 0,
         );
     }
     holder.release().await.unwrap();
@@ -181,21 +165,15 @@ async fn a_newcomer_does_not_pass_a_listening_waiter_when_the_key_expires() {
             )
             .await
     });
-    eventually(
+    wait_until(
         Duration::from_secs(10),
         "the waiter queued and listening",
-        || {
-            queued(&srv, "expiring") == 1
-                && matches!(
-                    srv.cmd(&[b"PUBSUB", b"CHANNELS", b"fencelock:released:expiring|*"]),
-                    Reply::Array(Some(c)) if !c.is_empty()
-                )
-        },
+        || srv.queued("", "expiring") == 1 && srv.listening("", "expiring"),
     );
     // The holder's key expires (its process paused past its TTL, say).
     holder.detach();
     srv.cmd(&[b"PEXPIRE", b"expiring", b"1"]);
-    eventually(Duration::from_secs(5), "the key expired", || {
+    wait_until(Duration::from_secs(5), "the key expired", || {
         srv.get(b"expiring").is_none()
     });
     let newcomer = manager(&[&srv]);

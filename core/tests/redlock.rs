@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use fencelock::{ErrorKind, LockManager};
-use fencelock_testkit::{servers, RedisServer};
+use fencelock_testkit::{servers, wait_until_async, RedisServer};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 
@@ -127,14 +127,19 @@ async fn dropping_an_attempt_stuck_on_a_paused_server_undoes_its_votes() {
         r.is_err(),
         "the attempt was still waiting on the paused server"
     );
-    tokio::time::sleep(MS(200)).await;
-    assert_eq!(
-        srv[2].get(b"r"),
-        None,
-        "the vote won on server 2 was released on drop"
-    );
+    wait_until_async(
+        Duration::from_secs(5),
+        "the vote won on server 2 was released on drop",
+        || srv[2].get(b"r").is_none(),
+    )
+    .await;
     srv[0].cont();
-    tokio::time::sleep(MS(200)).await;
+    wait_until_async(
+        Duration::from_secs(5),
+        "the paused server's vote released",
+        || srv[0].get(b"r").is_none(),
+    )
+    .await;
     assert_eq!(
         srv[0].get(b"r"),
         None,
@@ -288,17 +293,12 @@ fn scripts_run(servers: &[RedisServer]) -> Vec<u64> {
 
 /// Waits until one waiter has its place in the queue of lock `r` on every server.
 async fn until_queued_everywhere(servers: &[RedisServer]) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while servers
-        .iter()
-        .any(|s| s.cmd(&[b"ZCARD", b"fencelock:queue:r"]) != fencelock_testkit::Reply::Int(1))
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the waiter never queued everywhere"
-        );
-        tokio::time::sleep(MS(5)).await;
-    }
+    wait_until_async(
+        Duration::from_secs(5),
+        "the waiter queued everywhere",
+        || servers.iter().all(|s| s.queued("", "r") == 1),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,10 +3,10 @@
 //! ports and stopped by PID.
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fencelock::LockManager;
-use fencelock_testkit::{free_port, RedisServer, Reply};
+use fencelock_testkit::{free_port, wait_until, RedisServer, Reply};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 
@@ -77,14 +77,6 @@ impl Drop for Sentinel {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < limit, "timed out waiting until {what}");
-        std::thread::sleep(MS(50));
     }
 }
 

@@ -5,7 +5,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fencelock::{AcquireOptions, ErrorKind, LockManager};
-use fencelock_testkit::RedisServer;
+use fencelock_testkit::{wait_until_async, RedisServer};
+
+/// Waits until the wait queue of lock `name` holds `n` places.
+async fn until_queued(server: &RedisServer, name: &str, n: i64) {
+    let what = format!("{n} waiters queued for {name}");
+    wait_until_async(Duration::from_secs(5), &what, || {
+        server.queued("", name) == n
+    })
+    .await;
+}
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 
@@ -224,12 +233,12 @@ async fn auto_extension_stops_at_the_maximum_hold_time() {
         server.pttl(b"bounded") <= 20,
         "no extension past the max hold time"
     );
-    tokio::time::sleep(MS(50)).await;
-    assert_eq!(
-        server.get(b"bounded"),
-        None,
-        "key expired at the max hold time"
-    );
+    wait_until_async(
+        Duration::from_secs(2),
+        "the key expired at the max hold time",
+        || server.get(b"bounded").is_none(),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -252,7 +261,12 @@ async fn a_waiter_is_woken_by_the_release_not_by_polling() {
             .unwrap();
         (Instant::now(), lock)
     });
-    tokio::time::sleep(MS(300)).await; // the waiter has tried, subscribed and is asleep
+    wait_until_async(
+        Duration::from_secs(5),
+        "the waiter queued and listening",
+        || server.queued("", "wake") == 1 && server.listening("", "wake"),
+    )
+    .await;
     assert!(!waiter.is_finished());
     let released_at = Instant::now();
     holder.release().await.unwrap();
@@ -295,8 +309,9 @@ async fn dropping_a_waiting_acquire_leaves_no_lock_behind() {
     let holder = m.acquire("cancel", MS(10_000), None).await.unwrap();
     let r = tokio::time::timeout(MS(300), m.acquire("cancel", MS(10_000), None)).await;
     assert!(r.is_err(), "still waiting when dropped");
+    // The dropped waiter gives its place up in the background.
+    until_queued(&server, "cancel", 0).await;
     holder.release().await.unwrap();
-    tokio::time::sleep(MS(100)).await;
     assert_eq!(
         server.get(b"cancel"),
         None,
@@ -534,23 +549,6 @@ fn debug_output_never_shows_the_token() {
     lock.release().unwrap();
 }
 
-/// Waits until the server's wait queue for `name` holds `n` places.
-async fn until_queued(server: &RedisServer, name: &str, n: i64) {
-    let key = format!("fencelock:queue:{name}");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let r = server.cmd(&[b"ZCARD", key.as_bytes()]);
-        if r == fencelock_testkit::Reply::Int(n) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "queue of {name}: {r:?}, expected {n}"
-        );
-        tokio::time::sleep(MS(5)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_get_the_lock_in_the_order_they_came() {
     // Each waiter its own manager (as separate processes would be); the holder's release
@@ -641,18 +639,12 @@ async fn a_waiter_already_listening_sends_no_extra_attempt() {
     // after it (granted: the key holds its token): 3 either way.
     assert_eq!(costs, [3, 2, 2]);
     // Idle, the subscription goes (after a linger of 2 s).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let channels = server.cmd(&[b"PUBSUB", b"CHANNELS", b"fencelock:released:*"]);
-        match channels {
-            fencelock_testkit::Reply::Array(Some(c)) if c.is_empty() => break,
-            fencelock_testkit::Reply::Array(Some(_)) => {
-                assert!(Instant::now() < deadline, "still subscribed: {channels:?}")
-            }
-            r => panic!("PUBSUB CHANNELS: {r:?}"),
-        }
-        tokio::time::sleep(MS(50)).await;
-    }
+    wait_until_async(
+        Duration::from_secs(10),
+        "the idle subscription went",
+        || !server.listening("", "listen"),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -160,7 +160,12 @@ async fn a_custom_ca_verifies_the_server() {
                 .await
         })
     };
-    tokio::time::sleep(MS(200)).await;
+    fencelock_testkit::wait_until_async(
+        Duration::from_secs(5),
+        "the waiter queued and listening",
+        || s.server.queued("", "tls-lock") == 1 && s.server.listening("", "tls-lock"),
+    )
+    .await;
     lock.release().await.unwrap();
     waiter.await.unwrap().unwrap().release().await.unwrap();
 }

@@ -33,7 +33,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::history::{check, Hold, Verdict};
-use crate::worker::{num, Worker};
+use crate::worker::{field, num, Worker};
 
 /// A language with a worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -373,6 +373,20 @@ pub struct Running {
     pub worker: Worker,
 }
 
+/// Starts `per_language` workers of every language with `spec` (the setup of every
+/// mixed-language run).
+pub fn start_every_language(t: &Toolchains, spec: &Spec, per_language: usize) -> Vec<Running> {
+    Language::ALL
+        .into_iter()
+        .flat_map(|l| start(t.launcher(l).expect("found"), spec, 1, per_language))
+        .collect()
+}
+
+/// The lock names the mixed-language runs contend for.
+pub fn contended_names() -> Vec<String> {
+    ["alpha", "beta"].map(String::from).to_vec()
+}
+
 /// Starts `count` workers of `launcher`'s language, with holder ids `LANG-1..=count`
 /// (numbered from `first`).
 pub fn start(launcher: &Launcher, spec: &Spec, first: usize, count: usize) -> Vec<Running> {
@@ -405,6 +419,14 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Failed acquisitions that did not fail cleanly (`not_acquired` or `unavailable`).
+    pub fn unclean_failures(&self) -> Vec<&String> {
+        self.failures
+            .iter()
+            .filter(|l| !matches!(field(l, "kind"), Some("not_acquired" | "unavailable")))
+            .collect()
+    }
+
     /// The history checker's verdict over every hold.
     pub fn verdict(&self) -> Verdict {
         check(&self.holds)

@@ -6,25 +6,10 @@ use std::time::{Duration, Instant};
 
 use fencelock::LockManager;
 use fencelock_chaos::worker::Worker;
-use fencelock_testkit::{RedisServer, Reply};
+use fencelock_testkit::{wait_until, RedisServer, Reply};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_chaos-worker");
 const MS: fn(u64) -> Duration = Duration::from_millis;
-
-fn until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < limit, "never happened: {what}");
-        std::thread::sleep(MS(10));
-    }
-}
-
-fn int(reply: Reply) -> i64 {
-    match reply {
-        Reply::Int(n) => n,
-        other => panic!("expected an integer, got {other:?}"),
-    }
-}
 
 #[test]
 fn a_waiter_killed_first_in_line_costs_the_next_waiter_no_ttl() {
@@ -47,23 +32,20 @@ fn a_waiter_killed_first_in_line_costs_the_next_waiter_no_ttl() {
     .map(|s| s.to_string())
     .collect();
     let mut victim = Worker::spawn(Path::new(WORKER), &args);
-    let queue: &[u8] = b"fencelock:queue:line";
-    until(MS(10_000), "the worker queued and listening", || {
-        let listening = srv.cmd(&[b"PUBSUB", b"CHANNELS", b"fencelock:released:line|*"]);
-        int(srv.cmd(&[b"ZCARD", queue])) == 1
-            && matches!(listening, Reply::Array(Some(c)) if !c.is_empty())
+    wait_until(MS(10_000), "the worker queued and listening", || {
+        srv.queued("", "line") == 1 && srv.listening("", "line")
     });
     let next = LockManager::new([srv.url()]).unwrap();
     let waiting = rt.spawn(async move {
         next.acquire("line", ttl, Some(Duration::from_secs(25)))
             .await
     });
-    until(MS(10_000), "the second waiter queued", || {
-        int(srv.cmd(&[b"ZCARD", queue])) == 2
+    wait_until(MS(10_000), "the second waiter queued", || {
+        srv.queued("", "line") == 2
     });
     victim.kill();
     // The kernel closes the victim's connections: the server knows nobody listens for it.
-    until(MS(10_000), "the victim's connections closed", || {
+    wait_until(MS(10_000), "the victim's connections closed", || {
         matches!(
             srv.cmd(&[b"PUBSUB", b"CHANNELS", b"fencelock:released:line|*"]),
             Reply::Array(Some(c)) if c.len() == 1

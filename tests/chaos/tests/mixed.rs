@@ -14,8 +14,9 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use fencelock_chaos::history::now_us;
-use fencelock_chaos::mixed::{collect, start, Language, Outcome, Running, Spec, Toolchains};
-use fencelock_chaos::worker::field;
+use fencelock_chaos::mixed::{
+    collect, contended_names, start, start_every_language, Language, Outcome, Spec, Toolchains,
+};
 use fencelock_chaos::{scaled, soak, urls};
 use fencelock_testkit::servers;
 
@@ -29,17 +30,6 @@ const HANG_LIMIT: Duration = Duration::from_secs(30);
 /// [`Toolchains::required_or_skip`].
 fn toolchains() -> Option<Toolchains> {
     Toolchains::required_or_skip(Path::new(WORKER))
-}
-
-fn start_all(t: &Toolchains, spec: &Spec) -> Vec<Running> {
-    Language::ALL
-        .into_iter()
-        .flat_map(|l| start(t.launcher(l).expect("found"), spec, 1, PER_LANGUAGE))
-        .collect()
-}
-
-fn names() -> Vec<String> {
-    ["alpha", "beta"].map(String::from).to_vec()
 }
 
 /// The checks every mixed run must pass: clean workers, the checker's verdict, every
@@ -60,11 +50,7 @@ fn assert_mixed_run_ok(out: &Outcome) {
         assert!(held.contains(h), "worker {h} never held the lock: {held:?}");
     }
     assert_eq!(out.holders.len(), Language::ALL.len() * PER_LANGUAGE);
-    let unclean: Vec<&String> = out
-        .failures
-        .iter()
-        .filter(|l| !matches!(field(l, "kind"), Some("not_acquired" | "unavailable")))
-        .collect();
+    let unclean = out.unclean_failures();
     assert!(unclean.is_empty(), "unexpected failures: {unclean:?}");
     let (handoffs, cross) = out.handoffs();
     assert!(
@@ -93,7 +79,7 @@ fn rust_python_node_and_c_workers_exclude_each_other_on_five_servers() {
     let srv = servers(5);
     let spec = Spec {
         servers: urls(&srv),
-        names: names(),
+        names: contended_names(),
         rounds: if soak() { 3000 } else { 300 },
         hold_ms: 1,
         ttl_ms: 1000,
@@ -102,7 +88,7 @@ fn rust_python_node_and_c_workers_exclude_each_other_on_five_servers() {
         duration_ms: None,
     };
     let started = Instant::now();
-    let workers = start_all(&t, &spec);
+    let workers = start_every_language(&t, &spec, PER_LANGUAGE);
     let out = collect(workers, started + scaled(Duration::from_secs(60), 10));
     println!(
         "{} workers, {:?}: {}",
@@ -126,7 +112,7 @@ fn rust_python_node_and_c_workers_keep_exclusion_through_a_server_killed_and_res
     let run = scaled(Duration::from_millis(5000), 6);
     let spec = Spec {
         servers: urls(&srv),
-        names: names(),
+        names: contended_names(),
         rounds: 1_000_000,
         hold_ms: 1,
         ttl_ms: ttl.as_millis() as u64,
@@ -135,7 +121,7 @@ fn rust_python_node_and_c_workers_keep_exclusion_through_a_server_killed_and_res
         duration_ms: Some(run.as_millis() as u64),
     };
     let started = Instant::now();
-    let workers = start_all(&t, &spec);
+    let workers = start_every_language(&t, &spec, PER_LANGUAGE);
     let mut windows = Vec::new();
     let mut victim = 1;
     sleep(Duration::from_millis(1500));

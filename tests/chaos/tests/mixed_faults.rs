@@ -20,7 +20,9 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use fencelock_chaos::history::{now_us, Hold};
-use fencelock_chaos::mixed::{collect, start, Language, Outcome, Running, Spec, Toolchains};
+use fencelock_chaos::mixed::{
+    collect, contended_names, start, start_every_language, Language, Outcome, Spec, Toolchains,
+};
 use fencelock_chaos::paused::a_paused_holder_is_fenced_off;
 use fencelock_chaos::proxy::{Direction, Proxy};
 use fencelock_chaos::urls;
@@ -49,17 +51,6 @@ fn ms(n: u64) -> Duration {
 /// [`Toolchains::required_or_skip`].
 fn toolchains() -> Option<Toolchains> {
     Toolchains::required_or_skip(Path::new(WORKER))
-}
-
-fn start_all(t: &Toolchains, spec: &Spec) -> Vec<Running> {
-    Language::ALL
-        .into_iter()
-        .flat_map(|l| start(t.launcher(l).expect("found"), spec, 1, PER_LANGUAGE))
-        .collect()
-}
-
-fn names() -> Vec<String> {
-    ["alpha", "beta"].map(String::from).to_vec()
 }
 
 fn summary(out: &Outcome) -> String {
@@ -92,11 +83,7 @@ fn assert_run_ok(out: &Outcome, max_took: Duration) {
     assert!(out.problems.is_empty(), "workers: {:#?}", out.problems);
     assert_eq!(out.holders.len(), Language::ALL.len() * PER_LANGUAGE);
     out.verdict().assert_ok();
-    let unclean: Vec<&String> = out
-        .failures
-        .iter()
-        .filter(|l| !matches!(field(l, "kind"), Some("not_acquired" | "unavailable")))
-        .collect();
+    let unclean = out.unclean_failures();
     assert!(unclean.is_empty(), "unexpected failures: {unclean:?}");
     let slow: Vec<&String> = out
         .failures
@@ -156,7 +143,7 @@ fn mixed_workers_with_a_majority_killed_fail_cleanly_and_recover() {
     let run = WARM_UP + outage + ms(3500);
     let spec = Spec {
         servers: urls(&srv),
-        names: names(),
+        names: contended_names(),
         rounds: 1_000_000,
         hold_ms: 1,
         ttl_ms: ttl.as_millis() as u64,
@@ -165,7 +152,7 @@ fn mixed_workers_with_a_majority_killed_fail_cleanly_and_recover() {
         duration_ms: Some(run.as_millis() as u64),
     };
     let started = Instant::now();
-    let workers = start_all(&t, &spec);
+    let workers = start_every_language(&t, &spec, PER_LANGUAGE);
     sleep(WARM_UP);
     for v in [0, 2, 4] {
         srv[v].kill();
@@ -243,7 +230,7 @@ fn mixed_workers_keep_exclusion_and_progress_through_a_stalled_server() {
         duration_ms: Some(run.as_millis() as u64),
     };
     let started = Instant::now();
-    let workers = start_all(&t, &spec);
+    let workers = start_every_language(&t, &spec, PER_LANGUAGE);
     sleep(WARM_UP);
     let mut windows = Vec::new();
     let faults: [(&str, Fault); 2] = [
@@ -332,7 +319,7 @@ fn mixed_workers_under_latency_near_the_ttl_get_refusals_not_expired_locks() {
     let run = WARM_UP + 2 * phase + ms(2500);
     let spec = Spec {
         servers: proxies.iter().map(Proxy::url).collect(),
-        names: names(),
+        names: contended_names(),
         rounds: 1_000_000,
         hold_ms: 1,
         ttl_ms: ttl.as_millis() as u64,
@@ -347,7 +334,7 @@ fn mixed_workers_under_latency_near_the_ttl_get_refusals_not_expired_locks() {
         }
     };
     let started = Instant::now();
-    let workers = start_all(&t, &spec);
+    let workers = start_every_language(&t, &spec, PER_LANGUAGE);
     sleep(WARM_UP);
     // Near: a 200 ms round trip for a 300 ms TTL.
     set_latency(ms(100));
@@ -471,7 +458,7 @@ fn a_python_holder_killed_with_sigkill_frees_its_lock_within_the_ttl_for_every_l
         ..victim_spec
     };
     let started = Instant::now();
-    let workers = start_all(&t, &spec);
+    let workers = start_every_language(&t, &spec, PER_LANGUAGE);
     let out = collect(workers, started + run + HANG_LIMIT);
     let first = out
         .holds

@@ -13,7 +13,7 @@ use fencelock_chaos::proxy::{Direction, Proxy};
 use fencelock_chaos::store::{FencedStore, UnfencedStore};
 use fencelock_chaos::worker::{num, Worker};
 use fencelock_chaos::{soak, urls};
-use fencelock_testkit::{servers, RedisServer, Reply};
+use fencelock_testkit::{servers, wait_until, RedisServer, Reply};
 use redis::Connection;
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
@@ -33,19 +33,6 @@ fn manager(urls: &[String]) -> LockManager {
         .retry_delay(MS(20))
         .build()
         .unwrap()
-}
-
-/// Polls every 5 ms until `cond` holds; panics after `limit`.
-#[track_caller]
-fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not true within {limit:?}"
-        );
-        sleep(MS(5));
-    }
 }
 
 fn status(r: Reply) -> String {

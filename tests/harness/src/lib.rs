@@ -2,8 +2,15 @@
 //! synchronous RESP2 client to inspect and tamper with their state.
 //!
 //! Everything here is synchronous (std only, plus `libc` for signals), so it can
-//! be used from plain `#[test]`s and from `#[tokio::test]`s alike. Failures
-//! panic with a descriptive message: these are test fixtures, not library code.
+//! be used from plain `#[test]`s and from `#[tokio::test]`s alike, but for
+//! [`wait_until_async`], the async twin of [`wait_until`]. Failures panic with
+//! a descriptive message: these are test fixtures, not library code.
+//!
+//! Tests wait for the thing they need with [`wait_until`] (a condition, an upper
+//! bound and what never happened), never with a fixed sleep that stands for "by
+//! now it has happened". [`RedisServer::queued`] and [`RedisServer::listening`]
+//! are the conditions lock tests wait on most: a waiter took its place in the
+//! queue, a waiter's process listens for its wake-up.
 //!
 //! Every [`RedisServer`] owns exactly one child process; signals are only ever
 //! sent to that child's PID while it is still un-reaped, so a recycled PID can
@@ -40,6 +47,35 @@ pub enum Reply {
     Bulk(Option<Vec<u8>>),
     /// Array; `None` is the nil array `*-1`.
     Array(Option<Vec<Reply>>),
+}
+
+/// How often [`wait_until`] and [`wait_until_async`] check their condition.
+const POLL: Duration = Duration::from_millis(10);
+
+/// Waits until `cond` holds, checking every 10 ms; panics naming `what` (what never happened)
+/// after `limit`. The limit is an upper bound for a hang, not a speed goal: make it generous.
+pub fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < limit,
+            "fencelock-testkit: after {limit:?}, still not: {what}"
+        );
+        thread::sleep(POLL);
+    }
+}
+
+/// [`wait_until`] for async tests: sleeps on the tokio timer between checks, so the runtime's
+/// other tasks go on.
+pub async fn wait_until_async(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < limit,
+            "fencelock-testkit: after {limit:?}, still not: {what}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
 }
 
 /// Returns a currently free TCP port on 127.0.0.1 (never 6379).
@@ -380,6 +416,24 @@ impl RedisServer {
             Reply::Bulk(Some(v)) => String::from_utf8_lossy(&v).into_owned(),
             other => panic!("fencelock-testkit: unexpected INFO reply {other:?}"),
         }
+    }
+
+    /// How many waiters hold a place in the wait queue of lock `name` (key prefix `prefix`).
+    pub fn queued(&self, prefix: &str, name: &str) -> i64 {
+        self.int_cmd(&[
+            b"ZCARD",
+            format!("{prefix}fencelock:queue:{name}").as_bytes(),
+        ])
+    }
+
+    /// Whether some process listens for the wake-ups of lock `name` (key prefix `prefix`): a
+    /// waiter's subscription to its wake-up channel.
+    pub fn listening(&self, prefix: &str, name: &str) -> bool {
+        let pattern = format!("{prefix}fencelock:released:{name}|*");
+        matches!(
+            self.cmd(&[b"PUBSUB", b"CHANNELS", pattern.as_bytes()]),
+            Reply::Array(Some(c)) if !c.is_empty()
+        )
     }
 
     /// `FLUSHALL`.
