@@ -58,13 +58,22 @@ export declare class LockManager {
 }
 export type JsLockManager = LockManager
 
-/** Options of `LockManager.acquire` and `LockManager.using`. Durations are in milliseconds. */
+/**
+ * Options of `LockManager.acquire` and `LockManager.using`. Durations are in
+ * milliseconds.
+ */
 export interface AcquireOptions {
   /** How long the lock lives unless extended; default 30000. */
   ttl?: number
-  /** How long to keep trying: omitted (or `Infinity`) waits until acquired, 0 tries once. */
+  /**
+   * How long to keep trying: omitted (or `Infinity`) waits until acquired, 0 tries
+   * once.
+   */
   wait?: number
-  /** A token of your own instead of a random one; acquiring again with it resets the TTL. */
+  /**
+   * A token of your own instead of a random one; acquiring again with it resets the
+   * TTL.
+   */
   token?: string | Buffer
   /**
    * Extend in the background every ttl/3 until released or lost (default: false, but
@@ -74,8 +83,8 @@ export interface AcquireOptions {
   /** With `autoExtend`: stop extending this long after acquisition. */
   maxHold?: number
   /**
-   * Aborting it stops the wait: the Promise rejects with an `AbortError` and no lock is left
-   * behind.
+   * Aborting it stops the wait: the Promise rejects with an `AbortError` and no lock is
+   * left behind.
    */
   signal?: AbortSignal
 }
@@ -121,20 +130,20 @@ export interface LockManagerOptions {
   /** The longest time opening a connection to a server may take; default 2000. */
   connectTimeout?: number
   /**
-   * For `rediss://` servers: a PEM file of the CA certificate(s) to trust instead of the
-   * system's roots.
+   * For `rediss://` servers: a PEM file of the CA certificate(s) to trust instead of
+   * the system's roots.
    */
   tlsCaFile?: string
   /**
-   * For `rediss://` servers requiring client certificates (mutual TLS): the PEM file of the
-   * client certificate chain. Needs `tlsClientKey`.
+   * For `rediss://` servers requiring client certificates (mutual TLS): the PEM file of
+   * the client certificate chain. Needs `tlsClientKey`.
    */
   tlsClientCert?: string
   /** The PEM file of the client certificate's private key. Needs `tlsClientCert`. */
   tlsClientKey?: string
   /**
-   * For `rediss://` servers: accept any certificate and host name. Self-signed development
-   * servers only; default false.
+   * For `rediss://` servers: accept any certificate and host name. Self-signed
+   * development servers only; default false.
    */
   tlsInsecure?: boolean
 }

@@ -9,27 +9,28 @@
 //! release would leave the lock held until its TTL): they finish in the background.
 
 use std::future::Future;
+#[cfg(unix)]
 use std::io::{Read, Write};
+#[cfg(unix)]
 use std::os::fd::AsRawFd;
+#[cfg(unix)]
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use fencelock::ErrorKind;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyDict, PyTuple};
 use tokio::sync::RwLock;
 use tokio::task::AbortHandle;
 
 use crate::convert::{
-    acquire_options, connect_timeout_arg, drift_factor_arg, key_prefix_arg, name_arg,
-    opt_token_arg, positive_seconds, retry_delay_arg, retry_jitter_arg, server_timeout_arg,
-    tls_ca_file_arg, tls_client_cert_arg, tls_client_key_arg, tls_insecure_arg, token_arg, ttl_arg,
-    wait_arg, wait_limit, Servers, Text,
+    acquire_options, name_arg, opt_token_arg, positive_seconds, token_arg, ttl_arg, wait_arg,
+    wait_limit, Servers, Text,
 };
 use crate::errors::{Failure, LockError};
-use crate::managed::{other_process, py_repr, Live, Managed, Options, ProcessLocal};
+use crate::managed::{other_process, Live, Managed, ProcessLocal};
+use crate::options::{is_exception, lock_getters, HeldLock, LockFacts, Options, ScopeArgs};
 use crate::shutdown;
 
 static BRIDGE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
@@ -49,7 +50,8 @@ fn ready<'py>(py: Python<'py>, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, 
 /// was empty, write one byte to a socket the loop watches (`loop.add_reader`); the loop's
 /// thread drains the queue, converts the results and settles the futures. The runtime's
 /// threads never take the GIL on this path, and one wake-up of the loop settles every result
-/// that arrived meanwhile. A loop without `add_reader` (Windows' proactor) is woken with
+/// that arrived meanwhile. A loop without `add_reader` (Windows' proactor), or a platform
+/// without Unix sockets (`fileno()` is -1 there, which `add_reader` refuses), is woken with
 /// `call_soon_threadsafe` instead.
 #[pyclass(module = "fencelock._native", frozen)]
 struct Completions {
@@ -61,8 +63,10 @@ type Done = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<()> + Send>;
 
 struct Shared {
     queue: Mutex<Vec<Done>>,
-    /// The loop watches `rx`; a completion writes to `tx`.
+    /// The loop watches `rx`; a completion writes to `tx` (Unix only).
+    #[cfg(unix)]
     rx: UnixStream,
+    #[cfg(unix)]
     tx: UnixStream,
     /// The loop, when it cannot watch a socket: woken with `call_soon_threadsafe(drain)`.
     fallback: OnceLock<(Py<PyAny>, Py<PyAny>)>,
@@ -90,9 +94,13 @@ impl Shared {
                 });
             }
             // Nonblocking: a full socket already holds a wake-up.
+            #[cfg(unix)]
             None => {
                 let _ = (&self.tx).write(&[1]);
             }
+            // Without a socket the bridge always calls `use_loop` first.
+            #[cfg(not(unix))]
+            None => {}
         }
     }
 }
@@ -101,22 +109,32 @@ impl Shared {
 impl Completions {
     #[new]
     fn new() -> PyResult<Self> {
+        #[cfg(unix)]
         let (rx, tx) = UnixStream::pair()?;
-        rx.set_nonblocking(true)?;
-        tx.set_nonblocking(true)?;
+        #[cfg(unix)]
+        {
+            rx.set_nonblocking(true)?;
+            tx.set_nonblocking(true)?;
+        }
         Ok(Completions {
             shared: Arc::new(Shared {
                 queue: Mutex::new(Vec::new()),
+                #[cfg(unix)]
                 rx,
+                #[cfg(unix)]
                 tx,
                 fallback: OnceLock::new(),
             }),
         })
     }
 
-    /// The socket the loop watches.
+    /// The socket the loop watches; -1 where there is none (the loop is then woken with
+    /// `call_soon_threadsafe`, see `use_loop`).
     fn fileno(&self) -> i32 {
-        self.shared.rx.as_raw_fd()
+        #[cfg(unix)]
+        return self.shared.rx.as_raw_fd();
+        #[cfg(not(unix))]
+        return -1;
     }
 
     /// For a loop that cannot watch a socket: wake it with `call_soon_threadsafe`.
@@ -129,8 +147,11 @@ impl Completions {
     /// On the loop's thread: settles every queued result; raises the first error after
     /// settling the others.
     fn drain(&self, py: Python<'_>) -> PyResult<()> {
-        let mut buf = [0u8; 64];
-        while matches!((&self.shared.rx).read(&mut buf), Ok(n) if n > 0) {}
+        #[cfg(unix)]
+        {
+            let mut buf = [0u8; 64];
+            while matches!((&self.shared.rx).read(&mut buf), Ok(n) if n > 0) {}
+        }
         let queue =
             std::mem::take(&mut *self.shared.queue.lock().unwrap_or_else(|e| e.into_inner()));
         let mut first_error = None;
@@ -250,18 +271,13 @@ impl PyAsyncLockManager {
         try_once: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let wait = if try_once { Some(0.0) } else { wait };
-        let opts = acquire_options(ttl, wait_limit(wait)?, token.as_ref())?;
+        let opts = acquire_options(ttl, wait_limit(wait)?, token.as_ref(), auto_extend)?;
         let live = self.live(py)?;
         let manager = live.manager.as_async().clone();
         let key = name.as_bytes().to_vec();
         let fut = async move {
             match manager.acquire_with(key, &opts).await {
-                Ok(lock) => {
-                    if auto_extend {
-                        lock.auto_extend(None);
-                    }
-                    Ok(Some(lock))
-                }
+                Ok(lock) => Ok(Some(lock)),
                 // As the core's try_acquire: only "held by another" is no lock.
                 Err(e) if try_once && e.kind() == ErrorKind::NotAcquired => Ok(None),
                 Err(e) => Err(Failure::Core(e)),
@@ -281,40 +297,14 @@ impl PyAsyncLockManager {
 #[pymethods]
 impl PyAsyncLockManager {
     #[new]
-    #[pyo3(signature = (servers, *, key_prefix = Text::default(), retry_delay = 0.2,
-        retry_jitter = None, drift_factor = 0.01, server_timeout = None, connect_timeout = None,
-        tls_ca_file = None, tls_client_cert = None, tls_client_key = None, tls_insecure = false))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (servers, **options))]
     fn new(
         py: Python<'_>,
         servers: Servers,
-        #[pyo3(from_py_with = key_prefix_arg)] key_prefix: Text,
-        #[pyo3(from_py_with = retry_delay_arg)] retry_delay: f64,
-        #[pyo3(from_py_with = retry_jitter_arg)] retry_jitter: Option<f64>,
-        #[pyo3(from_py_with = drift_factor_arg)] drift_factor: f64,
-        #[pyo3(from_py_with = server_timeout_arg)] server_timeout: Option<f64>,
-        #[pyo3(from_py_with = connect_timeout_arg)] connect_timeout: Option<f64>,
-        #[pyo3(from_py_with = tls_ca_file_arg)] tls_ca_file: Option<PathBuf>,
-        #[pyo3(from_py_with = tls_client_cert_arg)] tls_client_cert: Option<PathBuf>,
-        #[pyo3(from_py_with = tls_client_key_arg)] tls_client_key: Option<PathBuf>,
-        #[pyo3(from_py_with = tls_insecure_arg)] tls_insecure: bool,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyAsyncLockManager> {
-        let managed = Managed::new(
-            py,
-            Options {
-                servers,
-                key_prefix,
-                retry_delay,
-                retry_jitter,
-                drift_factor,
-                server_timeout,
-                connect_timeout,
-                tls_ca_file,
-                tls_client_cert,
-                tls_client_key,
-                tls_insecure,
-            },
-        )?;
+        let options = Options::from_kwargs("LockManager", servers, options)?;
+        let managed = Managed::new(py, options)?;
         Ok(PyAsyncLockManager { managed })
     }
 
@@ -361,13 +351,9 @@ impl PyAsyncLockManager {
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
     ) -> PyResult<PyAsyncLockScope> {
-        positive_seconds("ttl", ttl)?;
-        wait_limit(wait)?;
         Ok(PyAsyncLockScope {
+            args: ScopeArgs::new(name, ttl, wait)?,
             manager: slf.unbind(),
-            name,
-            ttl,
-            wait,
             entered: Mutex::new(None),
         })
     }
@@ -381,11 +367,7 @@ impl PyAsyncLockManager {
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let py = slf.py();
-        positive_seconds("ttl", ttl)?;
-        wait_limit(wait)?;
-        py.import("fencelock._decorate")?
-            .call_method1("locked", (slf, name.to_object(py), ttl, wait))
+        ScopeArgs::new(name, ttl, wait)?.decorator(slf.as_any())
     }
 
     /// Releases ``name`` if it is held with ``token``; raises ``LockLost`` if it was not.
@@ -436,9 +418,7 @@ impl PyAsyncLockManager {
 #[pyclass(name = "AsyncLockScope", module = "fencelock.asyncio", frozen)]
 pub struct PyAsyncLockScope {
     manager: Py<PyAsyncLockManager>,
-    name: Text,
-    ttl: f64,
-    wait: Option<f64>,
+    args: ScopeArgs,
     entered: Mutex<Option<Py<PyAsyncLock>>>,
 }
 
@@ -453,11 +433,12 @@ impl PyAsyncLockScope {
                  for another",
             ));
         }
+        let args = &me.args;
         let acquiring = me.manager.get().start_acquire(
             py,
-            me.name.clone(),
-            me.ttl,
-            me.wait,
+            args.name.clone(),
+            args.ttl,
+            args.wait,
             None,
             true,
             false,
@@ -492,16 +473,8 @@ impl PyAsyncLockScope {
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        format!(
-            "<fencelock.asyncio.LockScope name={} ttl={}>",
-            py_repr(self.name.to_object(py).bind(py)),
-            self.ttl
-        )
+        self.args.repr(py, "fencelock.asyncio.LockScope")
     }
-}
-
-fn is_exception(exc_type: Option<&Bound<'_, PyAny>>) -> bool {
-    exc_type.is_some_and(|t| !t.is_none())
 }
 
 type Cell = Arc<RwLock<Option<fencelock::Lock>>>;
@@ -519,42 +492,28 @@ struct Held {
 #[pyclass(name = "AsyncLock", module = "fencelock.asyncio", frozen)]
 pub struct PyAsyncLock {
     held: ProcessLocal<Held>,
-    name: Text,
-    token: Text,
-    fencing_token: u64,
+    facts: LockFacts,
 }
 
 impl PyAsyncLock {
     fn new(lock: fencelock::Lock, name: Text, token: Option<&Text>, live: Live) -> PyAsyncLock {
         PyAsyncLock {
-            token: Text::token(token, lock.token()),
-            fencing_token: lock.fencing_token(),
+            facts: LockFacts::new(&lock, name, token),
             held: ProcessLocal::new(Held {
                 cell: Arc::new(RwLock::new(Some(lock))),
                 live,
             }),
-            name,
         }
     }
 
     fn display_name(&self) -> String {
-        match &self.name {
-            Text::Str(s) => format!("{s:?}"),
-            Text::Bytes(b) => format!("{:?}", String::from_utf8_lossy(b)),
-        }
+        self.facts.display_name()
     }
 
     fn held(&self, py: Python<'_>) -> PyResult<&Held> {
         self.held
             .get()
             .ok_or_else(|| other_process(&self.display_name(), self.held.pid()).into_py(py))
-    }
-
-    /// `f` on the held lock; `None` once released, while a release runs, or in another
-    /// process.
-    fn peek<T>(&self, f: impl FnOnce(&fencelock::Lock) -> T) -> Option<T> {
-        let guard = self.held.get()?.cell.try_read().ok()?;
-        guard.as_ref().map(f)
     }
 
     /// The end of an `async with` block (see `fencelock.Lock.__exit__`); resolves to False.
@@ -579,38 +538,25 @@ impl PyAsyncLock {
     }
 }
 
+impl HeldLock for PyAsyncLock {
+    fn facts(&self) -> &LockFacts {
+        &self.facts
+    }
+
+    fn peek_core<T>(&self, f: impl FnOnce(&fencelock::Lock) -> T) -> Option<T> {
+        let guard = self.held.get()?.cell.try_read().ok()?;
+        guard.as_ref().map(f)
+    }
+
+    fn in_this_process(&self) -> bool {
+        self.held.get().is_some()
+    }
+}
+
+lock_getters!(PyAsyncLock);
+
 #[pymethods]
 impl PyAsyncLock {
-    /// The lock's name, as given (str or bytes).
-    #[getter]
-    fn name(&self, py: Python<'_>) -> Py<PyAny> {
-        self.name.to_object(py)
-    }
-
-    /// This acquisition's token (as given, or the generated token as a str).
-    #[getter]
-    fn token(&self, py: Python<'_>) -> Py<PyAny> {
-        self.token.to_object(py)
-    }
-
-    /// The fencing token (an int that grows with every acquisition on the server set).
-    #[getter]
-    fn fencing_token(&self) -> u64 {
-        self.fencing_token
-    }
-
-    /// Seconds the lock is still safe to use; 0.0 once released, lost or expired.
-    #[getter]
-    fn validity(&self) -> f64 {
-        self.peek(|l| l.validity().as_secs_f64()).unwrap_or(0.0)
-    }
-
-    /// Whether the lock is known to be lost. False once released.
-    #[getter]
-    fn lost(&self) -> bool {
-        self.peek(|l| l.is_lost()).unwrap_or(false)
-    }
-
     /// Releases the lock (awaitable). Raises ``LockLost`` if it had expired or been taken,
     /// ``Unavailable``, or ``LockError`` if already released. Cancelling the awaiting task
     /// does not stop the release.
@@ -665,21 +611,6 @@ impl PyAsyncLock {
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        let state = match self.held.get() {
-            None => "other process".to_owned(),
-            Some(held) => match held.cell.try_read() {
-                Err(_) => "releasing".to_owned(),
-                Ok(g) => match g.as_ref() {
-                    None => "released".to_owned(),
-                    Some(l) if l.is_lost() => "lost".to_owned(),
-                    Some(l) => format!("validity={:.3}s", l.validity().as_secs_f64()),
-                },
-            },
-        };
-        format!(
-            "<fencelock.asyncio.Lock name={} fencing_token={} {state}>",
-            py_repr(self.name.to_object(py).bind(py)),
-            self.fencing_token
-        )
+        HeldLock::repr(self, py, "fencelock.asyncio.Lock")
     }
 }

@@ -151,13 +151,18 @@ pub fn wait_limit(wait: Option<f64>) -> PyResult<Option<Duration>> {
     }
 }
 
-/// The core's acquire options from the Python arguments.
+/// The core's acquire options from the Python arguments (`auto_extend`: the core keeps the
+/// lock alive once acquired).
 pub fn acquire_options(
     ttl: f64,
     wait: Option<Duration>,
     token: Option<&Text>,
+    auto_extend: bool,
 ) -> PyResult<AcquireOptions> {
     let mut opts = AcquireOptions::new(positive_seconds("ttl", ttl)?).wait(wait);
+    if auto_extend {
+        opts = opts.auto_extend(None);
+    }
     if let Some(t) = token {
         opts = opts.token(t.as_bytes());
     }

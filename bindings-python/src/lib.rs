@@ -1,15 +1,18 @@
 //! `fencelock._native`: the Python binding of the fencelock core, wrapped by the pure Python
 //! package `fencelock` (`python/fencelock/`).
 //!
-//! A thin layer: argument and unit conversion (`convert`), error mapping (`errors`), GIL
-//! release and Ctrl-C (`sync`), the asyncio bridge (`aio`), fork safety (`managed`), the
-//! core's events for `logging` (`events`). No lock logic lives here.
+//! A thin layer: argument and unit conversion (`convert`), what the sync and asyncio classes
+//! share (`options`: the constructor keywords, `lock()`/`locked()` arguments, a lock's facts
+//! and getters), error mapping (`errors`), GIL release and Ctrl-C (`sync`), the asyncio
+//! bridge (`aio`), fork safety (`managed`), the core's events for `logging` (`events`). No
+//! lock logic lives here.
 
 mod aio;
 mod convert;
 mod errors;
 mod events;
 mod managed;
+mod options;
 mod shutdown;
 mod sync;
 

@@ -2,17 +2,16 @@
 //! runtime), rebuilt from its `Config` when used in a process forked after it was made.
 
 use std::mem::ManuallyDrop;
-use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use fencelock::{blocking, Builder, Config};
-use pyo3::exceptions::PyValueError;
+use fencelock::{blocking, Config};
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
-use crate::convert::{non_negative_seconds, positive_seconds, read_file, Servers, Text};
+use crate::convert::Text;
 use crate::errors::{to_py, Failure};
+use crate::options::Options;
 
 /// A running manager: the blocking facade, and its runtime's handle for the asyncio bridge.
 #[derive(Clone)]
@@ -43,65 +42,6 @@ struct State {
 pub struct Managed {
     config: Config,
     state: Mutex<State>,
-}
-
-/// The manager options, as the Python constructors take them.
-pub struct Options {
-    pub servers: Servers,
-    pub key_prefix: Text,
-    pub retry_delay: f64,
-    pub retry_jitter: Option<f64>,
-    pub drift_factor: f64,
-    pub server_timeout: Option<f64>,
-    pub connect_timeout: Option<f64>,
-    pub tls_ca_file: Option<PathBuf>,
-    pub tls_client_cert: Option<PathBuf>,
-    pub tls_client_key: Option<PathBuf>,
-    pub tls_insecure: bool,
-}
-
-impl Options {
-    /// The core's builder; every option checked (no network call).
-    fn builder(self) -> PyResult<Builder> {
-        let mut b = Builder::new(self.servers.0)
-            .key_prefix(self.key_prefix.as_bytes())
-            .retry_delay(positive_seconds("retry_delay", self.retry_delay)?)
-            .drift_factor(self.drift_factor)
-            .tls_insecure(self.tls_insecure);
-        if let Some(j) = self.retry_jitter {
-            b = b.retry_jitter(non_negative_seconds("retry_jitter", j)?);
-        }
-        if let Some(t) = self.server_timeout {
-            b = b.server_timeout(positive_seconds("server_timeout", t)?);
-        }
-        if let Some(t) = self.connect_timeout {
-            b = b.connect_timeout(positive_seconds("connect_timeout", t)?);
-        }
-        // Read here rather than by the core, so that the error names the argument.
-        if let Some(ca) = &self.tls_ca_file {
-            b = b.tls_ca_pem(read_file("tls_ca_file", ca)?);
-        }
-        match (&self.tls_client_cert, &self.tls_client_key) {
-            (Some(cert), Some(key)) => {
-                b = b.tls_client_cert_pem(
-                    read_file("tls_client_cert", cert)?,
-                    read_file("tls_client_key", key)?,
-                );
-            }
-            (None, None) => {}
-            (Some(_), None) => {
-                return Err(PyValueError::new_err(
-                    "tls_client_cert is given without tls_client_key: mutual TLS needs both",
-                ))
-            }
-            (None, Some(_)) => {
-                return Err(PyValueError::new_err(
-                    "tls_client_key is given without tls_client_cert: mutual TLS needs both",
-                ))
-            }
-        }
-        Ok(b)
-    }
 }
 
 impl Managed {

@@ -4,20 +4,19 @@
 //! beforehand. Acquisitions wake every [`SIGNAL_POLL`] to run Python's signal handlers, so
 //! Ctrl-C interrupts them; the core then drops the attempt and releases its votes.
 
-use std::path::PathBuf;
 use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use fencelock::{blocking, AcquireOptions, ErrorKind};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use crate::convert::{
-    acquire_options, connect_timeout_arg, drift_factor_arg, key_prefix_arg, name_arg,
-    opt_token_arg, positive_seconds, retry_delay_arg, retry_jitter_arg, server_timeout_arg,
-    tls_ca_file_arg, tls_client_cert_arg, tls_client_key_arg, tls_insecure_arg, token_arg, ttl_arg,
-    wait_arg, wait_limit, Servers, Text,
+    acquire_options, name_arg, opt_token_arg, positive_seconds, token_arg, ttl_arg, wait_arg,
+    wait_limit, Servers, Text,
 };
 use crate::errors::{to_py, Failure, LockError};
-use crate::managed::{other_process, py_repr, Managed, Options, ProcessLocal, SIGNAL_POLL};
+use crate::managed::{other_process, Managed, ProcessLocal, SIGNAL_POLL};
+use crate::options::{is_exception, lock_getters, HeldLock, LockFacts, Options, ScopeArgs};
 use crate::shutdown;
 
 /// Why a blocking acquisition failed.
@@ -114,56 +113,24 @@ impl PyLockManager {
         token: Option<Text>,
         auto_extend: bool,
     ) -> PyResult<Result<PyLock, AcquireError>> {
-        let opts = acquire_options(ttl, wait_limit(wait)?, token.as_ref())?;
+        let opts = acquire_options(ttl, wait_limit(wait)?, token.as_ref(), auto_extend)?;
         let manager = self.live(py)?;
-        Ok(
-            acquire_blocking(py, &manager, name.as_bytes(), &opts).map(|lock| {
-                if auto_extend {
-                    lock.auto_extend(None);
-                }
-                PyLock::new(lock, name, token.as_ref())
-            }),
-        )
+        Ok(acquire_blocking(py, &manager, name.as_bytes(), &opts)
+            .map(|lock| PyLock::new(lock, name, token.as_ref())))
     }
 }
 
 #[pymethods]
 impl PyLockManager {
     #[new]
-    #[pyo3(signature = (servers, *, key_prefix = Text::default(), retry_delay = 0.2,
-        retry_jitter = None, drift_factor = 0.01, server_timeout = None, connect_timeout = None,
-        tls_ca_file = None, tls_client_cert = None, tls_client_key = None, tls_insecure = false))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (servers, **options))]
     fn new(
         py: Python<'_>,
         servers: Servers,
-        #[pyo3(from_py_with = key_prefix_arg)] key_prefix: Text,
-        #[pyo3(from_py_with = retry_delay_arg)] retry_delay: f64,
-        #[pyo3(from_py_with = retry_jitter_arg)] retry_jitter: Option<f64>,
-        #[pyo3(from_py_with = drift_factor_arg)] drift_factor: f64,
-        #[pyo3(from_py_with = server_timeout_arg)] server_timeout: Option<f64>,
-        #[pyo3(from_py_with = connect_timeout_arg)] connect_timeout: Option<f64>,
-        #[pyo3(from_py_with = tls_ca_file_arg)] tls_ca_file: Option<PathBuf>,
-        #[pyo3(from_py_with = tls_client_cert_arg)] tls_client_cert: Option<PathBuf>,
-        #[pyo3(from_py_with = tls_client_key_arg)] tls_client_key: Option<PathBuf>,
-        #[pyo3(from_py_with = tls_insecure_arg)] tls_insecure: bool,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyLockManager> {
-        let managed = Managed::new(
-            py,
-            Options {
-                servers,
-                key_prefix,
-                retry_delay,
-                retry_jitter,
-                drift_factor,
-                server_timeout,
-                connect_timeout,
-                tls_ca_file,
-                tls_client_cert,
-                tls_client_key,
-                tls_insecure,
-            },
-        )?;
+        let options = Options::from_kwargs("LockManager", servers, options)?;
+        let managed = Managed::new(py, options)?;
         Ok(PyLockManager { managed })
     }
 
@@ -229,14 +196,9 @@ impl PyLockManager {
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
     ) -> PyResult<PyLockScope> {
-        // Check now, not at `with` time.
-        positive_seconds("ttl", ttl)?;
-        wait_limit(wait)?;
         Ok(PyLockScope {
+            args: ScopeArgs::new(name, ttl, wait)?,
             manager: slf.unbind(),
-            name,
-            ttl,
-            wait,
             entered: Mutex::new(None),
         })
     }
@@ -251,11 +213,7 @@ impl PyLockManager {
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let py = slf.py();
-        positive_seconds("ttl", ttl)?;
-        wait_limit(wait)?;
-        py.import("fencelock._decorate")?
-            .call_method1("locked", (slf, name.to_object(py), ttl, wait))
+        ScopeArgs::new(name, ttl, wait)?.decorator(slf.as_any())
     }
 
     /// Releases ``name`` if it is held with ``token`` (a lock handed over from another process
@@ -300,9 +258,7 @@ impl PyLockManager {
 #[pyclass(name = "LockScope", module = "fencelock", frozen)]
 pub struct PyLockScope {
     manager: Py<PyLockManager>,
-    name: Text,
-    ttl: f64,
-    wait: Option<f64>,
+    args: ScopeArgs,
     entered: Mutex<Option<Py<PyLock>>>,
 }
 
@@ -315,10 +271,11 @@ impl PyLockScope {
                  for another",
             ));
         }
-        let lock =
-            self.manager
-                .get()
-                .acquire(py, self.name.clone(), self.ttl, self.wait, None, true)?;
+        let a = &self.args;
+        let lock = self
+            .manager
+            .get()
+            .acquire(py, a.name.clone(), a.ttl, a.wait, None, true)?;
         let lock = Py::new(py, lock)?;
         if let Ok(mut e) = self.entered.lock() {
             *e = Some(lock.clone_ref(py));
@@ -342,16 +299,8 @@ impl PyLockScope {
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        format!(
-            "<fencelock.LockScope name={} ttl={}>",
-            py_repr(self.name.to_object(py).bind(py)),
-            self.ttl
-        )
+        self.args.repr(py, "fencelock.LockScope")
     }
-}
-
-fn is_exception(exc_type: Option<&Bound<'_, PyAny>>) -> bool {
-    exc_type.is_some_and(|t| !t.is_none())
 }
 
 /// A lock held through ``fencelock.LockManager``.
@@ -366,18 +315,14 @@ fn is_exception(exc_type: Option<&Bound<'_, PyAny>>) -> bool {
 pub struct PyLock {
     /// `None` once released (or finished); bound to the process that acquired it.
     cell: ProcessLocal<RwLock<Option<blocking::Lock>>>,
-    name: Text,
-    token: Text,
-    fencing_token: u64,
+    facts: LockFacts,
 }
 
 impl PyLock {
     fn new(lock: blocking::Lock, name: Text, token: Option<&Text>) -> PyLock {
         PyLock {
-            token: Text::token(token, lock.token()),
-            fencing_token: lock.fencing_token(),
+            facts: LockFacts::new(lock.as_async(), name, token),
             cell: ProcessLocal::new(RwLock::new(Some(lock))),
-            name,
         }
     }
 
@@ -398,23 +343,8 @@ impl PyLock {
         cell.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// `f` on the held lock, if held in this process. Never waits (the caller holds the GIL):
-    /// `None` while a release is running, as after it.
-    fn peek<T>(&self, f: impl FnOnce(&blocking::Lock) -> T) -> Option<T> {
-        let cell = self.cell.get()?;
-        let guard = match cell.try_read() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
-        guard.as_ref().map(f)
-    }
-
     fn display_name(&self) -> String {
-        match &self.name {
-            Text::Str(s) => format!("{s:?}"),
-            Text::Bytes(b) => format!("{:?}", String::from_utf8_lossy(b)),
-        }
+        self.facts.display_name()
     }
 
     fn released(&self) -> Failure {
@@ -438,43 +368,30 @@ impl PyLock {
     }
 }
 
+impl HeldLock for PyLock {
+    fn facts(&self) -> &LockFacts {
+        &self.facts
+    }
+
+    fn peek_core<T>(&self, f: impl FnOnce(&fencelock::Lock) -> T) -> Option<T> {
+        let cell = self.cell.get()?;
+        let guard = match cell.try_read() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        guard.as_ref().map(|l| f(l.as_async()))
+    }
+
+    fn in_this_process(&self) -> bool {
+        self.cell.get().is_some()
+    }
+}
+
+lock_getters!(PyLock);
+
 #[pymethods]
 impl PyLock {
-    /// The lock's name, as given (str or bytes).
-    #[getter]
-    fn name(&self, py: Python<'_>) -> Py<PyAny> {
-        self.name.to_object(py)
-    }
-
-    /// This acquisition's token, the value of the lock's Redis key: as given, or the
-    /// generated token as a str. Pass it with the name to ``LockManager.release`` to release
-    /// the lock from elsewhere.
-    #[getter]
-    fn token(&self, py: Python<'_>) -> Py<PyAny> {
-        self.token.to_object(py)
-    }
-
-    /// The fencing token: larger than that of every earlier acquisition of any lock on this
-    /// server set. Give it to the storage you protect and have it reject smaller ones.
-    #[getter]
-    fn fencing_token(&self) -> u64 {
-        self.fencing_token
-    }
-
-    /// Seconds the lock is still safe to use, net of acquisition time and clock drift; 0.0
-    /// once released, lost or expired.
-    #[getter]
-    fn validity(&self) -> f64 {
-        self.peek(|l| l.validity().as_secs_f64()).unwrap_or(0.0)
-    }
-
-    /// Whether the lock is known to be lost: auto-extension or ``extend`` found it gone or
-    /// taken, or its validity ran out. False once released.
-    #[getter]
-    fn lost(&self) -> bool {
-        self.peek(|l| l.is_lost()).unwrap_or(false)
-    }
-
     /// Releases the lock on every server. Raises ``LockLost`` if it had expired or been taken
     /// (fewer than a quorum still held it), ``Unavailable`` if too few servers answered, and
     /// ``LockError`` if it was already released.
@@ -517,19 +434,6 @@ impl PyLock {
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        let state = if self.cell.get().is_none() {
-            "other process".to_owned()
-        } else {
-            match self.peek(|l| (l.is_lost(), l.validity())) {
-                None => "released".to_owned(),
-                Some((true, _)) => "lost".to_owned(),
-                Some((false, v)) => format!("validity={:.3}s", v.as_secs_f64()),
-            }
-        };
-        format!(
-            "<fencelock.Lock name={} fencing_token={} {state}>",
-            py_repr(self.name.to_object(py).bind(py)),
-            self.fencing_token
-        )
+        HeldLock::repr(self, py, "fencelock.Lock")
     }
 }

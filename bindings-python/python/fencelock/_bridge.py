@@ -42,6 +42,8 @@ def completions(loop: Any, make: Callable[[], Any]) -> Any:
     if current is None or current[0] is not loop:
         queue = make()
         try:
+            if queue.fileno() < 0:  # no Unix socket on this platform
+                raise NotImplementedError
             loop.add_reader(queue.fileno(), queue.drain)
         except NotImplementedError:
             queue.use_loop(loop)

@@ -1,0 +1,273 @@
+//! What the sync and asyncio classes share, defined once: the managers' constructor keywords
+//! (one parser, [`Options::from_kwargs`]), the arguments of `lock()`/`locked()`
+//! ([`ScopeArgs`]), and a lock's facts and getters ([`LockFacts`], [`lock_getters!`]).
+
+use std::path::PathBuf;
+
+use fencelock::Builder;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::convert::{
+    connect_timeout_arg, drift_factor_arg, key_prefix_arg, non_negative_seconds, positive_seconds,
+    read_file, retry_delay_arg, retry_jitter_arg, server_timeout_arg, tls_ca_file_arg,
+    tls_client_cert_arg, tls_client_key_arg, tls_insecure_arg, wait_limit, Servers, Text,
+};
+use crate::managed::py_repr;
+
+/// The manager constructors' keyword arguments, in the order the docs list them.
+pub const MANAGER_KEYWORDS: [&str; 10] = [
+    "key_prefix",
+    "retry_delay",
+    "retry_jitter",
+    "drift_factor",
+    "server_timeout",
+    "connect_timeout",
+    "tls_ca_file",
+    "tls_client_cert",
+    "tls_client_key",
+    "tls_insecure",
+];
+
+/// The manager options, as the Python constructors take them.
+pub struct Options {
+    pub servers: Servers,
+    pub key_prefix: Text,
+    pub retry_delay: f64,
+    pub retry_jitter: Option<f64>,
+    pub drift_factor: f64,
+    pub server_timeout: Option<f64>,
+    pub connect_timeout: Option<f64>,
+    pub tls_ca_file: Option<PathBuf>,
+    pub tls_client_cert: Option<PathBuf>,
+    pub tls_client_key: Option<PathBuf>,
+    pub tls_insecure: bool,
+}
+
+impl Options {
+    /// The core's builder; every option checked (no network call).
+    pub fn builder(self) -> PyResult<Builder> {
+        let mut b = Builder::new(self.servers.0)
+            .key_prefix(self.key_prefix.as_bytes())
+            .retry_delay(positive_seconds("retry_delay", self.retry_delay)?)
+            .drift_factor(self.drift_factor)
+            .tls_insecure(self.tls_insecure);
+        if let Some(j) = self.retry_jitter {
+            b = b.retry_jitter(non_negative_seconds("retry_jitter", j)?);
+        }
+        if let Some(t) = self.server_timeout {
+            b = b.server_timeout(positive_seconds("server_timeout", t)?);
+        }
+        if let Some(t) = self.connect_timeout {
+            b = b.connect_timeout(positive_seconds("connect_timeout", t)?);
+        }
+        // Read here rather than by the core, so that the error names the argument.
+        if let Some(ca) = &self.tls_ca_file {
+            b = b.tls_ca_pem(read_file("tls_ca_file", ca)?);
+        }
+        match (&self.tls_client_cert, &self.tls_client_key) {
+            (Some(cert), Some(key)) => {
+                b = b.tls_client_cert_pem(
+                    read_file("tls_client_cert", cert)?,
+                    read_file("tls_client_key", key)?,
+                );
+            }
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(PyValueError::new_err(
+                    "tls_client_cert is given without tls_client_key: mutual TLS needs both",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "tls_client_key is given without tls_client_cert: mutual TLS needs both",
+                ))
+            }
+        }
+        Ok(b)
+    }
+
+    /// The options of `LockManager(servers, **options)` (sync or asyncio), every keyword
+    /// converted by its own extractor (a wrong type raises `TypeError` naming it) and an
+    /// unknown one refused with `TypeError`, as Python does for a function's keywords.
+    pub fn from_kwargs(
+        class: &str,
+        servers: Servers,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Options> {
+        let mut o = Options {
+            servers,
+            key_prefix: Text::default(),
+            retry_delay: 0.2,
+            retry_jitter: None,
+            drift_factor: fencelock::DEFAULT_DRIFT_FACTOR,
+            server_timeout: None,
+            connect_timeout: None,
+            tls_ca_file: None,
+            tls_client_cert: None,
+            tls_client_key: None,
+            tls_insecure: false,
+        };
+        for (key, value) in kwargs.into_iter().flatten() {
+            let key: String = key.extract()?;
+            match key.as_str() {
+                "key_prefix" => o.key_prefix = key_prefix_arg(&value)?,
+                "retry_delay" => o.retry_delay = retry_delay_arg(&value)?,
+                "retry_jitter" => o.retry_jitter = retry_jitter_arg(&value)?,
+                "drift_factor" => o.drift_factor = drift_factor_arg(&value)?,
+                "server_timeout" => o.server_timeout = server_timeout_arg(&value)?,
+                "connect_timeout" => o.connect_timeout = connect_timeout_arg(&value)?,
+                "tls_ca_file" => o.tls_ca_file = tls_ca_file_arg(&value)?,
+                "tls_client_cert" => o.tls_client_cert = tls_client_cert_arg(&value)?,
+                "tls_client_key" => o.tls_client_key = tls_client_key_arg(&value)?,
+                "tls_insecure" => o.tls_insecure = tls_insecure_arg(&value)?,
+                other => {
+                    return Err(PyTypeError::new_err(format!(
+                    "{class}() got an unexpected keyword argument {other:?}; the options are {}",
+                    MANAGER_KEYWORDS.join(", ")
+                )))
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// The arguments of `manager.lock(name, ttl, wait=...)` and `manager.locked(...)`, checked
+/// when they are given, not when the block is entered.
+#[derive(Clone)]
+pub struct ScopeArgs {
+    pub name: Text,
+    pub ttl: f64,
+    pub wait: Option<f64>,
+}
+
+impl ScopeArgs {
+    /// Checks the TTL and the wait limit.
+    pub fn new(name: Text, ttl: f64, wait: Option<f64>) -> PyResult<ScopeArgs> {
+        positive_seconds("ttl", ttl)?;
+        wait_limit(wait)?;
+        Ok(ScopeArgs { name, ttl, wait })
+    }
+
+    /// `<CLASS name=... ttl=...>`, the scope objects' repr.
+    pub fn repr(&self, py: Python<'_>, class: &str) -> String {
+        let name = py_repr(self.name.to_object(py).bind(py));
+        format!("<{class} name={name} ttl={}>", self.ttl)
+    }
+
+    /// The `locked` decorator of `manager` (`fencelock._decorate.locked`, which picks the
+    /// sync or the coroutine wrapper).
+    pub fn decorator<'py>(&self, manager: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = manager.py();
+        py.import("fencelock._decorate")?.call_method1(
+            "locked",
+            (manager, self.name.to_object(py), self.ttl, self.wait),
+        )
+    }
+}
+
+/// Whether a `__exit__`/`__aexit__` was given an exception (the block raised).
+pub fn is_exception(exc_type: Option<&Bound<'_, PyAny>>) -> bool {
+    exc_type.is_some_and(|t| !t.is_none())
+}
+
+/// What a lock object knows without asking its core lock: name and token as the caller gave
+/// them (str or bytes), the fencing token.
+pub struct LockFacts {
+    pub name: Text,
+    pub token: Text,
+    pub fencing_token: u64,
+}
+
+impl LockFacts {
+    pub fn new(lock: &fencelock::Lock, name: Text, token: Option<&Text>) -> LockFacts {
+        LockFacts {
+            token: Text::token(token, lock.token()),
+            fencing_token: lock.fencing_token(),
+            name,
+        }
+    }
+
+    /// The name for messages (the core's rendering: quoted, escaped, long ones cut).
+    pub fn display_name(&self) -> String {
+        fencelock::display_name(self.name.as_bytes())
+    }
+}
+
+/// Both lock classes: their facts, and a look at the core lock while it is held.
+pub trait HeldLock {
+    fn facts(&self) -> &LockFacts;
+    /// `f` on the core lock; `None` once released, while a release runs (never waits: the
+    /// caller holds the GIL), or in another process.
+    fn peek_core<T>(&self, f: impl FnOnce(&fencelock::Lock) -> T) -> Option<T>;
+    /// Whether the lock was acquired in this process (not a forked child's copy).
+    fn in_this_process(&self) -> bool;
+
+    /// `<CLASS name=... fencing_token=... STATE>`, the lock objects' repr.
+    fn repr(&self, py: Python<'_>, class: &str) -> String {
+        let state = if !self.in_this_process() {
+            "other process".to_owned()
+        } else {
+            match self.peek_core(|l| (l.is_lost(), l.validity())) {
+                None => "released".to_owned(),
+                Some((true, _)) => "lost".to_owned(),
+                Some((false, v)) => format!("validity={:.3}s", v.as_secs_f64()),
+            }
+        };
+        let facts = self.facts();
+        let name = py_repr(facts.name.to_object(py).bind(py));
+        format!(
+            "<{class} name={name} fencing_token={} {state}>",
+            facts.fencing_token
+        )
+    }
+}
+
+/// The getters of a lock class (`name`, `token`, `fencing_token`, `validity`, `lost`),
+/// defined once for `fencelock.Lock` and `fencelock.asyncio.Lock`.
+macro_rules! lock_getters {
+    ($class:ty) => {
+        #[pymethods]
+        impl $class {
+            /// The lock's name, as given (str or bytes).
+            #[getter]
+            fn name(&self, py: Python<'_>) -> Py<PyAny> {
+                $crate::options::HeldLock::facts(self).name.to_object(py)
+            }
+
+            /// This acquisition's token, the value of the lock's Redis key: as given, or the
+            /// generated token as a str. Pass it with the name to the manager's ``release``
+            /// to release the lock from elsewhere.
+            #[getter]
+            fn token(&self, py: Python<'_>) -> Py<PyAny> {
+                $crate::options::HeldLock::facts(self).token.to_object(py)
+            }
+
+            /// The fencing token: larger than that of every earlier acquisition of any lock
+            /// on this server set. Give it to the storage you protect and have it reject
+            /// smaller ones.
+            #[getter]
+            fn fencing_token(&self) -> u64 {
+                $crate::options::HeldLock::facts(self).fencing_token
+            }
+
+            /// Seconds the lock is still safe to use, net of acquisition time and clock
+            /// drift; 0.0 once released, lost or expired.
+            #[getter]
+            fn validity(&self) -> f64 {
+                $crate::options::HeldLock::peek_core(self, |l| l.validity().as_secs_f64())
+                    .unwrap_or(0.0)
+            }
+
+            /// Whether the lock is known to be lost: auto-extension or ``extend`` found it
+            /// gone or taken, or its validity ran out. False once released.
+            #[getter]
+            fn lost(&self) -> bool {
+                $crate::options::HeldLock::peek_core(self, |l| l.is_lost()).unwrap_or(false)
+            }
+        }
+    };
+}
+pub(crate) use lock_getters;
