@@ -35,7 +35,6 @@ class InvalidArgumentError extends TypeError {
     init(this, new.target)
   }
 }
-InvalidArgumentError.code = 'ERR_INVALID_ARG'
 
 function errorClass(name, code) {
   // A named class per kind, each with its static `code`.
@@ -44,22 +43,15 @@ function errorClass(name, code) {
   return cls
 }
 
-const NotAcquiredError = errorClass('NotAcquiredError', 'ERR_NOT_ACQUIRED')
-const LockLostError = errorClass('LockLostError', 'ERR_LOCK_LOST')
-const UnavailableError = errorClass('UnavailableError', 'ERR_UNAVAILABLE')
-const LockReleasedError = errorClass('LockReleasedError', 'ERR_LOCK_RELEASED')
-const ServerError = errorClass('ServerError', 'ERR_REDIS')
-const AbortError = errorClass('AbortError', 'ABORT_ERR')
-
-const errors = {
-  LockError,
-  NotAcquiredError,
-  LockLostError,
-  UnavailableError,
-  InvalidArgumentError,
-  LockReleasedError,
-  ServerError,
-  AbortError,
+// One class per row of the binding's error table (src/error.rs: the one mapping of the core's
+// error kinds to class names and codes), so that names and codes are written in one place.
+const errors = { LockError, InvalidArgumentError }
+for (const { className, code } of native.__errorTable()) {
+  if (className === InvalidArgumentError.name) {
+    InvalidArgumentError.code = code
+  } else {
+    errors[className] = errorClass(className, code)
+  }
 }
 native.__setErrorClasses(errors)
 

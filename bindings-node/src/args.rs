@@ -166,6 +166,52 @@ pub(crate) fn options<'e>(what: &str, v: Option<Unknown<'e>>) -> Checked<Option<
     }
 }
 
+/// The fields of one options object, checked against its type's keys (`types.rs`): a key
+/// the type does not have is refused, naming it and the known ones.
+pub(crate) struct Fields<'e> {
+    env: &'e Env,
+    obj: Option<Object<'e>>,
+    keys: &'static [&'static str],
+}
+
+impl<'e> Fields<'e> {
+    /// `what` (e.g. "options of acquire()") holding `obj`, whose type has `keys`.
+    pub(crate) fn new(
+        env: &'e Env,
+        what: &str,
+        obj: Option<Object<'e>>,
+        keys: &'static [&'static str],
+    ) -> Checked<Fields<'e>> {
+        if let Some(o) = &obj {
+            let names = o
+                .get_property_names()
+                .map_err(|_| invalid(format!("the keys of {what} cannot be read")))?;
+            let n = names.get_array_length().unwrap_or(0);
+            for i in 0..n {
+                let key: String = names
+                    .get_element::<String>(i)
+                    .map_err(|_| invalid(format!("the keys of {what} cannot be read")))?;
+                if !keys.contains(&key.as_str()) {
+                    return Err(invalid(format!(
+                        "{what} has no option {key:?}; the options are {}",
+                        keys.join(", ")
+                    )));
+                }
+            }
+        }
+        Ok(Fields { env, obj, keys })
+    }
+
+    /// The value of `key` (`undefined` when absent or when there are no options).
+    pub(crate) fn get(&self, key: &str) -> Checked<Unknown<'e>> {
+        debug_assert!(
+            self.keys.contains(&key),
+            "{key} is not an option of this type"
+        );
+        field(self.env, &self.obj, key)
+    }
+}
+
 /// One property of an options object (`undefined` when absent or when there are no options).
 pub(crate) fn field<'e>(env: &'e Env, obj: &Option<Object<'e>>, key: &str) -> Checked<Unknown<'e>> {
     let undefined =

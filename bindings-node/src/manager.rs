@@ -9,10 +9,11 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use tokio::sync::Notify;
 
-use crate::args::{self, Checked};
+use crate::args::{self, Checked, Fields};
 use crate::error::{invalid, Failure};
 use crate::lock::JsLock;
 use crate::promise::{promise, rejected, rejected_with, settled_by};
+use crate::types::{AcquireOptions as AcquireOptionsType, LockManagerOptions};
 
 /// A lock manager over one Redis server or several (Redlock).
 #[napi(js_name = "LockManager")]
@@ -38,18 +39,11 @@ enum Mode {
 struct Acquisition {
     name: Vec<u8>,
     opts: AcquireOptions,
-    auto_extend: bool,
-    max_hold: Option<Duration>,
 }
 
-fn parse_acquire<'e>(
-    env: &'e Env,
-    name: &Unknown<'e>,
-    options: &Option<Object<'e>>,
-    mode: Mode,
-) -> Checked<Acquisition> {
+fn parse_acquire<'e>(name: &Unknown<'e>, fields: &Fields<'e>, mode: Mode) -> Checked<Acquisition> {
     let name = args::bytes("name", name)?;
-    let field = |key| args::field(env, options, key);
+    let field = |key| fields.get(key);
     let ttl = field("ttl")?;
     let ttl = if args::is_nullish(&ttl) {
         fencelock::DEFAULT_TTL
@@ -77,17 +71,16 @@ fn parse_acquire<'e>(
     } else {
         Some(args::duration("maxHold", &max_hold)?)
     };
+    // The core starts auto-extension once the lock is acquired.
     Ok(Acquisition {
         name,
         opts: AcquireOptions {
             ttl,
             wait,
             token,
-            auto_extend: false,
-            max_hold: None,
+            auto_extend,
+            max_hold,
         },
-        auto_extend,
-        max_hold,
     })
 }
 
@@ -198,9 +191,17 @@ impl JsLockManager {
         mode: Mode,
     ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
         let checked = args::options("options", options).and_then(|options| {
-            let acquisition = parse_acquire(env, &name, &options, mode)?;
+            // tryAcquire's options are acquire's without `wait`, which is read only to say
+            // that tryAcquire takes none.
+            let what = match mode {
+                Mode::Try => "the options of tryAcquire()",
+                Mode::Acquire => "the options of acquire()",
+                Mode::Scoped => "the options of using()",
+            };
+            let fields = Fields::new(env, what, options, AcquireOptionsType::KEYS)?;
+            let acquisition = parse_acquire(&name, &fields, mode)?;
             let manager = self.manager()?;
-            let signal = bridge_signal(env, args::field(env, &options, "signal")?)?;
+            let signal = bridge_signal(env, fields.get("signal")?)?;
             Ok((acquisition, manager, signal))
         });
         let (a, manager, signal) = match checked {
@@ -229,12 +230,7 @@ impl JsLockManager {
         let acquire = async move {
             let result = manager.acquire_with(&a.name, &a.opts).await;
             match result {
-                Ok(lock) => {
-                    if a.auto_extend {
-                        lock.auto_extend(a.max_hold);
-                    }
-                    Ok(Some((lock, tokio::runtime::Handle::current())))
-                }
+                Ok(lock) => Ok(Some((lock, tokio::runtime::Handle::current()))),
                 Err(e) if mode == Mode::Try && e.kind() == ErrorKind::NotAcquired => Ok(None),
                 Err(e) => Err(e),
             }
@@ -391,8 +387,14 @@ impl JsLockManager {
     ) -> Checked<fencelock::LockManager> {
         let urls = args::servers(&servers)?;
         let options = args::options("options", options)?;
+        let fields = Fields::new(
+            env,
+            "the options of new LockManager()",
+            options,
+            LockManagerOptions::KEYS,
+        )?;
         let mut builder = fencelock::LockManager::builder(urls);
-        let field = |key| args::field(env, &options, key);
+        let field = |key| fields.get(key);
         let v = field("keyPrefix")?;
         if !args::is_nullish(&v) {
             builder = builder.key_prefix(args::bytes("keyPrefix", &v)?);

@@ -1,71 +1,157 @@
-//! Type-only declarations: they give the generated `native.d.ts` its option interfaces. The
-//! values themselves are read field by field in `args.rs`, with the binding's own
-//! `ERR_INVALID_ARG` errors instead of napi's generic conversion errors.
+//! The options objects, defined once: each `#[napi(object)]` type gives the generated
+//! `native.d.ts` its interface, and its list of keys (`KEYS`, made by the same macro from
+//! the same fields) is what `args::Fields` reads and checks: a key the type does not have is
+//! an `ERR_INVALID_ARG` error naming it, not ignored. The values are converted field by field
+//! in `args.rs`, with the binding's own `ERR_INVALID_ARG` messages instead of napi's generic
+//! conversion errors.
 #![allow(dead_code)]
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-/// Options of `new LockManager(servers, options)`. Durations are in milliseconds.
-#[napi(object)]
-pub struct LockManagerOptions {
-    /// Prefix of every key (`prefix + name`) and channel; default empty.
-    pub key_prefix: Option<Either<String, Buffer>>,
-    /// Longest sleep between tries when no release notification comes; default 200.
-    pub retry_delay: Option<f64>,
-    /// Largest random spread of a sleep between tries; default half the retry delay.
-    pub retry_jitter: Option<f64>,
-    /// Clock drift factor in [0, 0.5); default 0.01.
-    pub drift_factor: Option<f64>,
-    /// A fixed per-server call timeout instead of ttl/20 within [10, 1000].
-    pub server_timeout: Option<f64>,
-    /// The longest time opening a connection to a server may take; default 2000.
-    pub connect_timeout: Option<f64>,
-    /// For `rediss://` servers: a PEM file of the CA certificate(s) to trust instead of the
-    /// system's roots.
-    pub tls_ca_file: Option<String>,
-    /// For `rediss://` servers requiring client certificates (mutual TLS): the PEM file of the
-    /// client certificate chain. Needs `tlsClientKey`.
-    pub tls_client_cert: Option<String>,
-    /// The PEM file of the client certificate's private key. Needs `tlsClientCert`.
-    pub tls_client_key: Option<String>,
-    /// For `rediss://` servers: accept any certificate and host name. Self-signed development
-    /// servers only; default false.
-    pub tls_insecure: Option<bool>,
+/// An options type: the `#[napi(object)]` struct and, from the same field list, the keys
+/// JavaScript passes (napi's camelCase of each field, checked by a test). Docs are written as
+/// `#[doc = "..."]`: a `///` comment passed through a macro reaches napi as a raw string,
+/// which it would copy into `native.d.ts` with its `r"` prefix.
+macro_rules! js_options {
+    (
+        $(#[$meta:meta])*
+        $name:ident {
+            $( $(#[$fmeta:meta])* $field:ident / $js:literal : $ty:ty, )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[napi(object)]
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        impl $name {
+            /// The keys of this options object, as JavaScript writes them.
+            pub const KEYS: &'static [&'static str] = &[$($js),*];
+            /// `(Rust field, JavaScript key)` pairs, for the test of their spelling.
+            #[cfg(test)]
+            pub const FIELDS: &'static [(&'static str, &'static str)] =
+                &[$((stringify!($field), $js)),*];
+        }
+    };
 }
 
-/// Options of `LockManager.acquire` and `LockManager.using`. Durations are in milliseconds.
-#[napi(object)]
-pub struct AcquireOptions {
-    /// How long the lock lives unless extended; default 30000.
-    pub ttl: Option<f64>,
-    /// How long to keep trying: omitted (or `Infinity`) waits until acquired, 0 tries once.
-    pub wait: Option<f64>,
-    /// A token of your own instead of a random one; acquiring again with it resets the TTL.
-    pub token: Option<Either<String, Buffer>>,
-    /// Extend in the background every ttl/3 until released or lost (default: false, but
-    /// true in `using`).
-    pub auto_extend: Option<bool>,
-    /// With `autoExtend`: stop extending this long after acquisition.
-    pub max_hold: Option<f64>,
-    /// Aborting it stops the wait: the Promise rejects with an `AbortError` and no lock is left
-    /// behind.
-    #[napi(ts_type = "AbortSignal")]
-    pub signal: Option<()>,
+js_options! {
+    #[doc = " Options of `new LockManager(servers, options)`. Durations are in milliseconds."]
+    LockManagerOptions {
+        #[doc = " Prefix of every key (`prefix + name`) and channel; default empty."]
+        key_prefix / "keyPrefix": Option<Either<String, Buffer>>,
+        #[doc = " Longest sleep between tries when no release notification comes; default 200."]
+        retry_delay / "retryDelay": Option<f64>,
+        #[doc = " Largest random spread of a sleep between tries; default half the retry delay."]
+        retry_jitter / "retryJitter": Option<f64>,
+        #[doc = " Clock drift factor in [0, 0.5); default 0.01."]
+        drift_factor / "driftFactor": Option<f64>,
+        #[doc = " A fixed per-server call timeout instead of ttl/20 within [10, 1000]."]
+        server_timeout / "serverTimeout": Option<f64>,
+        #[doc = " The longest time opening a connection to a server may take; default 2000."]
+        connect_timeout / "connectTimeout": Option<f64>,
+        #[doc = " For `rediss://` servers: a PEM file of the CA certificate(s) to trust instead of"]
+        #[doc = " the system's roots."]
+        tls_ca_file / "tlsCaFile": Option<String>,
+        #[doc = " For `rediss://` servers requiring client certificates (mutual TLS): the PEM file of"]
+        #[doc = " the client certificate chain. Needs `tlsClientKey`."]
+        tls_client_cert / "tlsClientCert": Option<String>,
+        #[doc = " The PEM file of the client certificate's private key. Needs `tlsClientCert`."]
+        tls_client_key / "tlsClientKey": Option<String>,
+        #[doc = " For `rediss://` servers: accept any certificate and host name. Self-signed"]
+        #[doc = " development servers only; default false."]
+        tls_insecure / "tlsInsecure": Option<bool>,
+    }
 }
 
-/// Options of `LockManager.tryAcquire` (one attempt, so no `wait`).
-#[napi(object)]
-pub struct TryAcquireOptions {
-    /// How long the lock lives unless extended; default 30000.
-    pub ttl: Option<f64>,
-    /// A token of your own instead of a random one.
-    pub token: Option<Either<String, Buffer>>,
-    /// Extend in the background every ttl/3 until released or lost.
-    pub auto_extend: Option<bool>,
-    /// With `autoExtend`: stop extending this long after acquisition.
-    pub max_hold: Option<f64>,
-    /// Aborting it abandons the attempt.
-    #[napi(ts_type = "AbortSignal")]
-    pub signal: Option<()>,
+js_options! {
+    #[doc = " Options of `LockManager.acquire` and `LockManager.using`. Durations are in"]
+    #[doc = " milliseconds."]
+    AcquireOptions {
+        #[doc = " How long the lock lives unless extended; default 30000."]
+        ttl / "ttl": Option<f64>,
+        #[doc = " How long to keep trying: omitted (or `Infinity`) waits until acquired, 0 tries"]
+        #[doc = " once."]
+        wait / "wait": Option<f64>,
+        #[doc = " A token of your own instead of a random one; acquiring again with it resets the"]
+        #[doc = " TTL."]
+        token / "token": Option<Either<String, Buffer>>,
+        #[doc = " Extend in the background every ttl/3 until released or lost (default: false, but"]
+        #[doc = " true in `using`)."]
+        auto_extend / "autoExtend": Option<bool>,
+        #[doc = " With `autoExtend`: stop extending this long after acquisition."]
+        max_hold / "maxHold": Option<f64>,
+        #[doc = " Aborting it stops the wait: the Promise rejects with an `AbortError` and no lock is"]
+        #[doc = " left behind."]
+        #[napi(ts_type = "AbortSignal")]
+        signal / "signal": Option<()>,
+    }
+}
+
+js_options! {
+    #[doc = " Options of `LockManager.tryAcquire` (one attempt, so no `wait`)."]
+    TryAcquireOptions {
+        #[doc = " How long the lock lives unless extended; default 30000."]
+        ttl / "ttl": Option<f64>,
+        #[doc = " A token of your own instead of a random one."]
+        token / "token": Option<Either<String, Buffer>>,
+        #[doc = " Extend in the background every ttl/3 until released or lost."]
+        auto_extend / "autoExtend": Option<bool>,
+        #[doc = " With `autoExtend`: stop extending this long after acquisition."]
+        max_hold / "maxHold": Option<f64>,
+        #[doc = " Aborting it abandons the attempt."]
+        #[napi(ts_type = "AbortSignal")]
+        signal / "signal": Option<()>,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// napi names a field in camelCase: the keys read and checked must be those names.
+    fn camel(snake: &str) -> String {
+        let mut out = String::new();
+        let mut upper = false;
+        for c in snake.chars() {
+            if c == '_' {
+                upper = true;
+            } else if upper {
+                out.extend(c.to_uppercase());
+                upper = false;
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_key_is_the_camel_case_of_its_field() {
+        for fields in [
+            LockManagerOptions::FIELDS,
+            AcquireOptions::FIELDS,
+            TryAcquireOptions::FIELDS,
+        ] {
+            for (field, js) in fields {
+                assert_eq!(camel(field), *js);
+            }
+        }
+    }
+
+    #[test]
+    fn try_acquire_takes_the_options_of_acquire_but_wait() {
+        // manager.rs checks tryAcquire's keys against acquire's, to answer `wait` clearly.
+        let extra: Vec<&str> = AcquireOptions::KEYS
+            .iter()
+            .copied()
+            .filter(|k| !TryAcquireOptions::KEYS.contains(k))
+            .collect();
+        assert_eq!(extra, ["wait"]);
+        assert!(TryAcquireOptions::KEYS
+            .iter()
+            .all(|k| AcquireOptions::KEYS.contains(k)));
+    }
 }

@@ -154,6 +154,20 @@ describe('arguments are checked before any network call', () => {
     }
   })
 
+  it('a misspelled option is refused, naming it and the options there are', async () => {
+    assert.throws(
+      () => new LockManager('redis://127.0.0.1:1', { retryDely: 100 }),
+      (e) => e.code === 'ERR_INVALID_ARG' && e.message.includes('"retryDely"') && e.message.includes('retryDelay'),
+    )
+    await assert.rejects(mgr.acquire('n', { ttl: 1000, autoExtends: true }), (e) =>
+      e.code === 'ERR_INVALID_ARG' && e.message.includes('"autoExtends"') && e.message.includes('autoExtend'),
+    )
+    await assert.rejects(mgr.tryAcquire('n', { ttl: 1000, timeout: 5 }), (e) =>
+      e.code === 'ERR_INVALID_ARG' && e.message.includes('"timeout"'),
+    )
+    await assert.rejects(mgr.using('n', { tll: 1000 }, async () => 1), { code: 'ERR_INVALID_ARG' })
+  })
+
   it('messages never contain a password', () => {
     assert.throws(
       () => new LockManager(['redis://:hunter2@127.0.0.1:99999']),

@@ -8,6 +8,7 @@ import time
 import pytest
 
 import fencelock
+import fencelock.asyncio
 from helpers import wait_until
 from redis_fixture import RedisServer
 
@@ -349,6 +350,8 @@ def test_bad_arguments_raise_value_or_type_errors_naming_the_argument(manager: f
         (lambda: fencelock.LockManager(server.url, drift_factor=0.5), ValueError, "drift_factor"),
         (lambda: fencelock.LockManager(server.url, drift_factor="x"), TypeError, "drift_factor"),  # type: ignore[arg-type]
         (lambda: fencelock.LockManager(server.url, server_timeout=0), ValueError, "server_timeout"),
+        (lambda: fencelock.LockManager(server.url, retry_dely=0.1), TypeError, "retry_dely.*retry_delay"),  # type: ignore[call-arg]
+        (lambda: fencelock.asyncio.LockManager(server.url, tls_insecur=True), TypeError, "tls_insecur"),  # type: ignore[call-arg]
     ]
     for call, exc, word in cases:
         with pytest.raises(exc, match=word.replace("[", r"\[").replace("]", r"\]")):
