@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs'
 import { inspect } from 'node:util'
 
 import * as esm from '../index.mjs'
-import { RedisServer } from './redis.mjs'
+import { RedisServer, waitUntil } from './redis.mjs'
 
 const require = createRequire(import.meta.url)
 const cjs = require('../index.js')
@@ -295,7 +295,8 @@ describe('LockManager and Lock', () => {
   it('a waiter is woken by the release', async () => {
     const held = await mgr.acquire('wake', { ttl: 60_000 })
     const waiting = other.acquire('wake', { wait: 20_000 })
-    setTimeout(() => held.release(), 100)
+    await waitUntil(async () => (await server.queued('wake')) === 1, 'the waiter is queued')
+    await held.release()
     const t0 = Date.now()
     const lock = await waiting
     assert.ok(Date.now() - t0 < 5000, 'not the 60 s ttl')

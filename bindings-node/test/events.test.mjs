@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
-import { RedisServer } from './redis.mjs'
+import { serverWithManager, waitUntil } from './redis.mjs'
 
 const require = createRequire(import.meta.url)
 const { LockManager, onEvent, InvalidArgumentError } = require('../index.js')
@@ -15,27 +15,15 @@ const entry = fileURLToPath(new URL('../index.js', import.meta.url))
 
 let server
 let mgr
-before(async () => {
-  server = await RedisServer.start()
-  mgr = new LockManager(server.url)
-})
-after(async () => {
-  await mgr.close()
-  await server.stop()
+serverWithManager(LockManager, (s, m) => {
+  server = s
+  mgr = m
 })
 
 /** Resolves once `events` holds an event matching `pred`; rejects after `ms`. */
+/** The first of `events` that `pred` accepts, once one arrives. */
 function eventually(events, pred, ms = 5000) {
-  return new Promise((resolve, reject) => {
-    const t0 = Date.now()
-    const tick = () => {
-      const found = events.find(pred)
-      if (found) return resolve(found)
-      if (Date.now() - t0 > ms) return reject(new Error(`no such event within ${ms} ms: ${JSON.stringify(events)}`))
-      setTimeout(tick, 10)
-    }
-    tick()
-  })
+  return waitUntil(() => events.find(pred), `such an event among ${events.length} seen`, ms)
 }
 
 /** Runs `node -e script` with `env`; resolves to { code, stdout, stderr, ms }. */

@@ -2,12 +2,12 @@
 // classic lock of other clients (node-redlock, a plain SET NX PX from ioredis) on the same key.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import Redlock from 'redlock'
 
-import { RedisServer } from './redis.mjs'
+import { serverWithManager } from './redis.mjs'
 
 const require = createRequire(import.meta.url)
 const { LockManager, NotAcquiredError } = require('../index.js')
@@ -15,13 +15,9 @@ const tick = () => new Promise((r) => setImmediate(r))
 
 let server
 let mgr
-before(async () => {
-  server = await RedisServer.start()
-  mgr = new LockManager(server.url)
-})
-after(async () => {
-  await mgr.close()
-  await server.stop()
+serverWithManager(LockManager, (s, m) => {
+  server = s
+  mgr = m
 })
 
 describe('mutual exclusion', () => {

@@ -1,10 +1,10 @@
 // Lost-lock detection: `lock.signal` aborts, `lock.lost` turns true, and `using` reports the
 // loss at the end of its scope. Also: `using` keeps a job longer than the TTL alive.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { createRequire } from 'node:module'
 
-import { RedisServer } from './redis.mjs'
+import { serverWithManager } from './redis.mjs'
 
 const require = createRequire(import.meta.url)
 const { LockManager, LockLostError } = require('../index.js')
@@ -23,13 +23,9 @@ function aborted(signal, ms = 5000) {
 
 let server
 let mgr
-before(async () => {
-  server = await RedisServer.start()
-  mgr = new LockManager(server.url)
-})
-after(async () => {
-  await mgr.close()
-  await server.stop()
+serverWithManager(LockManager, (s, m) => {
+  server = s
+  mgr = m
 })
 
 describe('lost locks', () => {

@@ -1,6 +1,7 @@
 // Test fixture: throwaway redis-server processes on free loopback ports (never 6379), each
 // stopped by its own PID. The twin of the Rust crate tests/harness (fencelock-testkit).
 import { execFileSync, spawn } from 'node:child_process'
+import { after, before } from 'node:test'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
@@ -142,6 +143,12 @@ export class RedisServer {
     return this.cli.pttl(key)
   }
 
+  /** How many waiters hold a place in the wait queue of lock `name`. */
+  async queued(name) {
+    this.cli ??= this.client()
+    return this.cli.zcard(`fencelock:queue:${name}`)
+  }
+
   /** SIGKILL by PID, then wait for the exit. */
   async kill() {
     for (const c of this.clients) c.disconnect()
@@ -184,4 +191,37 @@ export function makeCerts(dir) {
 /** Starts `n` servers in parallel. */
 export async function startServers(n) {
   return Promise.all(Array.from({ length: n }, () => RedisServer.start()))
+}
+
+/**
+ * Waits until `cond()` (sync or async) is truthy, checking every 10 ms; rejects naming `what`
+ * after `ms`: the wait for the thing a test needs, never a fixed sleep that stands for "by
+ * now it has happened". The limit catches a hang; make it generous.
+ */
+export async function waitUntil(cond, what, ms = 5000) {
+  const t0 = Date.now()
+  for (;;) {
+    const value = await cond()
+    if (value) return value
+    if (Date.now() - t0 > ms) throw new Error(`after ${ms} ms, still not: ${what}`)
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+/**
+ * Registers the hooks of a test file that uses one server and one manager on it: started
+ * before the file's tests (`ready(server, manager)` receives them), closed and stopped after.
+ */
+export function serverWithManager(LockManager, ready) {
+  let server
+  let manager
+  before(async () => {
+    server = await RedisServer.start()
+    manager = new LockManager(server.url)
+    ready(server, manager)
+  })
+  after(async () => {
+    await manager.close()
+    await server.stop()
+  })
 }
