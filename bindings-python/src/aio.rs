@@ -392,7 +392,8 @@ impl PyAsyncLockManager {
     /// stay usable). Returns an awaitable, so ``await manager.close()`` works too.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.managed.close();
-        ready(py, py.None().into_bound(py))
+        // Not a coroutine: not awaiting it (allowed) warns of nothing.
+        bridge(py)?.call_method1("Done", (py.None(),))
     }
 
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
@@ -522,13 +523,18 @@ impl PyAsyncLock {
             return ready(py, false.into_pyobject(py)?.to_owned().into_any());
         };
         let cell = Arc::clone(&held.cell);
+        let lost = Arc::clone(&self.facts.lost);
         let fut = async move {
             let taken = cell.write().await.take();
             match taken {
-                Some(lock) => match lock.finish_scope().await {
-                    Err(e) if !block_raised => Err(Failure::Core(e)),
-                    _ => Ok(()),
-                },
+                Some(lock) => {
+                    let outcome = lock.finish_scope().await;
+                    LockFacts::note(&lost, &outcome);
+                    match outcome {
+                        Err(e) if !block_raised => Err(Failure::Core(e)),
+                        _ => Ok(()),
+                    }
+                }
                 None => Ok(()),
             }
         };
@@ -564,10 +570,15 @@ impl PyAsyncLock {
         let held = self.held(py)?;
         let cell = Arc::clone(&held.cell);
         let released = format!("lock {} was already released", self.display_name());
+        let lost = Arc::clone(&self.facts.lost);
         let fut = async move {
             let taken = cell.write().await.take();
             match taken {
-                Some(lock) => lock.release().await.map_err(Failure::Core),
+                Some(lock) => {
+                    let outcome = lock.release().await;
+                    LockFacts::note(&lost, &outcome);
+                    outcome.map_err(Failure::Core)
+                }
                 None => Err(Failure::Usage(released)),
             }
         };

@@ -67,7 +67,14 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Text {
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Text> {
         if let Ok(s) = obj.cast::<PyString>() {
-            return Ok(Text::Str(s.to_cow()?.into_owned()));
+            // A lone surrogate cannot become UTF-8: say so, rather than that a str is not a
+            // str (Node refuses the same names).
+            return s.to_cow().map(|c| Text::Str(c.into_owned())).map_err(|_| {
+                PyValueError::new_err(
+                    "a str holding a lone surrogate is not valid Unicode; pass bytes for names \
+                     that are not text",
+                )
+            });
         }
         if let Ok(b) = obj.cast::<PyBytes>() {
             return Ok(Text::Bytes(b.as_bytes().to_vec()));
@@ -170,16 +177,25 @@ pub fn acquire_options(
 }
 
 fn text(arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<Text> {
-    obj.extract::<Text>().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "{arg} must be str or bytes, got {}",
-            type_name(obj)
-        ))
+    obj.extract::<Text>().map_err(|e| {
+        if e.is_instance_of::<PyValueError>(obj.py()) {
+            PyValueError::new_err(format!("{arg}: {}", e.value(obj.py())))
+        } else {
+            PyTypeError::new_err(format!(
+                "{arg} must be str or bytes, got {}",
+                type_name(obj)
+            ))
+        }
     })
 }
 
 fn number(arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<f64> {
-    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+    // A bool is an int in Python, but `True` seconds is a mistake, not 1 s (Node refuses
+    // booleans too).
+    if obj.is_instance_of::<PyString>()
+        || obj.is_instance_of::<PyBytes>()
+        || obj.is_instance_of::<PyBool>()
+    {
         return Err(not_a_number(arg, obj));
     }
     obj.extract::<f64>().map_err(|_| not_a_number(arg, obj))

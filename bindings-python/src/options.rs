@@ -3,6 +3,8 @@
 //! ([`ScopeArgs`]), and a lock's facts and getters ([`LockFacts`], [`lock_getters!`]).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use fencelock::Builder;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -179,6 +181,9 @@ pub struct LockFacts {
     pub name: Text,
     pub token: Text,
     pub fencing_token: u64,
+    /// Set when a release or the end of a scope found the lock lost: `lost` stays true after
+    /// the core lock is gone (a released lock is otherwise not lost).
+    pub lost: Arc<AtomicBool>,
 }
 
 impl LockFacts {
@@ -187,6 +192,14 @@ impl LockFacts {
             token: Text::token(token, lock.token()),
             fencing_token: lock.fencing_token(),
             name,
+            lost: Arc::default(),
+        }
+    }
+
+    /// Records the outcome of a release: `NotHeld` means the lock had been lost.
+    pub fn note<T>(lost: &AtomicBool, outcome: &Result<T, fencelock::Error>) {
+        if matches!(outcome, Err(e) if e.kind() == fencelock::ErrorKind::NotHeld) {
+            lost.store(true, Ordering::Relaxed);
         }
     }
 
@@ -211,6 +224,7 @@ pub trait HeldLock {
             "other process".to_owned()
         } else {
             match self.peek_core(|l| (l.is_lost(), l.validity())) {
+                None if self.facts().lost.load(Ordering::Relaxed) => "lost".to_owned(),
                 None => "released".to_owned(),
                 Some((true, _)) => "lost".to_owned(),
                 Some((false, v)) => format!("validity={:.3}s", v.as_secs_f64()),
@@ -262,10 +276,13 @@ macro_rules! lock_getters {
             }
 
             /// Whether the lock is known to be lost: auto-extension or ``extend`` found it
-            /// gone or taken, or its validity ran out. False once released.
+            /// gone or taken, or its validity ran out; it stays true after a release or the
+            /// end of a ``with`` block found it lost. False once released while held.
             #[getter]
             fn lost(&self) -> bool {
-                $crate::options::HeldLock::peek_core(self, |l| l.is_lost()).unwrap_or(false)
+                let facts = $crate::options::HeldLock::facts(self);
+                facts.lost.load(std::sync::atomic::Ordering::Relaxed)
+                    || $crate::options::HeldLock::peek_core(self, |l| l.is_lost()).unwrap_or(false)
             }
         }
     };

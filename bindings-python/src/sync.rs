@@ -361,6 +361,7 @@ impl PyLock {
             Some(lock) => lock.finish_scope(),
             None => Ok(()),
         });
+        LockFacts::note(&self.facts.lost, &result);
         match result {
             Err(e) if !block_raised => Err(to_py(py, e)),
             _ => Ok(()),
@@ -398,7 +399,11 @@ impl PyLock {
     fn release(&self, py: Python<'_>) -> PyResult<()> {
         let cell = self.cell().map_err(|f| f.into_py(py))?;
         shutdown::detach(py, || match Self::write(cell).take() {
-            Some(lock) => lock.release().map_err(Failure::Core),
+            Some(lock) => {
+                let outcome = lock.release();
+                LockFacts::note(&self.facts.lost, &outcome);
+                outcome.map_err(Failure::Core)
+            }
             None => Err(self.released()),
         })
         .map_err(|f| f.into_py(py))

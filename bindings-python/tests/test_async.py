@@ -329,3 +329,30 @@ def test_loops_on_several_threads_share_a_manager(server: RedisServer, name: str
     assert not errors, errors
     assert not any(t.is_alive() for t in threads)
     run(m.close)
+
+
+def test_close_need_not_be_awaited(server: RedisServer) -> None:
+    import gc
+    import warnings
+
+    async def main() -> None:
+        m = fa.LockManager(server.url)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            m.close()  # not awaited: allowed, and silent
+            gc.collect()
+        await fa.LockManager(server.url).close()  # awaiting works too
+
+    run(main)
+
+
+def test_lost_stays_true_after_a_release_found_the_lock_lost(server: RedisServer, name: str) -> None:
+    async def main() -> None:
+        async with fa.LockManager(server.url) as m:
+            lock = await m.acquire(name, 30)
+            server.client().delete(name)
+            with pytest.raises(fencelock.LockLost):
+                await lock.release()
+            assert lock.lost is True
+
+    run(main)

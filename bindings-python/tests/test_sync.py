@@ -328,6 +328,10 @@ def test_bad_arguments_raise_value_or_type_errors_naming_the_argument(manager: f
         (lambda: manager.acquire("x", ttl=0.0001), ValueError, "ttl"),
         (lambda: manager.acquire("x", ttl=1e12), ValueError, "ttl"),
         (lambda: manager.acquire("x", ttl="1"), TypeError, "ttl"),  # type: ignore[arg-type]
+        (lambda: manager.acquire("x", ttl=True), TypeError, "ttl"),
+        (lambda: manager.acquire("x", wait=True), TypeError, "wait"),
+        (lambda: manager.acquire("a\ud800b"), ValueError, "name: .*lone surrogate"),
+        (lambda: manager.acquire("x", token="t\udfff"), ValueError, "token: .*lone surrogate"),
         (lambda: manager.acquire("x", wait=-1), ValueError, "wait"),
         (lambda: manager.acquire("x", wait="1"), TypeError, "wait"),  # type: ignore[arg-type]
         (lambda: manager.acquire("x", token=""), ValueError, "token"),
@@ -362,6 +366,19 @@ def test_bad_arguments_raise_value_or_type_errors_naming_the_argument(manager: f
     with pytest.raises(TypeError, match="ttl"):
         lock.extend("5")  # type: ignore[arg-type]
     lock.release()
+
+
+def test_lost_stays_true_after_a_release_found_the_lock_lost(manager: fencelock.LockManager, server: RedisServer, name: str) -> None:
+    lock = manager.acquire(name, 30)
+    server.client().delete(name)
+    with pytest.raises(fencelock.LockLost):
+        lock.release()
+    assert lock.lost is True
+    assert "lost" in repr(lock)
+    with pytest.raises(fencelock.LockLost):
+        with manager.lock(name, 30) as scoped:
+            server.client().delete(name)
+    assert scoped.lost is True
 
 
 def test_garbage_collected_lock_is_released_in_the_background(manager: fencelock.LockManager, server: RedisServer, name: str) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Coroutine
+from typing import Any, Awaitable, Callable, Generator, TypeVar
 
 T = TypeVar("T")
 
@@ -17,6 +18,33 @@ async def wait(future: "asyncio.Future[T]") -> T:
 async def ready(value: T) -> T:
     """A coroutine that returns ``value`` at once."""
     return value
+
+
+class Done(Coroutine[Any, Any, T]):
+    """A coroutine of ``value`` that is not a Python coroutine object: dropping it unawaited
+    warns of nothing (``manager.close()``, whose awaiting is optional), and ``await`` or
+    ``asyncio.run`` take it as any coroutine."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: T) -> None:
+        self._value = value
+
+    def send(self, value: Any) -> Any:
+        raise StopIteration(self._value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        raise typ if val is None else val
+
+    def close(self) -> None:
+        pass
+
+    def __await__(self) -> Generator[Any, None, T]:
+        yield from ()
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<fencelock done>"
 
 
 async def enter(scope: Any, acquiring: "Awaitable[T]") -> T:
