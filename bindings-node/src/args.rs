@@ -238,6 +238,15 @@ pub(crate) fn servers(v: &Unknown) -> Checked<Vec<String>> {
             .map_err(|_| wrong()),
         Ok(ValueType::Object) if v.is_array().unwrap_or(false) => {
             let arr = unsafe { v.cast::<Array>() }.map_err(|_| wrong())?;
+            // Bounded before anything is allocated for it: a sparse array can claim 2^32 - 1
+            // entries.
+            if arr.len() as usize > fencelock::MAX_SERVERS {
+                return Err(invalid(format!(
+                    "{} servers given, the limit is {}",
+                    arr.len(),
+                    fencelock::MAX_SERVERS
+                )));
+            }
             let mut urls = Vec::with_capacity(arr.len() as usize);
             for i in 0..arr.len() {
                 let item: Unknown = arr.get(i).ok().flatten().ok_or_else(wrong)?;

@@ -116,6 +116,14 @@ impl JsLock {
             env.get_global()?.get_named_property("AbortController")?;
         let controller: Object = unsafe { ctor.new_instance(())?.cast()? };
         self.controller = Some(controller.create_ref::<false>()?);
+        // Already lost (validity ran out, a release found it lost): aborted before the caller
+        // sees it, not a tick later.
+        if self.lost() {
+            let reason = self.lost_reason(env)?;
+            let abort: Function<Unknown, Unknown> = controller.get_named_property("abort")?;
+            abort.apply(controller, reason)?;
+            return controller.get_named_property("signal");
+        }
         let lost = match self.slot.try_read() {
             Ok(guard) => guard.as_ref().map(|l| l.lost()),
             Err(_) => None,
@@ -124,11 +132,7 @@ impl JsLock {
             // `controller.abort(reason)`, bound now (the reason is built on this thread) and
             // called from the runtime through a weak threadsafe function, so a pending watch
             // does not keep Node running.
-            let reason = Failure::Core(fencelock::Error::new(
-                fencelock::ErrorKind::NotHeld,
-                format!("lock {} was lost", fencelock::display_name(&self.name)),
-            ))
-            .to_js(env, None)?;
+            let reason = self.lost_reason(env)?;
             let abort: Function<Unknown, Unknown> = controller.get_named_property("abort")?;
             let bind: Function<FnArgs<(Object, Unknown)>, Function<(), Unknown>> =
                 abort.get_named_property("bind")?;
@@ -268,5 +272,16 @@ impl ObjectFinalize for JsLock {
             }
         }
         Ok(())
+    }
+}
+
+impl JsLock {
+    /// The `LockLostError` a lost lock's signal is aborted with.
+    fn lost_reason<'e>(&self, env: &'e Env) -> Result<Unknown<'e>> {
+        Failure::Core(fencelock::Error::new(
+            fencelock::ErrorKind::NotHeld,
+            format!("lock {} was lost", fencelock::display_name(&self.name)),
+        ))
+        .to_js(env, None)
     }
 }

@@ -168,6 +168,12 @@ describe('arguments are checked before any network call', () => {
     await assert.rejects(mgr.using('n', { tll: 1000 }, async () => 1), { code: 'ERR_INVALID_ARG' })
   })
 
+  it('a sparse servers array is refused before anything is allocated for it', () => {
+    const sparse = []
+    sparse.length = 2 ** 32 - 1
+    assert.throws(() => new LockManager(sparse), (e) => e.code === 'ERR_INVALID_ARG' && e.message.includes('limit is 64'))
+  })
+
   it('messages never contain a password', () => {
     assert.throws(
       () => new LockManager(['redis://:hunter2@127.0.0.1:99999']),

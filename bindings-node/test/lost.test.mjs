@@ -65,6 +65,9 @@ describe('lost locks', () => {
     const lock = await mgr.acquire('late-signal', { ttl: 100 })
     await new Promise((r) => setTimeout(r, 150))
     assert.equal(lock.lost, true)
+    // Aborted when first read, not a tick later.
+    assert.equal(lock.signal.aborted, true)
+    assert.equal(lock.signal.reason.code, 'ERR_LOCK_LOST')
     await aborted(lock.signal)
   })
 
