@@ -59,7 +59,14 @@ pub unsafe extern "C" fn fl_manager_new(
         if urls.is_null() && n_urls > 0 {
             return Err(ffi::invalid("urls is NULL"));
         }
-        let mut list = Vec::with_capacity(n_urls.min(64));
+        // Bounded before reading: a wrong count must not walk past the caller's array.
+        if n_urls > fencelock::MAX_SERVERS {
+            return Err(ffi::invalid(format!(
+                "n_urls is {n_urls}, the limit is {}",
+                fencelock::MAX_SERVERS
+            )));
+        }
+        let mut list = Vec::with_capacity(n_urls);
         for i in 0..n_urls {
             // SAFETY: urls points to n_urls readable pointers, by contract.
             let p = unsafe { *urls.add(i) };

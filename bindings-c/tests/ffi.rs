@@ -68,6 +68,17 @@ fn try_acquire_on_a_held_lock_leaves_out_untouched() {
 }
 
 #[test]
+fn a_server_count_over_the_limit_is_refused_before_the_array_is_read() {
+    // One URL, a count far beyond it: reading them would walk past the array.
+    let urls = [c"redis://127.0.0.1:1".as_ptr()];
+    let mut m = ptr::null_mut();
+    let st = unsafe { fl_manager_new(urls.as_ptr(), usize::MAX, ptr::null(), &mut m) };
+    assert_eq!(st, fl_status::FL_INVALID_ARGUMENT);
+    assert!(m.is_null());
+    assert!(last_error().contains("the limit is 64"), "{}", last_error());
+}
+
+#[test]
 fn non_utf8_url_and_bad_wait_are_rejected_before_any_network_call() {
     let bad = b"redis://127.0.0.1:1/\xff\0";
     let urls = [bad.as_ptr().cast::<c_char>()];

@@ -108,6 +108,14 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Servers {
         })?;
         let mut urls = Vec::new();
         for (i, item) in iter.enumerate() {
+            // Bounded while reading: an endless iterable must not be read forever.
+            if i >= fencelock::MAX_SERVERS {
+                return Err(PyValueError::new_err(format!(
+                    "more than {} servers given, the limit is {}",
+                    fencelock::MAX_SERVERS,
+                    fencelock::MAX_SERVERS
+                )));
+            }
             let item = item?;
             let s = item.cast::<PyString>().map_err(|_| {
                 PyTypeError::new_err(format!(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 
@@ -345,6 +346,7 @@ def test_bad_arguments_raise_value_or_type_errors_naming_the_argument(manager: f
         (lambda: fencelock.LockManager([]), ValueError, "server"),
         (lambda: fencelock.LockManager(5), TypeError, "servers"),  # type: ignore[arg-type]
         (lambda: fencelock.LockManager([server.url, 5]), TypeError, "servers[1]"),  # type: ignore[list-item]
+        (lambda: fencelock.LockManager(itertools.repeat(server.url)), ValueError, "limit is 64"),
         (lambda: fencelock.LockManager("localhost:6379"), ValueError, "redis://"),
         (lambda: fencelock.LockManager([server.url, server.url]), ValueError, "twice"),
         (lambda: fencelock.LockManager(server.url, key_prefix=1), TypeError, "key_prefix"),  # type: ignore[arg-type]

@@ -12,23 +12,28 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::failure::ServerFailure;
 
 /// `failure`, or the permanent failure it really is when the port speaks the other protocol.
+/// Only a connection failure that looks like a mismatch is probed (see below).
 pub(crate) async fn explain(
     addr: &ConnectionAddr,
     failure: ServerFailure,
     within: Duration,
 ) -> ServerFailure {
-    if !matches!(
-        failure,
-        ServerFailure::Connection(_) | ServerFailure::Timeout(_)
-    ) {
-        return failure;
-    }
+    // Only the symptoms of a mismatch are probed: a refused connection says nothing about the
+    // protocol (and a server that is down must cost no more than before: a TLS client is
+    // costly to build), a reset or closed one at a plain URL, a hung one at a TLS URL do.
+    let text = failure.to_string();
+    let reset = ["reset", "closed", "broken pipe", "end of file", "EOF"]
+        .iter()
+        .any(|m| text.contains(m));
+    let hung = matches!(failure, ServerFailure::Timeout(_)) || text.contains("timed out");
     let probe = async {
         match addr {
-            ConnectionAddr::Tcp(host, port) if speaks_tls(host, *port).await => {
+            ConnectionAddr::Tcp(host, port) if reset && speaks_tls(host, *port).await => {
                 Some("the server speaks TLS on this port: use a rediss:// URL")
             }
-            ConnectionAddr::TcpTls { host, port, .. } if speaks_plain(host, *port).await => {
+            ConnectionAddr::TcpTls { host, port, .. }
+                if hung && speaks_plain(host, *port).await =>
+            {
                 Some("the server does not speak TLS on this port: use a redis:// URL")
             }
             _ => None,
