@@ -39,9 +39,18 @@ pub(crate) fn bytes(what: &str, v: &Unknown) -> Checked<Vec<u8>> {
         ))
     };
     match v.get_type() {
-        Ok(ValueType::String) => unsafe { v.cast::<String>() }
-            .map(String::into_bytes)
-            .map_err(|_| wrong()),
+        Ok(ValueType::String) => {
+            let s = unsafe { v.cast::<String>() }.map_err(|_| wrong())?;
+            // The UTF-8 conversion turns a lone surrogate into U+FFFD, so that two different
+            // names would be one lock: refuse them (Python does too).
+            if s.contains('\u{FFFD}') && has_lone_surrogate(v).map_err(|_| wrong())? {
+                return Err(invalid(format!(
+                    "{what} holds a lone surrogate: not valid Unicode; pass a Buffer for names \
+                     that are not text"
+                )));
+            }
+            Ok(s.into_bytes())
+        }
         Ok(ValueType::Object) if v.is_buffer().unwrap_or(false) => {
             unsafe { v.cast::<BufferSlice>() }
                 .map(|b| b.to_vec())
@@ -54,6 +63,13 @@ pub(crate) fn bytes(what: &str, v: &Unknown) -> Checked<Vec<u8>> {
         }
         _ => Err(wrong()),
     }
+}
+
+/// Whether the string `v` holds a UTF-16 surrogate without its pair.
+fn has_lone_surrogate(v: &Unknown) -> Result<bool> {
+    let js = unsafe { v.cast::<napi::JsString>() }?;
+    let units = js.into_utf16()?;
+    Ok(char::decode_utf16(units.as_slice().iter().copied()).any(|r| r.is_err()))
 }
 
 /// A number of milliseconds: finite and not negative.

@@ -168,6 +168,14 @@ describe('arguments are checked before any network call', () => {
     await assert.rejects(mgr.using('n', { tll: 1000 }, async () => 1), { code: 'ERR_INVALID_ARG' })
   })
 
+  it('a name or token with a lone surrogate is refused, a real U+FFFD is not', async () => {
+    await assert.rejects(mgr.tryAcquire('a\ud800b'), (e) => e.code === 'ERR_INVALID_ARG' && /name holds a lone surrogate/.test(e.message))
+    await assert.rejects(mgr.tryAcquire('x', { token: 't\udfff' }), (e) => e.code === 'ERR_INVALID_ARG' && /token holds a lone surrogate/.test(e.message))
+    const lock = await mgr.tryAcquire('replacement-\ufffd-char')
+    assert.ok(lock)
+    await lock.release()
+  })
+
   it('a sparse servers array is refused before anything is allocated for it', () => {
     const sparse = []
     sparse.length = 2 ** 32 - 1
