@@ -197,3 +197,101 @@ fn lock_handle_calls_from_several_threads_are_serialized() {
         fl_manager_free(m);
     }
 }
+
+/// `n` passwords of printable characters (and a few beyond), from a seeded generator: a '%'
+/// is written "%25" in a URL (the escape rule the docs state), NUL is not in C strings.
+fn generated_passwords(n: usize, mut seed: u64) -> Vec<String> {
+    let mut alphabet: Vec<char> = (0x21u8..0x7f).map(char::from).collect();
+    alphabet.extend(['é', '中', '🔒']);
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize
+    };
+    (0..n)
+        .map(|_| {
+            let len = 8 + next() % 17;
+            (0..len)
+                .map(|_| alphabet[next() % alphabet.len()])
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn generated_passwords_never_appear_whatever_the_url_form_and_the_failure() {
+    // Issue 20, item 1, for C: parse, connect, authentication and TLS failures, in each URL
+    // form, never show the password in fl_last_error_message.
+    let server = RedisServer::start();
+    let closed = fencelock_testkit::free_port();
+    let mut opts = ptr::null_mut();
+    assert_eq!(
+        unsafe { fl_manager_options_new(&mut opts) },
+        fl_status::FL_OK
+    );
+    unsafe {
+        fl_manager_options_set_server_timeout_ms(opts, 200);
+        fl_manager_options_set_connect_timeout_ms(opts, 300);
+    }
+    let mut tls_opts = ptr::null_mut();
+    assert_eq!(
+        unsafe { fl_manager_options_new(&mut tls_opts) },
+        fl_status::FL_OK
+    );
+    unsafe {
+        fl_manager_options_set_server_timeout_ms(tls_opts, 200);
+        fl_manager_options_set_connect_timeout_ms(tls_opts, 300);
+        fl_manager_options_set_tls_insecure(tls_opts, true);
+    }
+    let mut shown = Vec::new();
+    let passwords = generated_passwords(25, 20);
+    for pw in &passwords {
+        let w = pw.replace('%', "%25");
+        let p = server.port();
+        let forms = [
+            format!("redis://user:{w}@127.0.0.1:{p}"),
+            format!("redis://:{w}@127.0.0.1:{closed}"),
+            format!("rediss://user:{w}@127.0.0.1:{p}"),
+            format!("redis+unix:///nonexistent/redis.sock?db=0&pass={w}"),
+            format!("redis+sentinel://:{w}@127.0.0.1:{closed}/mymaster?sentinel_password={w}"),
+            format!("redis://user:{w}@127.0.0.1:notaport"),
+        ];
+        for url in &forms {
+            let c = CString::new(url.as_str()).unwrap();
+            let urls = [c.as_ptr()];
+            let o = if url.starts_with("rediss") {
+                tls_opts
+            } else {
+                opts
+            };
+            let mut m = ptr::null_mut();
+            let st = unsafe { fl_manager_new(urls.as_ptr(), 1, o, &mut m) };
+            if st != fl_status::FL_OK {
+                shown.push(last_error());
+                continue;
+            }
+            let mut lock = ptr::null_mut();
+            let st = unsafe { fl_lock_acquire(m, c"k".as_ptr(), 5000, 300, &mut lock) };
+            assert_ne!(st, fl_status::FL_OK, "{url} acquired");
+            shown.push(last_error());
+            unsafe { fl_manager_free(m) };
+        }
+    }
+    unsafe {
+        fl_manager_options_free(opts);
+        fl_manager_options_free(tls_opts);
+    }
+    assert!(
+        shown.iter().any(|s| s.contains("authentication failed")),
+        "{shown:?}"
+    );
+    for pw in &passwords {
+        for text in &shown {
+            assert!(
+                !text.contains(pw.as_str()),
+                "password {pw:?} shown in {text:?}"
+            );
+        }
+    }
+}

@@ -110,3 +110,61 @@ def test_no_secret_in_any_message_repr_or_log_record(
     for text in shown:
         for secret in hidden:
             assert secret not in text, f"{secret!r} shown in {text!r}"
+
+
+# Every printable ASCII character but space (which no URL form carries), and a few beyond.
+_ALPHABET = [chr(c) for c in range(0x21, 0x7F)] + ["é", "中", "🔒"]
+
+
+def _passwords(n: int, seed: int) -> List[str]:
+    """`n` generated passwords (seeded, so a failure is reproducible), each holding
+    characters a URL breaks on; a '%' is written "%25" in the URL (the escape rule the docs
+    state), so the raw password is what the server must see."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        pw = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(8, 24)))
+        out.append(pw)
+    return out
+
+
+def test_generated_passwords_never_appear_whatever_the_url_form_and_the_failure(
+    server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 20, item 1: passwords of every printable character, in each URL form, through
+    each failure (parse, connect, authentication, TLS), never reach a message, a repr or a
+    log record."""
+    caplog.set_level(fencelock.TRACE, logger="fencelock")
+    fencelock.enable_logging(fencelock.TRACE)
+    closed = server.port + 1 if server.port < 65535 else server.port - 1
+    shown: List[str] = []
+
+    def expect(exc: type, fn: object, *args: object, **kwargs: object) -> None:
+        with pytest.raises(exc) as info:
+            fn(*args, **kwargs)  # type: ignore[operator]
+        shown.extend([str(info.value), repr(info.value), repr(info.value.args)])
+
+    passwords = _passwords(25, seed=20)
+    for pw in passwords:
+        w = pw.replace("%", "%25")
+        forms = [
+            f"redis://user:{w}@127.0.0.1:{server.port}",  # authentication fails (no such user)
+            f"redis://:{w}@127.0.0.1:{closed}",  # connection refused
+            f"rediss://user:{w}@127.0.0.1:{server.port}",  # TLS to a plain port
+            f"redis+unix:///nonexistent/redis.sock?db=0&pass={w}",  # no socket
+            f"redis+sentinel://:{w}@127.0.0.1:{closed}/mymaster?sentinel_password={w}",
+        ]
+        for url in forms:
+            m = fencelock.LockManager(url, server_timeout=0.2, connect_timeout=0.3, tls_insecure=url.startswith("rediss"))
+            shown += [repr(m), str(m)]
+            expect((fencelock.Unavailable, fencelock.NotAcquired), m.acquire, "k", 5, wait=0.3)
+            m.close()
+        # Parse failures: a bad port after the credentials, the same server twice.
+        expect(ValueError, fencelock.LockManager, f"redis://user:{w}@127.0.0.1:notaport")
+        expect(ValueError, fencelock.LockManager, [forms[0], forms[0]])
+    logged = [r.getMessage() + " " + repr(r.__dict__) for r in caplog.records]
+    for pw in passwords:
+        for text in shown + logged:
+            assert pw not in text, f"password {pw!r} shown in {text!r}"

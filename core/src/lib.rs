@@ -61,6 +61,8 @@ pub use keys::display_name;
 pub use lock::Lock;
 pub use manager::LockManager;
 pub use timing::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, DEFAULT_TTL};
+#[doc(hidden)]
+pub use url::check_url_redaction;
 pub use url::redact_url;
 
 #[doc = include_str!("../../README.md")]
