@@ -68,6 +68,45 @@ Lock.prototype[Symbol.for('nodejs.util.inspect.custom')] = function inspectLock(
   return `Lock ${inspect({ name, fencingToken, validity, lost }, options)}`
 }
 
+// One `abort` listener on a caller's AbortSignal however many acquisitions share it (Node
+// warns past 10 listeners on one signal): each acquisition gets a signal of its own, aborted
+// with the caller's reason by that one listener, and leaves the set when it settles.
+const forwarded = new WeakMap()
+
+function ownSignal(signal) {
+  const own = new AbortController()
+  if (signal.aborted) {
+    own.abort(signal.reason)
+    return [own.signal, () => {}]
+  }
+  let set = forwarded.get(signal)
+  if (set === undefined) {
+    set = new Set()
+    forwarded.set(signal, set)
+    signal.addEventListener('abort', () => {
+      for (const c of set) c.abort(signal.reason)
+      set.clear()
+    }, { once: true })
+  }
+  set.add(own)
+  return [own.signal, () => set.delete(own)]
+}
+
+function withOwnSignal(method) {
+  return function acquireWithSignal(name, options, ...rest) {
+    const signal = options !== null && typeof options === 'object' ? options.signal : undefined
+    if (!(signal instanceof AbortSignal)) return method.call(this, name, options, ...rest)
+    const [own, done] = ownSignal(signal)
+    const settled = method.call(this, name, { ...options, signal: own }, ...rest)
+    settled.finally(done).catch(() => {})
+    return settled
+  }
+}
+
+LockManager.prototype.acquire = withOwnSignal(LockManager.prototype.acquire)
+LockManager.prototype.tryAcquire = withOwnSignal(LockManager.prototype.tryAcquire)
+LockManager.prototype.__acquireScoped = withOwnSignal(LockManager.prototype.__acquireScoped)
+
 /**
  * Runs `fn(lock, signal)` while holding `name`: auto-extends the lock, aborts `signal` if
  * the lock is lost, releases it at the end, and resolves to `fn`'s result. If the lock was

@@ -295,3 +295,42 @@ fn generated_passwords_never_appear_whatever_the_url_form_and_the_failure() {
         }
     }
 }
+
+#[test]
+fn a_sentinel_entry_follows_a_forced_failover_from_c() {
+    use fencelock_testkit::sentinel::SentinelSetup;
+    let setup = SentinelSetup::start();
+    let url = CString::new(setup.url()).unwrap();
+    let urls = [url.as_ptr()];
+    let mut m = ptr::null_mut();
+    assert_eq!(
+        unsafe { fl_manager_new(urls.as_ptr(), 1, ptr::null(), &mut m) },
+        fl_status::FL_OK
+    );
+    let token_of = |lock: *mut fl_lock| {
+        let mut tok: *const c_char = ptr::null();
+        assert_eq!(unsafe { fl_lock_token(lock, &mut tok) }, fl_status::FL_OK);
+        unsafe { CStr::from_ptr(tok) }.to_bytes().to_vec()
+    };
+    let mut lock = ptr::null_mut();
+    let st = unsafe { fl_lock_acquire(m, c"failover".as_ptr(), 5000, 5000, &mut lock) };
+    assert_eq!(st, fl_status::FL_OK, "{}", last_error());
+    assert_eq!(setup.master.get(b"failover"), Some(token_of(lock)));
+    assert_eq!(unsafe { fl_lock_release(lock) }, fl_status::FL_OK);
+    unsafe { fl_lock_free(lock) };
+
+    setup.failover();
+    let mut lock = ptr::null_mut();
+    let st = unsafe { fl_lock_acquire(m, c"failover".as_ptr(), 5000, 10_000, &mut lock) };
+    assert_eq!(st, fl_status::FL_OK, "{}", last_error());
+    assert_eq!(
+        setup.replica.get(b"failover"),
+        Some(token_of(lock)),
+        "written to the new master"
+    );
+    assert_eq!(unsafe { fl_lock_release(lock) }, fl_status::FL_OK);
+    unsafe {
+        fl_lock_free(lock);
+        fl_manager_free(m);
+    }
+}

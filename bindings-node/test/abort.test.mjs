@@ -112,3 +112,24 @@ describe('the event loop', () => {
     await s.stop()
   })
 })
+
+describe('a shared AbortSignal', () => {
+  it('serves many acquisitions with one listener and aborts them all', async () => {
+    const warnings = []
+    const onWarning = (w) => warnings.push(w)
+    process.on('warning', onWarning)
+    const held = await mgr.acquire('shared-signal', { ttl: 60_000 })
+    const controller = new AbortController()
+    const waiting = Array.from({ length: 25 }, () =>
+      mgr.acquire('shared-signal', { ttl: 1000, signal: controller.signal }),
+    )
+    await new Promise((r) => setImmediate(r))
+    controller.abort(new Error('all of them'))
+    for (const p of waiting) await assert.rejects(p, { name: 'AbortError', code: 'ABORT_ERR' })
+    await new Promise((r) => setImmediate(r))
+    process.off('warning', onWarning)
+    assert.deepEqual(warnings.filter((w) => w.name === 'MaxListenersExceededWarning'), [])
+    await held.release()
+  })
+})
+

@@ -225,3 +225,80 @@ export function serverWithManager(LockManager, ready) {
     await server.stop()
   })
 }
+
+/** One `redis-server --sentinel` watching `mymaster`, stopped by its PID. */
+export class Sentinel {
+  static async start(masterPort) {
+    const s = new Sentinel()
+    s.port = await freePort()
+    s.dir = mkdtempSync(path.join(os.tmpdir(), 'fencelock-node-sentinel-'))
+    const conf = path.join(s.dir, 'sentinel.conf')
+    writeFileSync(conf, [
+      `port ${s.port}`, 'bind 127.0.0.1', `dir ${s.dir}`, `logfile ${path.join(s.dir, 'sentinel.log')}`,
+      `sentinel monitor mymaster 127.0.0.1 ${masterPort} 2`,
+      'sentinel down-after-milliseconds mymaster 1000',
+      'sentinel failover-timeout mymaster 3000',
+      'sentinel parallel-syncs mymaster 1',
+    ].join('\n') + '\n')
+    s.proc = spawn(REDIS_SERVER, [conf, '--sentinel'], { stdio: 'ignore' })
+    s.exited = new Promise((resolve) => s.proc.once('exit', resolve))
+    s.client = new Redis({ port: s.port, host: '127.0.0.1', maxRetriesPerRequest: 1, lazyConnect: true })
+    s.client.on('error', () => {})
+    await waitUntil(async () => (await s.masterPort()) !== null, 'the sentinel answers')
+    return s
+  }
+
+  async masterPort() {
+    try {
+      const addr = await this.client.call('SENTINEL', 'get-master-addr-by-name', 'mymaster')
+      return addr ? Number(addr[1]) : null
+    } catch {
+      return null
+    }
+  }
+
+  async stop() {
+    this.client.disconnect()
+    if (this.proc.exitCode === null && this.proc.signalCode === null) {
+      this.proc.kill('SIGKILL')
+      await this.exited
+    }
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+}
+
+/** A master, its replica (in sync) and three sentinels watching it as `mymaster`. */
+export async function startSentinelSetup() {
+  const master = await RedisServer.start()
+  const replica = await RedisServer.start({ args: ['--replicaof', '127.0.0.1', String(master.port)] })
+  const info = async (server, needle) => (await server.client().info('replication')).includes(needle)
+  await waitUntil(() => info(replica, 'master_link_status:up'), 'the replica is in sync', 10_000)
+  const sentinels = []
+  for (let i = 0; i < 3; i++) sentinels.push(await Sentinel.start(master.port))
+  return {
+    master,
+    replica,
+    sentinels,
+    url: `redis+sentinel://${sentinels.map((s) => `127.0.0.1:${s.port}`).join(',')}/mymaster`,
+    /** Forces a failover; resolves once the replica is the master everywhere. */
+    async failover() {
+      await waitUntil(async () => {
+        try {
+          await sentinels[0].client.call('SENTINEL', 'FAILOVER', 'mymaster')
+          return true
+        } catch {
+          return false
+        }
+      }, 'the sentinel accepts FAILOVER', 20_000)
+      await waitUntil(async () => {
+        const named = await Promise.all(sentinels.map((s) => s.masterPort()))
+        return named.every((p) => p === replica.port) && (await info(replica, 'role:master')) && (await info(master, 'role:slave'))
+      }, 'the replica is promoted', 20_000)
+    },
+    async stop() {
+      for (const s of sentinels) await s.stop()
+      await replica.stop()
+      await master.stop()
+    },
+  }
+}

@@ -14,7 +14,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from typing import Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 import redis
 
@@ -113,3 +113,95 @@ class RedisServer:
                 pass
         self.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Sentinel:
+    """One ``redis-server --sentinel`` watching ``mymaster`` (the twin of the Rust
+    harness's), stopped by its PID."""
+
+    def __init__(self, master_port: int) -> None:
+        self.dir = tempfile.mkdtemp(prefix="fencelock-py-sentinel-")
+        self.port = free_port()
+        conf = os.path.join(self.dir, "sentinel.conf")
+        with open(conf, "w", encoding="utf-8") as f:
+            f.write(
+                f"port {self.port}\nbind 127.0.0.1\ndir {self.dir}\n"
+                f"logfile {os.path.join(self.dir, 'sentinel.log')}\n"
+                f"sentinel monitor mymaster 127.0.0.1 {master_port} 2\n"
+                "sentinel down-after-milliseconds mymaster 1000\n"
+                "sentinel failover-timeout mymaster 3000\n"
+                "sentinel parallel-syncs mymaster 1\n"
+            )
+        self.proc = subprocess.Popen([REDIS_SERVER, conf, "--sentinel"], stdout=subprocess.DEVNULL)
+        wait_for(lambda: self.master_port() is not None, "the sentinel answers", 5.0)
+
+    def client(self) -> "redis.Redis[bytes]":
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=2.0)
+
+    def master_port(self) -> Optional[int]:
+        try:
+            addr = self.client().execute_command("SENTINEL", "get-master-addr-by-name", "mymaster")
+        except redis.RedisError:
+            return None
+        return int(addr[1]) if addr else None
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def wait_for(cond: Callable[[], object], what: str, limit: float) -> None:
+    """Waits until ``cond()`` is true; fails naming ``what`` after ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"after {limit} s, still not: {what}")
+        time.sleep(0.01)
+
+
+class SentinelSetup:
+    """A master, its replica (in sync) and three sentinels watching it as ``mymaster``."""
+
+    def __init__(self) -> None:
+        self.master = RedisServer()
+        self.replica = RedisServer(["--replicaof", "127.0.0.1", str(self.master.port)])
+        self.sentinels: List[Sentinel] = []
+        wait_for(lambda: self._info(self.replica, "master_link_status:up"), "the replica is in sync", 10.0)
+        self.sentinels = [Sentinel(self.master.port) for _ in range(3)]
+
+    @staticmethod
+    def _info(server: RedisServer, needle: str) -> bool:
+        key, value = needle.split(":", 1)
+        return str(server.client().info("replication").get(key)) == value
+
+    @property
+    def url(self) -> str:
+        hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
+        return f"redis+sentinel://{hosts}/mymaster"
+
+    def failover(self) -> None:
+        """Forces a failover; returns once the replica is the master everywhere."""
+
+        def accepted() -> bool:
+            try:
+                self.sentinels[0].client().execute_command("SENTINEL", "FAILOVER", "mymaster")
+                return True
+            except redis.RedisError:
+                return False
+
+        wait_for(accepted, "the sentinel accepts FAILOVER", 20.0)
+        wait_for(
+            lambda: all(s.master_port() == self.replica.port for s in self.sentinels)
+            and self._info(self.replica, "role:master")
+            and self._info(self.master, "role:slave"),
+            "the replica is promoted",
+            20.0,
+        )
+
+    def close(self) -> None:
+        for s in self.sentinels:
+            s.close()
+        self.replica.close()
+        self.master.close()

@@ -399,3 +399,22 @@ def test_version_matches_the_workspace() -> None:
         assert fencelock.__version__ == m.group(1)
     else:
         assert re.fullmatch(r"\d+\.\d+\.\d+.*", fencelock.__version__)
+
+
+def test_a_sentinel_entry_follows_a_forced_failover_from_python() -> None:
+    from redis_fixture import SentinelSetup
+
+    setup = SentinelSetup()
+    try:
+        m = fencelock.LockManager(setup.url)
+        lock = m.acquire("failover", 5, wait=5)
+        assert setup.master.client().get("failover") == lock.token.encode()
+        lock.release()
+        setup.failover()
+        lock = m.acquire("failover", 5, wait=10)
+        assert setup.replica.client().get("failover") == lock.token.encode(), "written to the new master"
+        lock.release()
+        m.close()
+    finally:
+        setup.close()
+

@@ -16,6 +16,8 @@
 //! sent to that child's PID while it is still un-reaped, so a recycled PID can
 //! never be hit.
 
+pub mod sentinel;
+
 use std::fs;
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
