@@ -334,3 +334,96 @@ fn a_sentinel_entry_follows_a_forced_failover_from_c() {
         fl_manager_free(m);
     }
 }
+
+/// `fl_lock_acquire` with no wait limit (-1), on its own thread: it must end by itself; the
+/// outer bound only catches a hang.
+fn acquire_forever(m: *mut fl_manager) -> (fl_status, String) {
+    struct Send(*mut fl_manager);
+    unsafe impl std::marker::Send for Send {}
+    let m = Send(m);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let m = m;
+        let mut lock = ptr::null_mut();
+        let st = unsafe { fl_lock_acquire(m.0, c"at-once".as_ptr(), 5000, -1, &mut lock) };
+        let _ = tx.send((st, last_error()));
+    });
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("a configuration mistake was retried forever")
+}
+
+#[test]
+fn mutual_tls_mistakes_fail_at_once_without_a_wait_limit() {
+    // Issue 20, item 2, from C.
+    let s = fencelock_testkit::tls::TlsServer::start(true);
+    let url = CString::new(s.url()).unwrap();
+    let urls = [url.as_ptr()];
+    let ca = CString::new(s.file("ca.crt").display().to_string()).unwrap();
+    let mut opts = ptr::null_mut();
+    assert_eq!(
+        unsafe { fl_manager_options_new(&mut opts) },
+        fl_status::FL_OK
+    );
+    assert_eq!(
+        unsafe { fl_manager_options_set_tls_ca_file(opts, ca.as_ptr()) },
+        fl_status::FL_OK
+    );
+    let mut m = ptr::null_mut();
+    assert_eq!(
+        unsafe { fl_manager_new(urls.as_ptr(), 1, opts, &mut m) },
+        fl_status::FL_OK
+    );
+    let (st, msg) = acquire_forever(m);
+    assert_eq!(st, fl_status::FL_UNAVAILABLE, "{msg}");
+    assert!(
+        msg.contains("TLS handshake failed") && msg.contains("CertificateRequired"),
+        "{msg}"
+    );
+    unsafe {
+        fl_manager_free(m);
+        fl_manager_options_free(opts);
+    }
+}
+
+#[test]
+fn a_wait_limit_holds_on_a_hung_server() {
+    // Issue 20, item 3, from C: wait plus one server timeout, not three in a row.
+    let mut server = RedisServer::start();
+    let url = CString::new(server.url()).unwrap();
+    let urls = [url.as_ptr()];
+    let mut opts = ptr::null_mut();
+    assert_eq!(
+        unsafe { fl_manager_options_new(&mut opts) },
+        fl_status::FL_OK
+    );
+    unsafe { fl_manager_options_set_server_timeout_ms(opts, 2000) };
+    let mut m = ptr::null_mut();
+    assert_eq!(
+        unsafe { fl_manager_new(urls.as_ptr(), 1, opts, &mut m) },
+        fl_status::FL_OK
+    );
+    let mut lock = ptr::null_mut();
+    assert_eq!(
+        unsafe { fl_lock_acquire(m, c"warm".as_ptr(), 5000, 0, &mut lock) },
+        fl_status::FL_OK
+    );
+    unsafe {
+        fl_lock_release(lock);
+        fl_lock_free(lock);
+    }
+    server.stop();
+    let started = Instant::now();
+    let mut lock = ptr::null_mut();
+    let st = unsafe { fl_lock_acquire(m, c"hung".as_ptr(), 60_000, 300, &mut lock) };
+    let took = started.elapsed();
+    server.cont();
+    assert_eq!(st, fl_status::FL_UNAVAILABLE, "{}", last_error());
+    assert!(
+        took < Duration::from_millis(300 + 2000 + 1500),
+        "returned after {took:?}"
+    );
+    unsafe {
+        fl_manager_free(m);
+        fl_manager_options_free(opts);
+    }
+}

@@ -394,3 +394,24 @@ describe('LockManager and Lock', () => {
     await assert.rejects(n.tryAcquire('x'), { code: 'ERR_INVALID_ARG' })
   })
 })
+
+describe('a hung server', () => {
+  it('a wait limit holds: wait plus one server timeout, not three in a row', async () => {
+    // Issue 20, item 3.
+    const hung = await RedisServer.start()
+    const m = new LockManager(hung.url, { serverTimeout: 2000 })
+    try {
+      await (await m.acquire('warm', { ttl: 5000 })).release()
+      hung.pause()
+      const t0 = Date.now()
+      await assert.rejects(m.acquire('hung', { ttl: 60_000, wait: 300 }), { code: 'ERR_UNAVAILABLE' })
+      const took = Date.now() - t0
+      assert.ok(took < 300 + 2000 + 1500, `returned after ${took} ms`)
+    } finally {
+      hung.resume()
+      await m.close()
+      await hung.stop()
+    }
+  })
+})
+

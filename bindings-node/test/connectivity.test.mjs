@@ -78,6 +78,25 @@ describe('TLS', () => {
     await mgr.close()
   })
 
+  it('mutual TLS and TLS-port mistakes fail at once, even without a wait limit', async () => {
+    // Issue 20, item 2: no wait option, so only a permanent failure ends the call; the outer
+    // bound catches a hang.
+    const atOnce = (p) => Promise.race([
+      p,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('retried forever')), 20_000).unref()),
+    ])
+    const noCert = new LockManager(mutual.tlsUrl, { tlsCaFile: file('ca.crt') })
+    await assert.rejects(atOnce(noCert.acquire('tls-at-once', { ttl: 5000 })), (e) =>
+      e.code === 'ERR_UNAVAILABLE' && /TLS handshake failed/.test(e.message) && /CertificateRequired/.test(e.message),
+    )
+    await noCert.close()
+    const plain = new LockManager(server.tlsUrl.replace('rediss://', 'redis://'))
+    await assert.rejects(atOnce(plain.acquire('tls-at-once', { ttl: 5000 })), (e) =>
+      e.code === 'ERR_UNAVAILABLE' && /use a rediss:\/\/ URL/.test(e.message),
+    )
+    await plain.close()
+  })
+
   it('TLS options are checked when the manager is made', () => {
     const cases = [
       [{ tlsCaFile: 5 }, /tlsCaFile must be a file path/],
@@ -118,6 +137,18 @@ describe('ACL users and passwords', () => {
     )
   })
   after(async () => acl?.stop())
+
+  it('a command missing from the ACL fails the first call, naming it', async () => {
+    // Issue 20, item 4: zadd runs only when an acquire is refused.
+    await acl.client().call('ACL', 'SETUSER', 'nozadd', 'on', '>pw', 'resetkeys', '~*', 'resetchannels', '&fencelock:released:*',
+      '-@all', '+evalsha', '+script|load', '+get', '+set', '+incr', '+pttl', '+pexpire', '+time', '+zrem', '+zrange',
+      '+zrangebyscore', '+hset', '+hget', '+hdel', '+del', '+publish', '+subscribe', '+unsubscribe', '+ping')
+    const mgr = new LockManager(`redis://nozadd:pw@127.0.0.1:${acl.port}`)
+    await assert.rejects(mgr.acquire('acl-first', { ttl: 5000, wait: 10_000 }), (e) =>
+      e.code === 'ERR_UNAVAILABLE' && /permission denied/.test(e.message) && /'zadd'/.test(e.message),
+    )
+    await mgr.close()
+  })
 
   it('the right ACL password works', async () => {
     await roundTrip(new LockManager(`redis://locker:right-password@127.0.0.1:${acl.port}`), acl, 'acl-ok')

@@ -149,6 +149,16 @@ export class RedisServer {
     return this.cli.zcard(`fencelock:queue:${name}`)
   }
 
+  /** SIGSTOP by PID: the server hangs (connections stay open, nothing is answered). */
+  pause() {
+    this.proc.kill('SIGSTOP')
+  }
+
+  /** SIGCONT by PID. */
+  resume() {
+    this.proc.kill('SIGCONT')
+  }
+
   /** SIGKILL by PID, then wait for the exit. */
   async kill() {
     for (const c of this.clients) c.disconnect()

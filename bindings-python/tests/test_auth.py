@@ -162,3 +162,15 @@ def test_a_sentinel_entry_finds_its_master(server: RedisServer, name: str) -> No
         proc.kill()
         proc.wait()
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_command_missing_from_the_acl_fails_the_first_call_naming_it(server: RedisServer, name: str) -> None:
+    """Issue 20, item 4: zadd runs only when an acquire is refused; without the check when a
+    connection opens, an uncontended first call would pass and production fail under load."""
+    password = "pw-" + uuid.uuid4().hex
+    minimal_acl(server, "locker", password)
+    assert server.client().execute_command("ACL", "SETUSER", "locker", "-zadd") == b"OK"
+    url = f"redis://locker:{password}@127.0.0.1:{server.port}"
+    with fencelock.LockManager(url, key_prefix=PREFIX) as m:
+        with pytest.raises(fencelock.Unavailable, match="permission denied.*'zadd'"):
+            m.acquire(name, 5, wait=10)

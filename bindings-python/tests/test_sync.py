@@ -418,3 +418,19 @@ def test_a_sentinel_entry_follows_a_forced_failover_from_python() -> None:
     finally:
         setup.close()
 
+
+
+def test_a_wait_limit_holds_on_a_hung_server(server: RedisServer) -> None:
+    """Issue 20, item 3: wait limit plus one server timeout, not three of them in a row."""
+    m = fencelock.LockManager(server.url, server_timeout=2)
+    m.acquire("warm", 5).release()  # connect first: what hangs below is the server
+    server.stop()
+    try:
+        started = time.monotonic()
+        with pytest.raises(fencelock.Unavailable):
+            m.acquire("hung", 60, wait=0.3)
+        took = time.monotonic() - started
+    finally:
+        server.cont()
+        m.close()
+    assert took < 0.3 + 2 + 1.5, f"returned after {took:.1f} s"

@@ -207,3 +207,39 @@ def test_a_dead_server_is_unavailable_within_the_timeouts(name: str) -> None:
     with pytest.raises(fencelock.Unavailable):
         m.acquire(name, 5, wait=0)
     m.close()
+
+
+def _fails_at_once(m: fencelock.LockManager) -> fencelock.LockError:
+    """Acquire with no wait limit must end by itself: a configuration mistake is not retried
+    forever (issue 20, item 2). The thread bound only catches a hang."""
+    import threading
+
+    caught: list = []
+
+    def run() -> None:
+        try:
+            m.acquire("m", 5)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            caught.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(20)
+    assert not t.is_alive(), "a configuration mistake was retried forever"
+    assert len(caught) == 1 and isinstance(caught[0], fencelock.LockError), caught
+    return caught[0]
+
+
+def test_mutual_tls_mistakes_fail_at_once_without_a_wait_limit(mtls: Tuple[RedisServer, str], certs: pathlib.Path) -> None:
+    _, url = mtls
+    with fencelock.LockManager(url, tls_ca_file=str(certs / "ca.crt")) as m:
+        e = _fails_at_once(m)
+        assert isinstance(e, fencelock.Unavailable), e
+        assert "TLS handshake failed" in str(e) and "CertificateRequired" in str(e), e
+
+
+def test_a_plain_url_at_a_tls_port_says_to_use_rediss(tls: Tuple[RedisServer, str]) -> None:
+    _, url = tls
+    with fencelock.LockManager(url.replace("rediss://", "redis://")) as m:
+        e = _fails_at_once(m)
+        assert "use a rediss:// URL" in str(e), e

@@ -17,6 +17,7 @@
 //! never be hit.
 
 pub mod sentinel;
+pub mod tls;
 
 use std::fs;
 use std::io::{self, BufRead, BufReader, Write};
