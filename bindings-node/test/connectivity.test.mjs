@@ -132,7 +132,7 @@ describe('ACL users and passwords', () => {
     // The minimal rule of docs/SECURITY.md.
     await c.call(
       'ACL', 'SETUSER', 'locker', 'on', '>right-password', 'resetkeys', '~*', 'resetchannels', '&fencelock:released:*',
-      '-@all', '+evalsha', '+eval', '+script|load', '+get', '+set', '+incr', '+pttl', '+pexpire', '+time', '+zadd', '+zrem', '+zrange', '+zrangebyscore', '+hset', '+hget', '+hdel', '+del', '+publish',
+      '-@all', '+evalsha', '+script|load', '+get', '+set', '+incr', '+pttl', '+pexpire', '+time', '+zadd', '+zrem', '+zrange', '+zrangebyscore', '+hset', '+hget', '+hdel', '+del', '+publish',
       '+subscribe', '+unsubscribe', '+ping',
     )
   })
