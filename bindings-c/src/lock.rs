@@ -101,7 +101,10 @@ unsafe fn acquire_args<'a>(
     let mut opts = AcquireOptions::new(ffi::ttl(ttl_ms)).wait(ffi::wait(wait_ms)?);
     if let Some(t) = token {
         // SAFETY: as above.
-        opts = opts.token(unsafe { ffi::bytes(t, "token") }?);
+        let t = unsafe { ffi::bytes(t, "token") }?;
+        // Checked before it is copied into the options.
+        fencelock::token::check_token(t)?;
+        opts = opts.token(t);
     }
     Ok((m, name, opts))
 }
@@ -198,7 +201,10 @@ pub unsafe extern "C" fn fl_lock_acquire_interruptible(
         let mut opts = AcquireOptions::new(ffi::ttl(ttl_ms)).wait(ffi::wait(wait_ms)?);
         if !token.is_null() {
             // SAFETY: as above.
-            opts = opts.token(unsafe { ffi::bytes(token, "token") }?);
+            let t = unsafe { ffi::bytes(token, "token") }?;
+            // Checked before it is copied into the options.
+            fencelock::token::check_token(t)?;
+            opts = opts.token(t);
         }
         // SAFETY: a C function pointer given by the caller, called on this thread.
         let poll = || unsafe { interrupted(user_data) };

@@ -38,6 +38,7 @@ pub(crate) fn bytes(what: &str, v: &Unknown) -> Checked<Vec<u8>> {
             type_name(v)
         ))
     };
+    check_length(what, v)?;
     match v.get_type() {
         Ok(ValueType::String) => {
             let s = unsafe { v.cast::<String>() }.map_err(|_| wrong())?;
@@ -62,6 +63,32 @@ pub(crate) fn bytes(what: &str, v: &Unknown) -> Checked<Vec<u8>> {
                 .map_err(|_| wrong())
         }
         _ => Err(wrong()),
+    }
+}
+
+/// Refuses a name, token or prefix whose length already exceeds its limit, before anything is
+/// copied: a string of more UTF-16 units than the limit has more UTF-8 bytes too. The core
+/// checks the exact rule.
+fn check_length(what: &str, v: &Unknown) -> Checked<()> {
+    let limit = match what {
+        "token" => fencelock::token::MAX_TOKEN_LEN,
+        "keyPrefix" => fencelock::keys::MAX_PREFIX_LEN,
+        _ => fencelock::keys::MAX_NAME_LEN,
+    };
+    let len = match v.get_type() {
+        Ok(ValueType::String) => unsafe { v.cast::<napi::JsString>() }
+            .and_then(|s| s.utf16_len())
+            .ok(),
+        Ok(ValueType::Object) if v.is_buffer().unwrap_or(false) => {
+            unsafe { v.cast::<BufferSlice>() }.map(|b| b.len()).ok()
+        }
+        _ => None,
+    };
+    match len {
+        Some(n) if n > limit => Err(invalid(format!(
+            "{what} is {n} characters or bytes long, the limit is {limit} bytes"
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -184,7 +184,32 @@ pub fn acquire_options(
     Ok(opts)
 }
 
+/// The longest a text argument can be, in bytes: checked on its length before it is copied
+/// (a str of more code points than that has more bytes too); the core checks the exact rule.
+fn text_limit(arg: &str) -> usize {
+    match arg {
+        "token" => fencelock::token::MAX_TOKEN_LEN,
+        "key_prefix" => fencelock::keys::MAX_PREFIX_LEN,
+        _ => fencelock::keys::MAX_NAME_LEN,
+    }
+}
+
 fn text(arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<Text> {
+    let limit = text_limit(arg);
+    let len = if let Ok(s) = obj.cast::<PyString>() {
+        s.len().ok()
+    } else if let Ok(b) = obj.cast::<PyBytes>() {
+        Some(b.as_bytes().len())
+    } else if let Ok(b) = obj.cast::<PyByteArray>() {
+        Some(b.len())
+    } else {
+        None
+    };
+    if let Some(n) = len.filter(|&n| n > limit) {
+        return Err(PyValueError::new_err(format!(
+            "{arg} is {n} characters or bytes long, the limit is {limit} bytes"
+        )));
+    }
     obj.extract::<Text>().map_err(|e| {
         if e.is_instance_of::<PyValueError>(obj.py()) {
             PyValueError::new_err(format!("{arg}: {}", e.value(obj.py())))

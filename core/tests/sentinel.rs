@@ -88,3 +88,41 @@ async fn sentinels_with_a_password_are_asked_with_it_and_refuse_a_manager_withou
     assert!(!e.message().contains(password), "{e}");
     assert!(!format!("{wrong:?}").contains(password), "{wrong:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinels_and_their_master_over_tls() {
+    // rediss+sentinel://: the sentinel is asked over TLS and names the master's TLS port,
+    // which the manager reaches over TLS too, with the manager's CA.
+    let master = fencelock_testkit::tls::TlsServer::start(false);
+    let p = |f: &str| master.file(f).display().to_string();
+    let tls_port = fencelock_testkit::free_port();
+    let extra = format!(
+        "tls-port {tls_port}\ntls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\n\
+         tls-auth-clients no\ntls-replication yes\n",
+        p("server.crt"),
+        p("server.key"),
+        p("ca.crt")
+    );
+    let _sentinel = Sentinel::start_with(master.tls_port, &extra);
+    let url = format!("rediss+sentinel://127.0.0.1:{tls_port}/mymaster");
+    let m = LockManager::builder([url])
+        .tls_ca_file(master.file("ca.crt"))
+        .build()
+        .unwrap();
+    let lock = m
+        .acquire("over-tls", MS(5000), Some(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert_eq!(
+        master.server.get(b"over-tls").as_deref(),
+        Some(lock.token())
+    );
+    lock.release().await.unwrap();
+    // Without the CA, the sentinel's certificate is refused: a configuration mistake.
+    let e = LockManager::new([format!("rediss+sentinel://127.0.0.1:{tls_port}/mymaster")])
+        .unwrap()
+        .acquire("over-tls", MS(5000), Some(Duration::from_secs(10)))
+        .await
+        .unwrap_err();
+    assert!(e.message().contains("no sentinel named a master"), "{e}");
+}
