@@ -203,7 +203,7 @@ impl Timetable {
         let key = (at, t.next);
         t.next += 1;
         t.pending.insert(key, alarm);
-        if t.alarm.map_or(true, |a| at < a) {
+        if t.alarm.is_none_or(|a| at < a) {
             t.alarm = Some(at);
             self.changed.notify_one();
         }
