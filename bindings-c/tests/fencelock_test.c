@@ -370,7 +370,7 @@ static void test_lock_calls_reject_bad_input(void) {
     CHECK_INVALID(fl_lock_acquire(m, "n", 1000, 0, NULL), "out");
     CHECK_INVALID(fl_lock_acquire(m, "", 1000, 0, &l), "must not be empty");
     CHECK_INVALID(fl_lock_acquire(m, long_name, 1000, 0, &l), "limit is 1024");
-    CHECK_INVALID(fl_lock_acquire(m, "fencelock:fence", 1000, 0, &l), "reserved");
+    CHECK_INVALID(fl_lock_acquire(m, "fencelock:{1}:fence", 1000, 0, &l), "reserved");
     CHECK_INVALID(fl_lock_acquire(m, "n", 0, 0, &l), "ttl");
     CHECK_INVALID(fl_lock_acquire(m, "n", UINT64_MAX, 0, &l), "ttl");
     CHECK_INVALID(fl_lock_acquire(m, "n", 1000, -2, &l), "wait_ms");

@@ -131,7 +131,7 @@ describe('ACL users and passwords', () => {
     const c = acl.client()
     // The minimal rule of docs/SECURITY.md.
     await c.call(
-      'ACL', 'SETUSER', 'locker', 'on', '>right-password', 'resetkeys', '~*', 'resetchannels', '&fencelock:released:*',
+      'ACL', 'SETUSER', 'locker', 'on', '>right-password', 'resetkeys', '~*', 'resetchannels', '&fencelock:{*}:released:*',
       '-@all', '+evalsha', '+script|load', '+get', '+set', '+incr', '+pttl', '+pexpire', '+time', '+zadd', '+zrem', '+zrange', '+zrangebyscore', '+hset', '+hget', '+hdel', '+del', '+publish',
       '+subscribe', '+unsubscribe', '+ping',
     )
@@ -140,7 +140,7 @@ describe('ACL users and passwords', () => {
 
   it('a command missing from the ACL fails the first call, naming it', async () => {
     // Issue 20, item 4: zadd runs only when an acquire is refused.
-    await acl.client().call('ACL', 'SETUSER', 'nozadd', 'on', '>pw', 'resetkeys', '~*', 'resetchannels', '&fencelock:released:*',
+    await acl.client().call('ACL', 'SETUSER', 'nozadd', 'on', '>pw', 'resetkeys', '~*', 'resetchannels', '&fencelock:{*}:released:*',
       '-@all', '+evalsha', '+script|load', '+get', '+set', '+incr', '+pttl', '+pexpire', '+time', '+zrem', '+zrange',
       '+zrangebyscore', '+hset', '+hget', '+hdel', '+del', '+publish', '+subscribe', '+unsubscribe', '+ping')
     const mgr = new LockManager(`redis://nozadd:pw@127.0.0.1:${acl.port}`)

@@ -143,10 +143,17 @@ export class RedisServer {
     return this.cli.pttl(key)
   }
 
-  /** How many waiters hold a place in the wait queue of lock `name`. */
+  /**
+   * How many waiters hold a place in the wait queue of lock `name` (found by the layout's
+   * pattern `fencelock:{SLOT-TAG}:queue:NAME`, see docs/SAFETY.md).
+   */
   async queued(name) {
     this.cli ??= this.client()
-    return this.cli.zcard(`fencelock:queue:${name}`)
+    const escaped = name.replace(/[*?[\]\\]/g, '\\$&')
+    const keys = await this.cli.keys(`fencelock:{*}:queue:${escaped}`)
+    let n = 0
+    for (const key of keys) n += await this.cli.zcard(key)
+    return n
   }
 
   /** SIGSTOP by PID: the server hangs (connections stay open, nothing is answered). */

@@ -33,7 +33,7 @@ print("acquired?!", flush=True)
 def _waiters(server: RedisServer, name: str) -> int:
     """Wake-up channels of the lock with a subscriber (one per waiting manager): a waiter inside
     acquire."""
-    return len(server.client().pubsub_channels(f"fencelock:released:{name}|*"))
+    return len(server.client().pubsub_channels(f"fencelock:{{*}}:released:{name}|*"))
 
 
 def test_ctrl_c_interrupts_a_blocking_acquire_promptly(manager: fencelock.LockManager, server: RedisServer, name: str) -> None:

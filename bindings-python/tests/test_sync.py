@@ -321,7 +321,7 @@ def test_bad_arguments_raise_value_or_type_errors_naming_the_argument(manager: f
     cases = [
         (lambda: manager.acquire(""), ValueError, "name"),
         (lambda: manager.acquire("x" * 1025), ValueError, "name"),
-        (lambda: manager.acquire("fencelock:fence"), ValueError, "reserved"),
+        (lambda: manager.acquire("fencelock:{1}:fence"), ValueError, "reserved"),
         (lambda: manager.acquire(3), TypeError, "name"),  # type: ignore[arg-type]
         (lambda: manager.acquire("x", ttl=0), ValueError, "ttl"),
         (lambda: manager.acquire("x", ttl=-1), ValueError, "ttl"),

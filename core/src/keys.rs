@@ -2,20 +2,34 @@
 //! the manager's prefix and the lock's name, and nowhere else. The scripts receive them as
 //! KEYS (see [`crate::scripts`]), in one fixed order.
 //!
-//! For a lock `name` under prefix `P`:
+//! For a lock `name` under prefix `P`, whose lock key `P name` is in hash slot `S` (the Redis
+//! Cluster rule: CRC16 of the key, or of its hash tag, modulo 16384; see [`hash_slot`]), and
+//! `T` the slot's tag ([`slot_tag`]: the smallest decimal number whose own slot is `S`):
 //!
 //! | what | name |
 //! |---|---|
 //! | the lock (its value is the holder's token) | `P name` |
-//! | the fencing counter | `P fencelock:fence` |
-//! | the wait queue (token → arrival) | `P fencelock:queue: name` |
-//! | the queue's deadlines (token → server time) | `P fencelock:queue: name :deadlines` |
-//! | the waiters' TTLs (token → ms) | `P fencelock:queue: name :ttls` |
-//! | the release channel | `P fencelock:released: name` |
+//! | the fencing counter, one per hash slot | `P fencelock:{T}:fence` |
+//! | the wait queue (token → arrival) | `P fencelock:{T}:queue: name` |
+//! | the queue's deadlines (token → server time) | `P fencelock:{T}:deadlines: name` |
+//! | the waiters' TTLs (token → ms) | `P fencelock:{T}:ttls: name` |
+//! | the release channel | `P fencelock:{T}:released: name` |
 //! | a waiter's wake-up channel | the release channel, `|`, the first [`WAKE_ID_LEN`] bytes of its token |
 //!
 //! The lock key is the name itself (with the prefix), so the classic `SET name value NX PX`
-//! of other clients excludes fencelock and the other way round.
+//! of other clients excludes fencelock and the other way round, on a cluster too. Every other
+//! key and channel carries the hash tag `{T}`, so it lands in the lock key's slot whatever the
+//! name holds (braces included): a script touches one slot, as Redis Cluster requires, and the
+//! same layout serves standalone and Sentinel servers. A prefix with a hash tag of its own
+//! (`{app}:`) puts all of a manager's keys in that tag's slot: `T` is then that slot's tag, and
+//! everything still lands together. A prefix whose first `{` is not closed inside the prefix by
+//! a non-empty tag cannot (the tag would run on into the name) and is refused
+//! ([`check_prefix`]).
+//!
+//! One fencing counter per slot (at most 16,384 keys, no single hot key): a name always maps
+//! to the same slot, so its tokens strictly increase, as fencing requires.
+
+use std::sync::LazyLock;
 
 use crate::error::{Error, Result};
 use crate::token::wake_part;
@@ -26,22 +40,20 @@ use crate::token::WAKE_ID_LEN;
 pub const MAX_NAME_LEN: usize = 1024;
 /// Longest key prefix, in bytes.
 pub const MAX_PREFIX_LEN: usize = 1024;
-/// The fencing counter's key, after the prefix; it cannot be used as a lock name.
-pub const FENCE_KEY: &[u8] = b"fencelock:fence";
-/// The release channel's name, after the prefix and before the lock name.
-pub const CHANNEL_PREFIX: &[u8] = b"fencelock:released:";
-/// The wait queues' keys, after the prefix and before the lock name; names starting with it
-/// are reserved.
-pub const QUEUE_PREFIX: &[u8] = b"fencelock:queue:";
+/// What every key of fencelock's own starts with, after the prefix; lock names starting with
+/// it are reserved.
+pub const RESERVED_PREFIX: &[u8] = b"fencelock:{";
+/// How many hash slots a Redis Cluster has.
+pub const SLOTS: u16 = 16384;
 /// Separates the release channel from a waiter's wake id in its wake-up channel.
 pub(crate) const WAKE_SEPARATOR: u8 = b'|';
 
-/// The keys and channel of one lock, under a manager's prefix.
+/// The keys and channel of one lock, under a manager's prefix (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct LockKeys {
+pub struct LockKeys {
     /// `prefix + name`: holds the holder's token.
     pub lock: Vec<u8>,
-    /// The fencing counter the lock's acquisitions increment.
+    /// The fencing counter the lock's acquisitions increment (one per hash slot).
     pub fence: Vec<u8>,
     /// The wait queue: token → arrival (a sorted set).
     pub queue: Vec<u8>,
@@ -53,20 +65,28 @@ pub(crate) struct LockKeys {
     /// The release channel; a waiter's wake-up channel is built from it
     /// ([`wake_channel`](Self::wake_channel)).
     pub channel: Vec<u8>,
+    /// The hash slot every key and channel above is in.
+    pub slot: u16,
 }
 
 impl LockKeys {
-    /// The keys of lock `name` under `prefix` (neither is checked here: see [`check_name`]).
+    /// The keys of lock `name` under `prefix` (neither is checked here: see [`check_name`]
+    /// and [`check_prefix`]).
     pub fn new(prefix: &[u8], name: &[u8]) -> LockKeys {
-        let join = |parts: &[&[u8]]| parts.concat();
-        let queue = join(&[prefix, QUEUE_PREFIX, name]);
+        let lock = [prefix, name].concat();
+        let slot = hash_slot(&lock);
+        let tag = slot_tag(slot).to_string();
+        let own = |kind: &[u8], name: &[u8]| {
+            [prefix, RESERVED_PREFIX, tag.as_bytes(), b"}:", kind, name].concat()
+        };
         LockKeys {
-            lock: join(&[prefix, name]),
-            fence: join(&[prefix, FENCE_KEY]),
-            deadlines: join(&[&queue, b":deadlines"]),
-            ttls: join(&[&queue, b":ttls"]),
-            queue,
-            channel: join(&[prefix, CHANNEL_PREFIX, name]),
+            fence: own(b"fence", b""),
+            queue: own(b"queue:", name),
+            deadlines: own(b"deadlines:", name),
+            ttls: own(b"ttls:", name),
+            channel: own(b"released:", name),
+            lock,
+            slot,
         }
     }
 
@@ -79,7 +99,56 @@ impl LockKeys {
     }
 }
 
-/// Checks a lock name: non-empty, at most [`MAX_NAME_LEN`] bytes, not a reserved key.
+/// The Redis Cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag (what lies between
+/// the first `{` and the first `}` after it, when that is not empty) or else of the whole key,
+/// modulo 16384.
+pub fn hash_slot(key: &[u8]) -> u16 {
+    let hashed = key
+        .iter()
+        .position(|&b| b == b'{')
+        .and_then(|open| {
+            let rest = &key[open + 1..];
+            let close = rest.iter().position(|&b| b == b'}')?;
+            (close > 0).then(|| &rest[..close])
+        })
+        .unwrap_or(key);
+    crc16(hashed) % SLOTS
+}
+
+/// The hash tag of `slot`: the smallest decimal number whose own hash slot is `slot`.
+pub fn slot_tag(slot: u16) -> u32 {
+    static TAGS: LazyLock<Vec<u32>> = LazyLock::new(|| {
+        let mut tags = vec![u32::MAX; usize::from(SLOTS)];
+        let mut left = tags.len();
+        let mut n = 0u32;
+        while left > 0 {
+            let tag = &mut tags[usize::from(crc16(n.to_string().as_bytes()) % SLOTS)];
+            if *tag == u32::MAX {
+                *tag = n;
+                left -= 1;
+            }
+            n += 1;
+        }
+        tags
+    });
+    TAGS[usize::from(slot % SLOTS)]
+}
+
+/// CRC16-CCITT (XMODEM: polynomial 0x1021, initial value 0), the checksum of Redis Cluster.
+fn crc16(bytes: &[u8]) -> u16 {
+    bytes.iter().fold(0u16, |crc, &b| {
+        (0..8).fold(crc ^ (u16::from(b) << 8), |c, _| {
+            if c & 0x8000 != 0 {
+                (c << 1) ^ 0x1021
+            } else {
+                c << 1
+            }
+        })
+    })
+}
+
+/// Checks a lock name: non-empty, at most [`MAX_NAME_LEN`] bytes, not one of fencelock's own
+/// keys (starting with [`RESERVED_PREFIX`]).
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the rule broken.
@@ -93,31 +162,39 @@ pub fn check_name(name: &[u8]) -> Result<()> {
             name.len()
         )));
     }
-    if name.starts_with(QUEUE_PREFIX) {
+    if name.starts_with(RESERVED_PREFIX) {
         return Err(Error::invalid(format!(
-            "lock names starting with {:?} are reserved for the wait queues",
-            String::from_utf8_lossy(QUEUE_PREFIX)
-        )));
-    }
-    if name == FENCE_KEY {
-        return Err(Error::invalid(format!(
-            "lock name {:?} is reserved for the fencing counter",
-            String::from_utf8_lossy(FENCE_KEY)
+            "lock names starting with {:?} are reserved for fencelock's own keys (fencing counters, wait queues)",
+            String::from_utf8_lossy(RESERVED_PREFIX)
         )));
     }
     Ok(())
 }
 
-/// Checks a key prefix: at most [`MAX_PREFIX_LEN`] bytes.
+/// Checks a key prefix: at most [`MAX_PREFIX_LEN`] bytes, and a hash tag it opens is closed
+/// inside it (a `{` followed by a non-empty tag and `}`), so that a lock's keys can share one
+/// hash slot (see the module doc).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for a longer one.
+/// [`Error::InvalidArgument`] for a longer one, or one whose hash tag runs on into the name.
 pub fn check_prefix(prefix: &[u8]) -> Result<()> {
     if prefix.len() > MAX_PREFIX_LEN {
         return Err(Error::invalid(format!(
             "key prefix is {} bytes, the limit is {MAX_PREFIX_LEN}",
             prefix.len()
         )));
+    }
+    if let Some(open) = prefix.iter().position(|&b| b == b'{') {
+        let closed = prefix[open + 1..]
+            .iter()
+            .position(|&b| b == b'}')
+            .is_some_and(|close| close > 0);
+        if !closed {
+            return Err(Error::invalid(format!(
+                "key prefix {} opens a hash tag with '{{' that it does not close with a non-empty tag ('{{tag}}'): a lock's keys could not share one Redis Cluster hash slot; close the tag in the prefix or leave the brace out",
+                display_name(prefix)
+            )));
+        }
     }
     Ok(())
 }
@@ -139,46 +216,115 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_key_of_a_lock_is_built_from_the_prefix_and_the_name() {
+    fn every_key_of_a_lock_is_built_from_the_prefix_the_name_and_the_slot() {
         let k = LockKeys::new(b"app:", b"jobs");
+        let slot = hash_slot(b"app:jobs");
+        let t = slot_tag(slot);
+        assert_eq!(k.slot, slot);
         assert_eq!(k.lock, b"app:jobs");
-        assert_eq!(k.fence, b"app:fencelock:fence");
-        assert_eq!(k.queue, b"app:fencelock:queue:jobs");
-        assert_eq!(k.deadlines, b"app:fencelock:queue:jobs:deadlines");
-        assert_eq!(k.ttls, b"app:fencelock:queue:jobs:ttls");
-        assert_eq!(k.channel, b"app:fencelock:released:jobs");
+        assert_eq!(k.fence, format!("app:fencelock:{{{t}}}:fence").as_bytes());
+        assert_eq!(
+            k.queue,
+            format!("app:fencelock:{{{t}}}:queue:jobs").as_bytes()
+        );
+        assert_eq!(
+            k.deadlines,
+            format!("app:fencelock:{{{t}}}:deadlines:jobs").as_bytes()
+        );
+        assert_eq!(
+            k.ttls,
+            format!("app:fencelock:{{{t}}}:ttls:jobs").as_bytes()
+        );
+        let channel = format!("app:fencelock:{{{t}}}:released:jobs");
+        assert_eq!(k.channel, channel.as_bytes());
         let token = b"0123456789abcdef.rest-of-the-token";
         assert_eq!(
             k.wake_channel(token),
-            b"app:fencelock:released:jobs|0123456789abcdef"
+            format!("{channel}|0123456789abcdef").as_bytes()
         );
         assert_eq!(
             k.wake_channel(b"short"),
-            b"app:fencelock:released:jobs|short"
+            format!("{channel}|short").as_bytes()
         );
         assert_eq!(crate::token::WAKE_ID_LEN, 16);
     }
 
     #[test]
-    fn bad_names_are_rejected_with_the_reason() {
+    fn hash_slots_follow_the_cluster_specification() {
+        // The specification's check value, and slots `CLUSTER KEYSLOT` gives (Redis 7.0).
+        assert_eq!(crc16(b"123456789"), 0x31C3);
+        assert_eq!(hash_slot(b"foo"), 12182);
+        assert_eq!(hash_slot(b"somekey"), 11058);
+        assert_eq!(hash_slot(b"{user1000}.following"), hash_slot(b"user1000"));
+        // Only the first `{` and the first `}` after it count; an empty tag hashes the key.
+        assert_eq!(hash_slot(b"foo{}{bar}"), crc16(b"foo{}{bar}") % SLOTS);
+        assert_eq!(hash_slot(b"foo{{bar}}zap"), hash_slot(b"{bar"));
+        assert_eq!(hash_slot(b"foo{bar}{zap}"), hash_slot(b"bar"));
+        assert_eq!(hash_slot(b"}{x"), crc16(b"}{x") % SLOTS);
+    }
+
+    #[test]
+    fn every_slot_has_the_smallest_tag_that_hashes_to_it() {
+        for slot in 0..SLOTS {
+            assert_eq!(hash_slot(slot_tag(slot).to_string().as_bytes()), slot);
+        }
+        // The smallest: every number up to the largest tag has a tag no larger than itself.
+        let largest = (0..SLOTS).map(slot_tag).max().unwrap();
+        for n in 0..=largest {
+            assert!(slot_tag(hash_slot(n.to_string().as_bytes())) <= n);
+        }
+    }
+
+    #[test]
+    fn names_with_braces_keep_every_key_in_the_lock_keys_slot() {
+        let names: [&[u8]; 9] = [
+            b"{", b"}", b"{}", b"}{", b"{a}", b"a{b}c", b"{{x}}", b"x{}{y}", b"{\xff}",
+        ];
+        for prefix in [&b""[..], b"p:", b"{app}:", b"{app}{"] {
+            for name in names {
+                let k = LockKeys::new(prefix, name);
+                for key in [
+                    &k.lock,
+                    &k.fence,
+                    &k.queue,
+                    &k.deadlines,
+                    &k.ttls,
+                    &k.channel,
+                ] {
+                    assert_eq!(hash_slot(key), k.slot, "{key:?}");
+                }
+                assert_eq!(hash_slot(&k.wake_channel(b"token")), k.slot);
+            }
+        }
+    }
+
+    #[test]
+    fn bad_names_and_prefixes_are_rejected_with_the_reason() {
         assert!(check_name(b"").unwrap_err().message().contains("empty"));
         let long = vec![b'x'; MAX_NAME_LEN + 1];
         assert!(check_name(&long).unwrap_err().message().contains("1025"));
         assert!(check_name(&long[..MAX_NAME_LEN]).is_ok());
-        assert!(check_name(b"fencelock:queue:x")
-            .unwrap_err()
-            .message()
-            .contains("reserved"));
-        assert!(check_name(FENCE_KEY)
-            .unwrap_err()
-            .message()
-            .contains("reserved"));
+        let own = LockKeys::new(b"", b"x");
+        for key in [&own.fence, &own.queue, &own.deadlines, &own.ttls] {
+            assert!(check_name(key).unwrap_err().message().contains("reserved"));
+        }
+        assert!(
+            check_name(b"fencelock:queue:x").is_ok(),
+            "the old layout's names are free"
+        );
         assert!(check_name(&[0, 255, 10]).is_ok(), "any bytes are allowed");
         assert!(check_prefix(&[b'p'; MAX_PREFIX_LEN]).is_ok());
         assert!(check_prefix(&[b'p'; MAX_PREFIX_LEN + 1])
             .unwrap_err()
             .message()
             .contains("prefix"));
+        for good in [&b"app:"[..], b"{app}:", b"{app}{", b"}app{x}:", b""] {
+            assert!(check_prefix(good).is_ok(), "{good:?}");
+        }
+        for bad in [&b"{app:"[..], b"app{}:", b"a}{"] {
+            let e = check_prefix(bad).unwrap_err();
+            assert!(e.message().contains("hash tag"), "{}", e.message());
+        }
     }
 
     #[test]

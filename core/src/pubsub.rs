@@ -1,6 +1,13 @@
 //! Release notifications: one subscriber per server, shared by every waiter of the manager.
 //! A release names the first waiter in line (the message format is [`crate::queue`]'s) and
 //! only that waiter is woken; an empty message, or a lost connection, wakes them all.
+//!
+//! On a standalone or Sentinel-managed server the subscriber is one RESP2 pub/sub connection
+//! (SUBSCRIBE). On a cluster it is a cluster connection over RESP3 that subscribes with
+//! SSUBSCRIBE (sharded pub/sub: the node that owns the channel's slot, where the release script
+//! publishes with SPUBLISH), follows the slot map and subscribes again where a slot moved; a
+//! channel the cluster drops (its slot migrated) wakes its waiters and is subscribed again by
+//! the next one.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,12 +16,45 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use redis::aio::PubSubSink;
+use redis::cluster_async::ClusterConnection;
+use redis::{PushInfo, PushKind, Value};
 use tokio::sync::watch;
 
 use crate::failure::ServerFailure;
 use crate::queue::{parse_wake, Handoff};
 use crate::sync::lock;
 use crate::timing::{SUBSCRIPTION_LINGER, UNSUBSCRIBE_TIMEOUT};
+use crate::url::ClusterSpec;
+
+/// Where a subscriber connects: one server (the client of its current master), or a cluster.
+pub(crate) enum Source<'a> {
+    Server(&'a redis::Client),
+    Cluster(&'a ClusterSpec),
+}
+
+/// The subscriber's command side.
+enum Sink {
+    Server(PubSubSink),
+    Cluster(ClusterConnection),
+}
+
+impl Sink {
+    async fn subscribe(&mut self, channel: &[u8]) -> redis::RedisResult<()> {
+        match self {
+            Sink::Server(s) => s.subscribe(channel).await,
+            Sink::Cluster(c) => c.ssubscribe(channel).await,
+        }
+    }
+
+    async fn unsubscribe(&mut self, channel: &[u8]) -> redis::RedisResult<()> {
+        match self {
+            Sink::Server(s) => s.unsubscribe(channel).await,
+            Sink::Cluster(c) => c.sunsubscribe(channel).await,
+        }
+    }
+}
+
+type Table = Arc<StdMutex<HashMap<Vec<u8>, ChannelEntry>>>;
 
 /// Release notifications from one server, shared by every waiter of the manager.
 #[derive(Default)]
@@ -22,12 +62,14 @@ pub(crate) struct Subscriber {
     /// Serialises SUBSCRIBE/UNSUBSCRIBE and (re)connecting.
     commands: tokio::sync::Mutex<SubscriberConn>,
     /// Channel → (number of waiters, notification counter). Read by the dispatcher task.
-    table: Arc<StdMutex<HashMap<Vec<u8>, ChannelEntry>>>,
+    table: Table,
+    /// Channels a cluster dropped (their slot migrated): subscribed again by the next waiter.
+    dropped: Arc<StdMutex<HashSet<Vec<u8>>>>,
 }
 
 #[derive(Default)]
 pub(crate) struct SubscriberConn {
-    sink: Option<(PubSubSink, Arc<AtomicBool>)>,
+    sink: Option<(Sink, Arc<AtomicBool>)>,
     subscribed: HashSet<Vec<u8>>,
 }
 
@@ -76,12 +118,12 @@ impl Subscriber {
     /// `timeout`.
     pub async fn subscribe(
         self: &Arc<Self>,
-        client: &redis::Client,
+        source: Source<'_>,
         channel: &[u8],
         token: &[u8],
         timeout: Duration,
     ) -> Result<Subscription, ServerFailure> {
-        match tokio::time::timeout(timeout, self.add_subscribed(client, channel, token)).await {
+        match tokio::time::timeout(timeout, self.add_subscribed(source, channel, token)).await {
             Ok(Ok(rx)) => Ok(Subscription::new(self, channel, token, rx)),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(ServerFailure::Timeout(timeout)),
@@ -96,9 +138,52 @@ impl Subscriber {
         Some(Subscription::new(self, channel, token, rx))
     }
 
+    /// Opens the subscriber's connection: its sink, and a dispatcher that wakes the waiters
+    /// named by the messages (and all of them when the connection is lost).
+    async fn connect(&self, source: Source<'_>) -> Result<(Sink, Arc<AtomicBool>), ServerFailure> {
+        let alive = Arc::new(AtomicBool::new(true));
+        let table = Arc::clone(&self.table);
+        let sink = match source {
+            Source::Server(client) => {
+                let pubsub = client
+                    .get_async_pubsub()
+                    .await
+                    .map_err(|e| ServerFailure::from_redis(&e))?;
+                let (sink, mut stream) = pubsub.split();
+                let flag = Arc::clone(&alive);
+                tokio::spawn(async move {
+                    while let Some(msg) = stream.next().await {
+                        if let Some(entry) = lock(&table).get(msg.get_channel_name().as_bytes()) {
+                            entry.wake(msg.get_payload_bytes());
+                        }
+                    }
+                    flag.store(false, Ordering::Release);
+                    // Wake every waiter: they retry at once, then fall back to timed retries.
+                    wake_everyone(&table);
+                });
+                Sink::Server(sink)
+            }
+            Source::Cluster(cluster) => {
+                let dropped = Arc::clone(&self.dropped);
+                let push = move |info: PushInfo| {
+                    dispatch_push(&table, &dropped, info);
+                    Ok::<(), std::convert::Infallible>(())
+                };
+                let conn = cluster
+                    .client_with_push(push)
+                    .map_err(|e| ServerFailure::from_redis(&e))?
+                    .get_async_connection()
+                    .await
+                    .map_err(|e| ServerFailure::from_redis(&e))?;
+                Sink::Cluster(conn)
+            }
+        };
+        Ok((sink, alive))
+    }
+
     async fn add_subscribed(
         &self,
-        client: &redis::Client,
+        source: Source<'_>,
         channel: &[u8],
         token: &[u8],
     ) -> Result<Wakes, ServerFailure> {
@@ -107,27 +192,10 @@ impl Subscriber {
         if !alive {
             conn.subscribed.clear();
             conn.sink = None;
-            let pubsub = client
-                .get_async_pubsub()
-                .await
-                .map_err(|e| ServerFailure::from_redis(&e))?;
-            let (sink, mut stream) = pubsub.split();
-            let alive = Arc::new(AtomicBool::new(true));
-            let table = Arc::clone(&self.table);
-            let flag = Arc::clone(&alive);
-            tokio::spawn(async move {
-                while let Some(msg) = stream.next().await {
-                    if let Some(entry) = lock(&table).get(msg.get_channel_name().as_bytes()) {
-                        entry.wake(msg.get_payload_bytes());
-                    }
-                }
-                flag.store(false, Ordering::Release);
-                // Wake every waiter: they retry at once, then fall back to timed retries.
-                for entry in lock(&table).values() {
-                    entry.wake_all();
-                }
-            });
-            conn.sink = Some((sink, alive));
+            conn.sink = Some(self.connect(source).await?);
+        }
+        if lock(&self.dropped).remove(channel) {
+            conn.subscribed.remove(channel);
         }
         let rx = self.add_user(channel, token);
         // Until the channel is known to be subscribed, a failed, timed-out or cancelled
@@ -155,7 +223,10 @@ impl Subscriber {
     fn join_if_subscribed(&self, channel: &[u8], token: &[u8]) -> Option<Wakes> {
         let conn = self.commands.try_lock().ok()?;
         let alive = |conn: &SubscriberConn| matches!(&conn.sink, Some((_, alive)) if alive.load(Ordering::Acquire));
-        if !alive(&conn) || !conn.subscribed.contains(channel) {
+        if !alive(&conn)
+            || !conn.subscribed.contains(channel)
+            || lock(&self.dropped).contains(channel)
+        {
             return None;
         }
         let rx = self.add_user(channel, token);
@@ -246,6 +317,45 @@ impl Subscriber {
                 let _ = tokio::time::timeout(UNSUBSCRIBE_TIMEOUT, sink.unsubscribe(&channel)).await;
             }
         }
+    }
+}
+
+/// Wakes every waiter of every channel (a lost connection: they retry at once, then fall back
+/// to timed retries).
+fn wake_everyone(table: &Table) {
+    for entry in lock(table).values() {
+        entry.wake_all();
+    }
+}
+
+/// What a cluster's nodes push to the subscriber: a sharded message wakes the waiter it names;
+/// a channel dropped by the cluster (its slot migrated to another node) wakes its waiters and
+/// is subscribed again by the next one; a lost node connection wakes everyone.
+fn dispatch_push(table: &Table, dropped: &StdMutex<HashSet<Vec<u8>>>, info: PushInfo) {
+    let bytes = |v: Option<&Value>| match v {
+        Some(Value::BulkString(b)) => Some(b.clone()),
+        _ => None,
+    };
+    match info.kind {
+        PushKind::SMessage | PushKind::Message => {
+            if let (Some(channel), Some(payload)) =
+                (bytes(info.data.first()), bytes(info.data.get(1)))
+            {
+                if let Some(entry) = lock(table).get(&channel) {
+                    entry.wake(&payload);
+                }
+            }
+        }
+        PushKind::SUnsubscribe => {
+            if let Some(channel) = bytes(info.data.first()) {
+                lock(dropped).insert(channel.clone());
+                if let Some(entry) = lock(table).get(&channel) {
+                    entry.wake_all();
+                }
+            }
+        }
+        PushKind::Disconnection => wake_everyone(table),
+        _ => {}
     }
 }
 

@@ -11,7 +11,7 @@
 //! Scripts run with EVALSHA (`Server::eval`) and are loaded with SCRIPT LOAD when a server
 //! does not know them yet (a new server, a restart, a SCRIPT FLUSH).
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
 
 use redis::{Script, Value};
@@ -47,9 +47,13 @@ const RAISE_FENCE_SRC: &str = include_str!("scripts/raise_fence.lua");
 static PREFLIGHT: LazyLock<Script> = LazyLock::new(|| Script::new(PREFLIGHT_SRC));
 const PREFLIGHT_SRC: &str = include_str!("scripts/preflight.lua");
 
-/// The reserved name whose keys the preflight uses: under the wait queues' prefix, which no
-/// lock name may start with (`keys::check_name`).
-const PREFLIGHT_NAME: &[u8] = b"fencelock:queue:\0preflight";
+/// The reserved name whose keys the preflight uses: it starts with fencelock's own keys'
+/// prefix, which no lock name may start with (`keys::check_name`).
+const PREFLIGHT_NAME: &[u8] = b"fencelock:{preflight}";
+
+/// The command the scripts wake a waiter with on a standalone or Sentinel-managed server; its
+/// sharded twin (`S` + it) on a cluster, where the wake-up channel lives in the lock's slot.
+const PUBLISH: &[u8] = b"PUBLISH";
 
 /// One script call, ready to send to any number of servers: the script (to load it where it
 /// is missing) and its EVALSHA command, built once and sized up front.
@@ -58,13 +62,18 @@ pub(crate) struct ScriptCall {
     /// The script's code, to name the command of an error by its line.
     source: &'static str,
     cmd: redis::Cmd,
+    /// Whether the script publishes wake-ups: then its last argument starts with
+    /// [`PUBLISH`], and [`cmd_for`](Self::cmd_for) a cluster makes it `SPUBLISH`.
+    publishes: bool,
+    /// The call for a cluster, made the first time one asks.
+    sharded: OnceLock<redis::Cmd>,
 }
 
 impl ScriptCall {
     fn new(
         (script, source): (&'static Script, &'static str),
         keys: &[&[u8]],
-        args: &[&[u8]],
+        (args, publishes): (&[&[u8]], bool),
     ) -> ScriptCall {
         let parts = 3 + keys.len() + args.len();
         debug_assert!(parts <= MAX_PARTS, "{parts} parts");
@@ -78,7 +87,14 @@ impl ScriptCall {
             script,
             source,
             cmd,
+            publishes,
+            sharded: OnceLock::new(),
         }
+    }
+
+    /// The packed argument of a script that publishes: `PUBLISH` and `rest`.
+    fn packed(rest: String, tail: &[u8]) -> Vec<u8> {
+        [PUBLISH, b" ", rest.as_bytes(), tail].concat()
     }
 
     /// Acquire: grants the lock to `token` for `ttl` (free, or already held by `token`), or
@@ -86,26 +102,27 @@ impl ScriptCall {
     /// is given. Reply: [`parse_acquire`].
     pub fn acquire(keys: &LockKeys, token: &[u8], ttl: Duration, place: Option<&Place>) -> Self {
         let (arrival, lasts) = place.map_or((0, 0), |p| (p.arrival, p.lasts.as_millis().max(1)));
-        let mut arg = format!("{} {WAKE_ID_LEN} {arrival} {lasts} ", ttl.as_millis()).into_bytes();
-        arg.extend_from_slice(&keys.channel);
+        let arg = Self::packed(
+            format!("{} {WAKE_ID_LEN} {arrival} {lasts} ", ttl.as_millis()),
+            &keys.channel,
+        );
         let k = keys;
         ScriptCall::new(
             (&ACQUIRE, ACQUIRE_SRC),
             &[&k.lock, &k.fence, &k.queue, &k.deadlines, &k.ttls],
-            &[token, &arg],
+            (&[token, &arg], true),
         )
     }
 
     /// Release: compare-and-delete by `token`, handing the lock to the first waiter in line;
     /// with `leave`, `token` also gives its own place in the queue up. Reply: [`Compared`].
     pub fn release(keys: &LockKeys, token: &[u8], leave: bool) -> Self {
-        let mut arg = format!("{} {WAKE_ID_LEN} ", u8::from(leave)).into_bytes();
-        arg.extend_from_slice(&keys.channel);
+        let arg = Self::packed(format!("{} {WAKE_ID_LEN} ", u8::from(leave)), &keys.channel);
         let k = keys;
         ScriptCall::new(
             (&RELEASE, RELEASE_SRC),
             &[&k.lock, &k.fence, &k.queue, &k.deadlines, &k.ttls],
-            &[token, &arg],
+            (&[token, &arg], true),
         )
     }
 
@@ -115,7 +132,7 @@ impl ScriptCall {
         ScriptCall::new(
             (&EXTEND, EXTEND_SRC),
             &[&keys.lock],
-            &[token, ttl_ms.as_bytes()],
+            (&[token, ttl_ms.as_bytes()], false),
         )
     }
 
@@ -126,7 +143,7 @@ impl ScriptCall {
         ScriptCall::new(
             (&RAISE_FENCE, RAISE_FENCE_SRC),
             &[&keys.lock, &keys.fence],
-            &[fence.as_bytes()],
+            (&[fence.as_bytes()], false),
         )
     }
 
@@ -138,7 +155,7 @@ impl ScriptCall {
         ScriptCall::new(
             (&PREFLIGHT, PREFLIGHT_SRC),
             &[&k.lock, &k.fence, &k.queue, &k.deadlines, &k.ttls],
-            &[&channel],
+            (&[&channel, PUBLISH], true),
         )
     }
 
@@ -152,9 +169,29 @@ impl ScriptCall {
         self.source
     }
 
-    /// The EVALSHA command.
-    pub fn cmd(&self) -> &redis::Cmd {
-        &self.cmd
+    /// The EVALSHA command for a server, `cluster` or not: on a cluster, a script that
+    /// publishes wake-ups does it with `SPUBLISH` (sharded pub/sub, in the lock's slot).
+    pub fn cmd_for(&self, cluster: bool) -> &redis::Cmd {
+        if !cluster || !self.publishes {
+            return &self.cmd;
+        }
+        self.sharded.get_or_init(|| {
+            let args: Vec<&[u8]> = self
+                .cmd
+                .args_iter()
+                .filter_map(|a| match a {
+                    redis::Arg::Simple(b) => Some(b),
+                    _ => None,
+                })
+                .collect();
+            let mut cmd = redis::Cmd::with_capacity(args.len(), 0);
+            let (last, first) = args.split_last().expect("EVALSHA has arguments");
+            for a in first {
+                cmd.arg(*a);
+            }
+            cmd.arg([b"S", *last].concat());
+            cmd
+        })
     }
 }
 
@@ -218,7 +255,7 @@ mod tests {
     use super::*;
 
     fn parts(call: &ScriptCall) -> Vec<Vec<u8>> {
-        call.cmd()
+        call.cmd_for(false)
             .args_iter()
             .map(|a| match a {
                 redis::Arg::Simple(b) => b.to_vec(),
@@ -277,14 +314,41 @@ mod tests {
                 );
             }
         }
+        let channel = String::from_utf8(keys.channel.clone()).unwrap();
         assert_eq!(
             parts(&calls[0])[9],
-            b"1500 16 42 900 p:fencelock:released:n"
+            format!("PUBLISH 1500 16 42 900 {channel}").as_bytes()
         );
-        assert_eq!(parts(&calls[1])[9], b"1500 16 0 0 p:fencelock:released:n");
-        assert_eq!(parts(&calls[2])[9], b"1 16 p:fencelock:released:n");
+        assert_eq!(
+            parts(&calls[1])[9],
+            format!("PUBLISH 1500 16 0 0 {channel}").as_bytes()
+        );
+        assert_eq!(
+            parts(&calls[2])[9],
+            format!("PUBLISH 1 16 {channel}").as_bytes()
+        );
         assert_eq!(parts(&calls[3])[5], b"1500");
         assert_eq!(parts(&calls[4])[5], b"7");
+        // On a cluster the scripts that wake waiters do it with SPUBLISH; the others are the
+        // same calls.
+        for (i, call) in calls.iter().enumerate() {
+            let plain = parts(call);
+            let sharded: Vec<Vec<u8>> = call
+                .cmd_for(true)
+                .args_iter()
+                .map(|a| match a {
+                    redis::Arg::Simple(b) => b.to_vec(),
+                    _ => Vec::new(),
+                })
+                .collect();
+            let last = plain.len() - 1;
+            assert_eq!(sharded[..last], plain[..last]);
+            if [0, 1, 2, 5].contains(&i) {
+                assert_eq!(sharded[last], [b"S", &plain[last][..]].concat());
+            } else {
+                assert_eq!(sharded[last], plain[last]);
+            }
+        }
     }
 
     #[test]

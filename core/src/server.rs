@@ -1,24 +1,27 @@
 //! One Redis server: a lazily opened multiplexed connection that is reopened after it breaks
-//! (for a Sentinel entry: to the master the sentinels name), script calls within a per-call
-//! limit, and the server's subscriber for release notifications ([`crate::pubsub`]).
+//! (for a Sentinel entry: to the master the sentinels name; for a cluster entry: a cluster
+//! connection, which routes each script by its first key's slot, follows MOVED and ASK and
+//! refreshes its slot map after a failover), script calls within a per-call limit, and the
+//! server's subscriber for release notifications ([`crate::pubsub`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, FromRedisValue};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
+use redis::{AsyncConnectionConfig, FromRedisValue, RedisFuture, Value};
 use tokio::sync::watch;
 
 use crate::deadline::Clock;
 use crate::failure::ServerFailure;
 use crate::identity::Identities;
 use crate::probe;
-use crate::pubsub::{Subscriber, Subscription};
+use crate::pubsub::{Source, Subscriber, Subscription};
 use crate::scripts::ScriptCall;
 use crate::sync::lock;
 use crate::timing;
-use crate::url::{SentinelSpec, ServerSpec};
+use crate::url::{ClusterSpec, SentinelSpec, ServerSpec};
 
 /// One server of the manager.
 pub(crate) struct Server {
@@ -27,6 +30,8 @@ pub(crate) struct Server {
     /// What to connect to: the server itself, or a template for the master a Sentinel names.
     client: redis::Client,
     sentinel: Option<SentinelSpec>,
+    /// For a cluster entry: its seed nodes.
+    cluster: Option<ClusterSpec>,
     /// The client of the last connection opened (the Sentinel's current master), for the
     /// subscriber.
     current: StdMutex<redis::Client>,
@@ -48,8 +53,50 @@ pub(crate) struct Server {
 enum ConnState {
     Idle,
     Connecting(watch::Receiver<Option<Result<(), ServerFailure>>>),
-    Ready(u64, MultiplexedConnection),
+    Ready(u64, Conn),
     Failed(Instant, ServerFailure),
+}
+
+/// A command connection: to one server, or to a cluster (each command routed to the node that
+/// owns its first key's slot).
+#[derive(Clone)]
+pub(crate) enum Conn {
+    Single(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+impl Conn {
+    fn is_cluster(&self) -> bool {
+        matches!(self, Conn::Cluster(_))
+    }
 }
 
 impl Server {
@@ -66,6 +113,7 @@ impl Server {
             label: spec.label.clone(),
             client: spec.client.clone(),
             sentinel: spec.sentinel.clone(),
+            cluster: spec.cluster.clone(),
             current: StdMutex::new(spec.client.clone()),
             connect_timeout,
             state: StdMutex::new(ConnState::Idle),
@@ -78,7 +126,7 @@ impl Server {
     /// The open connection, opening one if needed. Opening runs in a background task bounded by
     /// the connect timeout, so a caller that gives up (its own call timeout) does not waste
     /// the handshake: the next caller finds the connection open.
-    async fn connection(self: &Arc<Self>) -> Result<(u64, MultiplexedConnection), ServerFailure> {
+    async fn connection(self: &Arc<Self>) -> Result<(u64, Conn), ServerFailure> {
         loop {
             let mut rx = {
                 let mut state = lock(&self.state);
@@ -117,11 +165,27 @@ impl Server {
             .set_connection_timeout(None)
             .set_response_timeout(None);
         let attempt = async {
+            if let Some(cluster) = &self.cluster {
+                let mut conn = Conn::Cluster(
+                    cluster
+                        .client()
+                        .map_err(|e| ServerFailure::from_redis(&e))?
+                        .get_async_connection()
+                        .await
+                        .map_err(|e| ServerFailure::from_redis(&e))?,
+                );
+                run_script::<i64>(&mut conn, &self.preflight)
+                    .await
+                    .map_err(|e| ServerFailure::from_script(&e, self.preflight.source()))?;
+                self.identities.claim(&mut conn, &self.label).await?;
+                return Ok(conn);
+            }
             let client = self.resolve().await?;
-            let mut conn = client
+            let conn = client
                 .get_multiplexed_async_connection_with_config(&config)
                 .await
                 .map_err(|e| ServerFailure::from_redis(&e))?;
+            let mut conn = Conn::Single(conn);
             if self.sentinel.is_some() {
                 // During a failover a sentinel may still name the old master: make sure.
                 let role: Vec<redis::Value> = redis::cmd("ROLE")
@@ -150,8 +214,9 @@ impl Server {
             ))),
         };
         let result = match result {
-            // A Sentinel's master is whatever the sentinels say: nothing to probe.
-            Err(failure) if self.sentinel.is_none() => {
+            // A Sentinel's master is whatever the sentinels say, a cluster's nodes whatever
+            // its slot map says: nothing to probe.
+            Err(failure) if self.sentinel.is_none() && self.cluster.is_none() => {
                 let addr = self.client.get_connection_info().addr();
                 Err(probe::explain(addr, failure, self.connect_timeout).await)
             }
@@ -289,29 +354,40 @@ impl Server {
     }
 
     /// Subscribes to a release channel on this server (the master of the last connection
-    /// opened, for a Sentinel entry), within `timeout`.
+    /// opened, for a Sentinel entry; the node that owns the channel's slot, for a cluster),
+    /// within `timeout`.
     pub async fn subscribe(
         &self,
         channel: &[u8],
         token: &[u8],
         timeout: Duration,
     ) -> Result<Subscription, ServerFailure> {
+        if let Some(cluster) = &self.cluster {
+            return (self.sub)
+                .subscribe(Source::Cluster(cluster), channel, token, timeout)
+                .await;
+        }
         let client = lock(&self.current).clone();
-        self.sub.subscribe(&client, channel, token, timeout).await
+        (self.sub)
+            .subscribe(Source::Server(&client), channel, token, timeout)
+            .await
     }
 }
 
 /// Runs a script call on `conn`; a server that does not know the script (a restart empties
 /// its cache) is sent it and asked again.
 async fn run_script<T: FromRedisValue>(
-    conn: &mut MultiplexedConnection,
+    conn: &mut Conn,
     call: &ScriptCall,
 ) -> redis::RedisResult<T> {
-    let result = call.cmd().query_async(conn).await;
+    let cmd = call.cmd_for(conn.is_cluster());
+    let result = cmd.query_async(conn).await;
     match result {
+        // On a cluster SCRIPT LOAD goes to every master (a replica promoted by a failover may
+        // not know the script yet).
         Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
             call.script().load_async(conn).await?;
-            call.cmd().query_async(conn).await
+            cmd.query_async(conn).await
         }
         other => other,
     }
@@ -325,6 +401,7 @@ mod tests {
         let spec = ServerSpec {
             client: redis::Client::open(url).unwrap(),
             sentinel: None,
+            cluster: None,
             label: url.to_owned(),
             tls: false,
         };

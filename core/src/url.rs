@@ -1,5 +1,6 @@
-//! Server URLs: `redis://`, `rediss://`, `redis+unix://` and `redis+sentinel://`, parsed into
-//! what to connect to and a label for messages that never holds a password.
+//! Server URLs: `redis://`, `rediss://`, `redis+unix://`, `redis+sentinel://` and
+//! `redis+cluster://` (each `+` scheme also as `rediss+...` for TLS), parsed into what to
+//! connect to and a label for messages that never holds a password.
 //!
 //! Credentials are written as users write them, unencoded: base64 passwords hold `/`, `+` and
 //! `=`, others `?`, `#`, `@` or `%`. So the credentials of `scheme://user:password@host...`
@@ -22,6 +23,9 @@ pub(crate) struct ServerSpec {
     pub client: redis::Client,
     /// For a `redis+sentinel://` entry: the sentinels to ask and the master's name.
     pub sentinel: Option<SentinelSpec>,
+    /// For a `redis+cluster://` entry: the seed nodes of the cluster (then `client` is the
+    /// first seed's, for messages and probes).
+    pub cluster: Option<ClusterSpec>,
     /// `host:port[/db]` or the socket path; never contains a password.
     pub label: String,
     /// Whether the connection uses TLS.
@@ -33,6 +37,42 @@ pub(crate) struct ServerSpec {
 pub(crate) struct SentinelSpec {
     pub sentinels: Vec<redis::Client>,
     pub master: String,
+}
+
+/// A Redis Cluster, named by some of its nodes: one member of the quorum.
+#[derive(Clone)]
+pub(crate) struct ClusterSpec {
+    /// The seed nodes, each with the credentials and the TLS mode.
+    pub nodes: Vec<redis::ConnectionInfo>,
+    /// The TLS certificates (CA, client identity) of a `rediss+cluster://` entry.
+    pub certificates: Option<redis::TlsCertificates>,
+}
+
+impl ClusterSpec {
+    /// A client of the cluster over RESP3 (sharded pub/sub needs it).
+    pub fn client(&self) -> redis::RedisResult<redis::cluster::ClusterClient> {
+        self.builder().build()
+    }
+
+    /// A client of the cluster whose nodes' pushes (the subscriber's messages) go to `push`.
+    pub fn client_with_push(
+        &self,
+        push: impl redis::aio::AsyncPushSender,
+    ) -> redis::RedisResult<redis::cluster::ClusterClient> {
+        self.builder().push_sender(push).build()
+    }
+
+    fn builder(&self) -> redis::cluster::ClusterClientBuilder {
+        let mut builder = redis::cluster::ClusterClientBuilder::new(self.nodes.clone())
+            .use_protocol(redis::ProtocolVersion::RESP3)
+            // fencelock keeps its own time limits and retries (one retry after a broken
+            // connection); the cluster layer follows MOVED/ASK and refreshes its slot map.
+            .retries(2);
+        if let Some(certs) = &self.certificates {
+            builder = builder.certs(certs.clone());
+        }
+        builder
+    }
 }
 
 /// Schemes of a server over TCP (credentials in the userinfo).
@@ -54,6 +94,9 @@ pub(crate) fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<Se
     if scheme == "redis+sentinel" || scheme == "rediss+sentinel" {
         return parse_sentinel(url, tls);
     }
+    if scheme == "redis+cluster" || scheme == "rediss+cluster" {
+        return parse_cluster(url, tls);
+    }
     let url = encode_credentials(url);
     let url = url.as_str();
     let secure = match scheme {
@@ -61,7 +104,7 @@ pub(crate) fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<Se
         "rediss" | "valkeys" => true,
         other => {
             return Err(format!(
-                "unsupported scheme {other:?}; expected redis://, rediss://, redis+sentinel://, rediss+sentinel:// or redis+unix://"
+                "unsupported scheme {other:?}; expected redis://, rediss://, redis+sentinel://, rediss+sentinel://, redis+cluster://, rediss+cluster:// or redis+unix://"
             ))
         }
     };
@@ -92,6 +135,7 @@ pub(crate) fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<Se
     Ok(ServerSpec {
         client,
         sentinel: None,
+        cluster: None,
         label,
         tls: secure,
     })
@@ -223,7 +267,85 @@ fn parse_sentinel(url: &str, tls: &LoadedTls) -> std::result::Result<ServerSpec,
             sentinels,
             master: master.to_owned(),
         }),
+        cluster: None,
         label,
+        tls: secure,
+    })
+}
+
+/// `redis+cluster://[user:password@]host[:port][,host[:port]...]`: a Redis Cluster named by
+/// some of its nodes (the seeds; the others are found from them; default port 6379); the
+/// credentials are every node's. `rediss+cluster://` speaks TLS to every node, with the
+/// manager's TLS options.
+fn parse_cluster(url: &str, tls: &LoadedTls) -> std::result::Result<ServerSpec, String> {
+    const FORM: &str = "expected redis+cluster://[user:password@]host[:port][,host[:port]...]";
+    let (scheme, rest) = url.split_once("://").ok_or(FORM)?;
+    let secure = scheme == "rediss+cluster";
+    let (userinfo, hosts) = match rest.rsplit_once('@') {
+        Some((u, h)) => (Some(encode_userinfo(u)), h),
+        None => (None, rest),
+    };
+    let hosts = hosts.strip_suffix('/').unwrap_or(hosts);
+    if hosts.contains(['/', '?']) {
+        return Err(format!(
+            "a cluster URL takes no database or parameters (a cluster has only database 0); {FORM}"
+        ));
+    }
+    let node_scheme = if secure { "rediss" } else { "redis" };
+    let mut nodes = Vec::new();
+    let mut seeds = Vec::new();
+    for entry in hosts.split(',') {
+        let (host, port) = match entry.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(':') => (
+                h,
+                p.parse::<u16>()
+                    .map_err(|_| format!("bad cluster node port in {entry:?}; {FORM}"))?,
+            ),
+            _ => (entry, 6379),
+        };
+        if host.is_empty() || port == 0 {
+            return Err(format!("bad cluster node address {entry:?}; {FORM}"));
+        }
+        let node = match &userinfo {
+            Some(u) => format!("{node_scheme}://{u}@{host}:{port}"),
+            None => format!("{node_scheme}://{host}:{port}"),
+        };
+        let mut info = node
+            .as_str()
+            .into_connection_info()
+            .map_err(|e| format!("bad cluster node address {entry:?} ({:?})", e.kind()))?;
+        if let (true, ConnectionAddr::TcpTls { host, port, .. }) = (tls.insecure, info.addr()) {
+            let addr = ConnectionAddr::TcpTls {
+                host: host.clone(),
+                port: *port,
+                insecure: true,
+                tls_params: None,
+            };
+            info = info.set_addr(addr);
+        }
+        seeds.push(format!("{host}:{port}"));
+        nodes.push(info);
+    }
+    let client = if secure {
+        tls_client(nodes[0].clone(), tls)?
+    } else {
+        redis::Client::open(nodes[0].clone())
+            .map_err(|e| format!("cannot be used ({:?})", e.kind()))?
+    };
+    let cluster = ClusterSpec {
+        nodes,
+        certificates: tls.certificates.clone(),
+    };
+    // The cluster layer checks the seeds' settings against each other: fail here, not at the
+    // first call.
+    cluster
+        .client()
+        .map_err(|e| format!("cannot be used ({:?})", e.kind()))?;
+    Ok(ServerSpec {
+        client,
+        sentinel: None,
+        cluster: Some(cluster),
+        label: format!("cluster:{}", seeds.join(",")),
         tls: secure,
     })
 }

@@ -15,7 +15,7 @@ const MINIMAL_ACL: &[&str] = &[
     "resetkeys",
     "~app:*",
     "resetchannels",
-    "&app:fencelock:released:*",
+    "&app:fencelock:{*}:released:*",
     "-@all",
     "+evalsha",
     "+script|load",

@@ -65,7 +65,7 @@ proptest! {
         let mut opts = AcquireOptions::new(Duration::from_nanos(ttl_ns))
             .wait(Some(Duration::from_nanos(wait_ns % 1_000_000)));
         opts.token = token.clone();
-        let valid = !name.is_empty() && name.len() <= 1024 && name != b"fencelock:fence"
+        let valid = !name.is_empty() && name.len() <= 1024 && !name.starts_with(fencelock::keys::RESERVED_PREFIX)
             && token.as_ref().is_none_or(|t| !t.is_empty() && t.len() <= 512)
             && ttl_ns >= 1_000_000 && Duration::from_nanos(ttl_ns) <= fencelock::timing::MAX_TTL;
         let e = runtime().block_on(m.acquire_with(&name, &opts)).unwrap_err();

@@ -73,8 +73,7 @@ async fn listeners_receive_events_at_their_level_until_removed() {
         let w = Arc::clone(&waiting);
         let waiter =
             tokio::spawn(async move { w.acquire("handed", MS(5000), None).await.unwrap() });
-        while server.cmd(&[b"ZCARD", b"fencelock:queue:handed"]) != fencelock_testkit::Reply::Int(1)
-        {
+        while server.queued("", "handed") != 1 {
             tokio::time::sleep(MS(5)).await;
         }
         holder.release().await.unwrap();

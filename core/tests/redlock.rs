@@ -244,11 +244,12 @@ async fn fencing_tokens_keep_increasing_when_servers_restart_empty() {
 async fn fencing_write_back_raises_lagging_counters() {
     let srv = servers(3);
     let m = manager(&srv, MS(300));
-    srv[1].set(b"fencelock:fence", b"100");
+    let fence = fencelock::keys::LockKeys::new(b"", b"r").fence;
+    srv[1].set(&fence, b"100");
     let lock = m.acquire("r", MS(5000), None).await.unwrap();
     assert_eq!(lock.fencing_token(), 101);
     for s in &srv {
-        let c: u64 = String::from_utf8(s.get(b"fencelock:fence").unwrap())
+        let c: u64 = String::from_utf8(s.get(&fence).unwrap())
             .unwrap()
             .parse()
             .unwrap();
@@ -363,7 +364,7 @@ async fn a_handoff_on_fewer_than_a_quorum_is_completed_by_an_attempt() {
     until_queued_everywhere(&srv).await;
     // Two servers lose the waiter's place: only one hands the lock over.
     for s in &srv[1..] {
-        s.del(b"fencelock:queue:r");
+        s.del(&fencelock::keys::LockKeys::new(b"", b"r").queue);
     }
     let started = Instant::now();
     holder.release().await.unwrap();

@@ -160,17 +160,18 @@ async fn fencing_tokens_strictly_increase_across_holders_and_managers() {
     let server = RedisServer::start();
     let a = manager(&server);
     let b = manager(&server);
-    let mut last = 0;
+    // Per name (each name counts on its hash slot's counter).
+    let mut last = std::collections::HashMap::new();
     for i in 0..20 {
         let m = if i % 2 == 0 { &a } else { &b };
         let name = if i % 3 == 0 { "x" } else { "y" };
         let lock = m.acquire(name, MS(5000), None).await.unwrap();
+        let before = last.insert(name, lock.fencing_token()).unwrap_or(0);
         assert!(
-            lock.fencing_token() > last,
-            "{} after {last}",
+            lock.fencing_token() > before,
+            "{name}: {} after {before}",
             lock.fencing_token()
         );
-        last = lock.fencing_token();
         lock.release().await.unwrap();
     }
 }
@@ -397,10 +398,11 @@ async fn bad_input_is_rejected_before_any_network_call() {
         fencelock_testkit::free_port()
     )])
     .unwrap();
+    let reserved = fencelock::keys::LockKeys::new(b"", b"x").fence;
     let cases: Vec<(&[u8], Duration)> = vec![
         (b"", MS(1000)),
         (&[b'n'; 1025], MS(1000)),
-        (b"fencelock:fence", MS(1000)),
+        (&reserved, MS(1000)),
         (b"ok", Duration::ZERO),
         (b"ok", Duration::from_secs(400_000_000)),
     ];
@@ -450,14 +452,12 @@ async fn wrong_types_give_a_redis_error_and_corrupt_nothing() {
     assert_eq!(e.kind(), ErrorKind::Redis, "{e}");
     assert!(e.message().contains("WRONGTYPE"), "{e}");
 
-    server.set(b"fencelock:fence", b"not-a-number");
+    let fence = fencelock::keys::LockKeys::new(b"", b"fresh").fence;
+    server.set(&fence, b"not-a-number");
     let e = m.acquire("fresh", MS(1000), None).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Redis, "{e}");
     assert_eq!(server.get(b"fresh"), None, "the lock key was not written");
-    assert_eq!(
-        server.get(b"fencelock:fence").as_deref(),
-        Some(&b"not-a-number"[..])
-    );
+    assert_eq!(server.get(&fence).as_deref(), Some(&b"not-a-number"[..]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -470,7 +470,9 @@ async fn the_key_prefix_applies_to_keys_and_the_counter() {
     let lock = m.acquire("jobs", MS(2000), None).await.unwrap();
     assert_eq!(server.get(b"app:jobs").as_deref(), Some(lock.token()));
     assert_eq!(server.get(b"jobs"), None);
-    let counter = server.get(b"app:fencelock:fence").unwrap();
+    let keys = fencelock::keys::LockKeys::new(b"app:", b"jobs");
+    assert!(keys.fence.starts_with(b"app:fencelock:{"));
+    let counter = server.get(&keys.fence).unwrap();
     assert_eq!(counter, lock.fencing_token().to_string().into_bytes());
     lock.release().await.unwrap();
 }
@@ -729,9 +731,8 @@ async fn a_waiter_that_gives_up_or_vanishes_does_not_block_the_line() {
     until_queued(&server, "line", 0).await;
     // Vanishes (a crashed process): a place nobody renews and nobody listens for, first in
     // line for 10 s.
-    let queue = b"fencelock:queue:line";
-    let deadlines = b"fencelock:queue:line:deadlines";
-    let ttls = b"fencelock:queue:line:ttls";
+    let keys = fencelock::keys::LockKeys::new(b"", b"line");
+    let (queue, deadlines, ttls) = (&keys.queue, &keys.deadlines, &keys.ttls);
     let seconds: u64 = match server.cmd(&[b"TIME"]) {
         fencelock_testkit::Reply::Array(Some(t)) => match &t[0] {
             fencelock_testkit::Reply::Bulk(Some(b)) => {

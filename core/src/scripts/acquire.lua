@@ -3,7 +3,8 @@
 -- queue (token -> arrival), [4] queue deadlines (token -> server time in ms after which the
 -- place is forgotten), [5] the waiters' TTLs (token -> ttl in ms, for the release that hands
 -- the lock over).
--- ARGV[1] token, ARGV[2] "TTL WAKE_ID_LEN ARRIVAL LASTS CHANNEL" (packed by scripts.rs): TTL in
+-- ARGV[1] token, ARGV[2] "PUBLISH TTL WAKE_ID_LEN ARRIVAL LASTS CHANNEL" (packed by scripts.rs):
+-- PUBLISH the command that wakes a waiter ('PUBLISH', or 'SPUBLISH' on a cluster); TTL in
 -- ms; WAKE_ID_LEN and CHANNEL name the waiters' wake-up channels (see hand_over in queue.lua);
 -- ARRIVAL and LASTS, when not 0, take (or keep) a place in the queue when refused: ARRIVAL is
 -- the waiter's own clock in microseconds (the same on every server), LASTS how long the place
@@ -19,16 +20,10 @@
 -- The counter is incremented before the lock key is written, so a counter of the wrong type
 -- fails the script before anything changed.
 -- The uncontended path reads the key and the head of the queue and writes two keys.
-local a = ARGV[2]
-local s1 = string.find(a, ' ', 1, true)
-local s2 = string.find(a, ' ', s1 + 1, true)
-local s3 = string.find(a, ' ', s2 + 1, true)
-local s4 = string.find(a, ' ', s3 + 1, true)
-local ttl = string.sub(a, 1, s1 - 1)
-local wake_id_len = tonumber(string.sub(a, s1 + 1, s2 - 1))
-local arrival = string.sub(a, s2 + 1, s3 - 1)
-local lasts = tonumber(string.sub(a, s3 + 1, s4 - 1))
-local channel = string.sub(a, s4 + 1)
+local publish, ttl, wake_id_len, arrival, lasts, channel =
+  string.match(ARGV[2], '^(%S+) (%d+) (%d+) (%d+) (%d+) (.*)$')
+wake_id_len = tonumber(wake_id_len)
+lasts = tonumber(lasts)
 local function grant()
   local fence = redis.call('INCR', KEYS[2])
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
@@ -44,7 +39,7 @@ if holder == false then
     return grant()
   end
   sweep(KEYS[3], KEYS[4], KEYS[5], now_ms())
-  if hand_over(KEYS[1], KEYS[2], KEYS[3], KEYS[5], channel, wake_id_len, ARGV[1]) ~= true then
+  if hand_over(KEYS[1], KEYS[2], KEYS[3], KEYS[5], publish, channel, wake_id_len, ARGV[1]) ~= true then
     return grant()
   end
 end

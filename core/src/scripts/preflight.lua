@@ -3,7 +3,8 @@
 -- error naming it, not the first contended acquire or the first release that hands over.
 -- KEYS (the order of keys.rs and scripts.rs) of a reserved scratch name: [1] lock key, [2] the
 -- fencing counter (only read), [3] wait queue, [4] queue deadlines, [5] the waiters' TTLs.
--- ARGV[1] a wake-up channel of the scratch name (nobody listens to it).
+-- ARGV[1] a wake-up channel of the scratch name (nobody listens to it), ARGV[2] the command
+-- that wakes a waiter ('PUBLISH', or 'SPUBLISH' on a cluster).
 -- Returns 1; leaves nothing behind.
 redis.call('TIME')
 redis.call('GET', KEYS[2])
@@ -19,6 +20,10 @@ redis.call('ZREM', KEYS[3], 'preflight')
 redis.call('HSET', KEYS[5], 'preflight', 1)
 redis.call('HGET', KEYS[5], 'preflight')
 redis.call('HDEL', KEYS[5], 'preflight')
-redis.call('PUBLISH', ARGV[1], '')
+if ARGV[2] == 'SPUBLISH' then
+  redis.call('SPUBLISH', ARGV[1], '')
+else
+  redis.call('PUBLISH', ARGV[1], '')
+end
 redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[5])
 return 1

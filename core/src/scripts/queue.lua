@@ -18,15 +18,25 @@ local function sweep(queue, deadlines, ttls, now)
   end
 end
 
+-- Publishes a wake-up: sharded (SPUBLISH) on a cluster, where the channel is in the lock's
+-- slot, PUBLISH elsewhere. Returns how many subscribers (on this node) received it.
+local function publish_wake(publish, channel, message)
+  if publish == 'SPUBLISH' then
+    return redis.call('SPUBLISH', channel, message)
+  end
+  return redis.call('PUBLISH', channel, message)
+end
+
 -- Hands the lock to the first waiter in line that listens for it, as its own acquire would:
 -- the lock key set to its token with its TTL, the fencing counter incremented, and the message
--- "COUNTER ARRIVAL TOKEN" published on its wake-up channel (CHANNEL, '|', the first
+-- "COUNTER ARRIVAL TOKEN" published (with PUBLISH: 'PUBLISH', or 'SPUBLISH' on a cluster, where
+-- the channel is in the lock's hash slot) on its wake-up channel (CHANNEL, '|', the first
 -- WAKE_ID_LEN bytes of its token). A waiter nobody listens for (its process is gone: the
 -- server closed its connections; or it is not subscribed yet) is passed over, keeping its
 -- place: the lock never goes to a dead waiter, and a live one not yet listening takes its
 -- turn at its next attempt. Stops at `self` (an acquire's own token): returns 'self' there,
 -- true when handed to another waiter, false when nobody in line listens.
-local function hand_over(lock, fence_key, queue, ttls, channel, wake_id_len, self)
+local function hand_over(lock, fence_key, queue, ttls, publish, channel, wake_id_len, self)
   local line = redis.call('ZRANGE', queue, 0, 7, 'WITHSCORES')
   local fence = nil
   for i = 1, #line, 2 do
@@ -38,7 +48,7 @@ local function hand_over(lock, fence_key, queue, ttls, channel, wake_id_len, sel
     if ttl then
       fence = fence or redis.call('INCR', fence_key)
       local wake = channel .. '|' .. string.sub(token, 1, wake_id_len)
-      if redis.call('PUBLISH', wake, fence .. ' ' .. arrival .. ' ' .. token) > 0 then
+      if publish_wake(publish, wake, fence .. ' ' .. arrival .. ' ' .. token) > 0 then
         redis.call('SET', lock, token, 'PX', ttl)
         return true
       end

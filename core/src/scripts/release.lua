@@ -1,10 +1,11 @@
 -- Compare-and-delete, and hand the lock to the first waiter in line (after queue.lua).
 -- KEYS (the order of keys.rs and scripts.rs): [1] lock key, [2] fencing counter, [3] wait
 -- queue, [4] queue deadlines, [5] the waiters' TTLs.
--- ARGV[1] token; ARGV[2] "LEAVE WAKE_ID_LEN CHANNEL" (packed by scripts.rs): LEAVE '1' to
--- give up this token's place in the queue too (a holder's release, a waiter that stops
--- waiting) or '0' to keep it (a failed attempt's undo), WAKE_ID_LEN how many leading bytes of
--- a token name its waiter's wake-up channel (token.rs), CHANNEL the release channel.
+-- ARGV[1] token; ARGV[2] "PUBLISH LEAVE WAKE_ID_LEN CHANNEL" (packed by scripts.rs): PUBLISH
+-- the command that wakes a waiter ('PUBLISH', or 'SPUBLISH' on a cluster), LEAVE '1' to give
+-- up this token's place in the queue too (a holder's release, a waiter that stops waiting) or
+-- '0' to keep it (a failed attempt's undo), WAKE_ID_LEN how many leading bytes of a token name
+-- its waiter's wake-up channel (token.rs), CHANNEL the release channel.
 -- Returns 1 when released, 0 when the key was gone, -1 when another token holds it.
 -- On release, when someone waits, the lock goes straight to the first waiter in line that
 -- listens (hand_over in queue.lua): the key is set to its token with its TTL and the fencing
@@ -14,10 +15,9 @@
 -- after its place was taken, which its own clock can bound. The others keep their places and
 -- sleep. When nobody in line listens, the key is deleted.
 -- The uncontended path (nobody queued) reads the queue and the key and deletes the key.
-local leave = string.sub(ARGV[2], 1, 1) == '1'
-local space = string.find(ARGV[2], ' ', 3, true)
-local wake_id_len = tonumber(string.sub(ARGV[2], 3, space - 1))
-local channel = string.sub(ARGV[2], space + 1)
+local publish, leave, wake_id_len, channel = string.match(ARGV[2], '^(%S+) (%d) (%d+) (.*)$')
+leave = leave == '1'
+wake_id_len = tonumber(wake_id_len)
 local queued = redis.call('ZRANGE', KEYS[3], 0, 0)[1] ~= nil
 if leave and queued then
   redis.call('ZREM', KEYS[3], ARGV[1])
@@ -31,7 +31,7 @@ if holder == ARGV[1] then
     return 1
   end
   sweep(KEYS[3], KEYS[4], KEYS[5], now_ms())
-  if not hand_over(KEYS[1], KEYS[2], KEYS[3], KEYS[5], channel, wake_id_len, nil) then
+  if not hand_over(KEYS[1], KEYS[2], KEYS[3], KEYS[5], publish, channel, wake_id_len, nil) then
     redis.call('DEL', KEYS[1])
   end
   return 1

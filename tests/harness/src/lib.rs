@@ -16,6 +16,7 @@
 //! sent to that child's PID while it is still un-reaped, so a recycled PID can
 //! never be hit.
 
+pub mod cluster;
 pub mod sentinel;
 pub mod tls;
 
@@ -422,17 +423,34 @@ impl RedisServer {
     }
 
     /// How many waiters hold a place in the wait queue of lock `name` (key prefix `prefix`).
+    /// The queue is found by its pattern (`P fencelock:{*}:queue: name`, the layout of
+    /// `fencelock::keys`), so that this fixture does not compute hash slots itself.
     pub fn queued(&self, prefix: &str, name: &str) -> i64 {
-        self.int_cmd(&[
-            b"ZCARD",
-            format!("{prefix}fencelock:queue:{name}").as_bytes(),
-        ])
+        let pattern = format!(
+            "{}fencelock:{{*}}:queue:{}",
+            glob_escape(prefix),
+            glob_escape(name)
+        );
+        let keys = match self.cmd(&[b"KEYS", pattern.as_bytes()]) {
+            Reply::Array(Some(keys)) => keys,
+            other => panic!("fencelock-testkit: unexpected KEYS reply {other:?}"),
+        };
+        keys.iter()
+            .map(|k| match k {
+                Reply::Bulk(Some(key)) => self.int_cmd(&[b"ZCARD", key]),
+                other => panic!("fencelock-testkit: unexpected KEYS entry {other:?}"),
+            })
+            .sum()
     }
 
     /// Whether some process listens for the wake-ups of lock `name` (key prefix `prefix`): a
-    /// waiter's subscription to its wake-up channel.
+    /// waiter's subscription to its wake-up channel (`P fencelock:{*}:released: name|*`).
     pub fn listening(&self, prefix: &str, name: &str) -> bool {
-        let pattern = format!("{prefix}fencelock:released:{name}|*");
+        let pattern = format!(
+            "{}fencelock:{{*}}:released:{}|*",
+            glob_escape(prefix),
+            glob_escape(name)
+        );
         matches!(
             self.cmd(&[b"PUBSUB", b"CHANNELS", pattern.as_bytes()]),
             Reply::Array(Some(c)) if !c.is_empty()
@@ -458,6 +476,19 @@ impl RedisServer {
             ),
         }
     }
+}
+
+/// `text` as a Redis glob pattern that matches only itself (`*`, `?`, `[`, `]` and `\\`
+/// escaped).
+pub fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 impl Drop for RedisServer {

@@ -1,0 +1,354 @@
+//! The lock on a real Redis Cluster (3 masters, 3 replicas) that each test starts for itself:
+//! one cluster URL is one server of the quorum; every key of a lock lands in the lock key's
+//! slot; waiters are woken by sharded pub/sub; a lock survives its slot moving to another
+//! master; Redlock mixes a cluster with standalone servers.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fencelock::keys::{hash_slot, LockKeys};
+use fencelock::{ErrorKind, LockManager};
+use fencelock_testkit::cluster::RedisCluster;
+use fencelock_testkit::{wait_until_async, RedisServer, Reply};
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+fn cluster() -> RedisCluster {
+    RedisCluster::start(3, 1)
+}
+
+fn manager(c: &RedisCluster) -> LockManager {
+    LockManager::new([c.url()]).unwrap()
+}
+
+/// How many waiters hold a place in the queue of `name`, on the master of its slot.
+fn queued(c: &RedisCluster, name: &[u8]) -> i64 {
+    let keys = LockKeys::new(b"", name);
+    match c.master_of_slot(keys.slot).cmd(&[b"ZCARD", &keys.queue]) {
+        Reply::Int(n) => n,
+        other => panic!("ZCARD: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_is_one_server_for_acquire_extend_release_and_fencing() {
+    let c = cluster();
+    let m = manager(&c);
+    assert_eq!(
+        m.config().server_labels(),
+        vec![format!(
+            "cluster:127.0.0.1:{},127.0.0.1:{}",
+            c.nodes[0].port(),
+            c.nodes[1].port()
+        )]
+    );
+    let mut last = 0;
+    for name in ["jobs", "reports", "{user1000}.following", "a{b}c"] {
+        let lock = m.acquire(name, MS(5000), None).await.unwrap();
+        let keys = LockKeys::new(b"", name.as_bytes());
+        let master = c.master_of(name.as_bytes());
+        assert_eq!(master.get(name.as_bytes()).as_deref(), Some(lock.token()));
+        // The slot's fencing counter is on the same master, and is the token.
+        assert_eq!(
+            master.get(&keys.fence),
+            Some(lock.fencing_token().to_string().into_bytes())
+        );
+        lock.extend(MS(20_000)).await.unwrap();
+        assert!(master.pttl(name.as_bytes()) > 10_000);
+        let again = lock.fencing_token();
+        lock.release().await.unwrap();
+        assert_eq!(master.get(name.as_bytes()), None);
+        // Tokens increase per name.
+        let next = m.acquire(name, MS(5000), None).await.unwrap();
+        assert!(next.fencing_token() > again);
+        last = last.max(next.fencing_token());
+        next.release().await.unwrap();
+    }
+    assert!(last >= 2);
+    // The classic SET NX PX lock of another client excludes ours on a cluster too.
+    assert!(c
+        .master_of(b"shared")
+        .set_nx_px(b"shared", b"someone-else", 5000));
+    assert!(m.try_acquire("shared", MS(5000)).await.unwrap().is_none());
+}
+
+#[test]
+fn every_key_of_any_name_is_in_the_slot_the_cluster_gives_the_lock_key() {
+    use proptest::prelude::*;
+    let c = cluster();
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(200));
+    let names = proptest::collection::vec(
+        prop_oneof![Just(b'{'), Just(b'}'), Just(b'a'), Just(b':'), any::<u8>()],
+        1..24,
+    );
+    let prefixes = prop_oneof![
+        Just(Vec::new()),
+        Just(b"app:".to_vec()),
+        Just(b"{tag}:".to_vec())
+    ];
+    runner
+        .run(&(prefixes, names), |(prefix, name)| {
+            let keys = LockKeys::new(&prefix, &name);
+            let slot = c.keyslot(&keys.lock);
+            prop_assert_eq!(keys.slot, slot);
+            for key in [
+                &keys.fence,
+                &keys.queue,
+                &keys.deadlines,
+                &keys.ttls,
+                &keys.channel,
+            ] {
+                prop_assert_eq!(c.keyslot(key), slot, "{:?}", String::from_utf8_lossy(key));
+                prop_assert_eq!(hash_slot(key), slot);
+            }
+            prop_assert_eq!(c.keyslot(&keys.wake_channel(b"0123456789abcdef-x")), slot);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_with_braces_take_the_whole_protocol_on_a_cluster() {
+    // Contended (queue, hand-off, wake-up): every script touches one slot, or the cluster
+    // would answer CROSSSLOT.
+    let c = cluster();
+    for (prefix, name) in [
+        ("", "{"),
+        ("", "}{x"),
+        ("app:", "a{b}c"),
+        ("{app}:", "{}z"),
+        ("", "{{x}}"),
+    ] {
+        let m = Arc::new(
+            LockManager::builder([c.url()])
+                .key_prefix(prefix)
+                .retry_delay(Duration::from_secs(10))
+                .build()
+                .unwrap(),
+        );
+        let holder = m.acquire(name, MS(10_000), None).await.unwrap();
+        let w = Arc::clone(&m);
+        let n = name.to_owned();
+        let waiter = tokio::spawn(async move {
+            w.acquire(&n, MS(10_000), Some(Duration::from_secs(20)))
+                .await
+        });
+        let keys = LockKeys::new(prefix.as_bytes(), name.as_bytes());
+        wait_until_async(Duration::from_secs(10), "the waiter queued", || {
+            matches!(
+                c.master_of_slot(keys.slot).cmd(&[b"ZCARD", &keys.queue]),
+                Reply::Int(1)
+            )
+        })
+        .await;
+        let token = holder.fencing_token();
+        holder.release().await.unwrap();
+        let lock = waiter.await.unwrap().unwrap();
+        assert!(lock.fencing_token() > token, "{prefix}{name}");
+        assert_eq!(c.get(&keys.lock).as_deref(), Some(lock.token()));
+        lock.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_are_woken_through_sharded_pubsub_in_the_order_they_came() {
+    let c = cluster();
+    // A retry delay far longer than the test's bound: a waiter gets the lock only by being
+    // woken, never by polling.
+    let slow = || {
+        Arc::new(
+            LockManager::builder([c.url()])
+                .retry_delay(Duration::from_secs(30))
+                .build()
+                .unwrap(),
+        )
+    };
+    let holder_m = slow();
+    let holder = holder_m.acquire("line", MS(30_000), None).await.unwrap();
+    let mut waiters = Vec::new();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for i in 0..3i64 {
+        let m = slow();
+        let tx = tx.clone();
+        waiters.push(tokio::spawn(async move {
+            let lock = m
+                .acquire("line", MS(30_000), Some(Duration::from_secs(60)))
+                .await
+                .unwrap();
+            tx.send((i, lock.fencing_token())).unwrap();
+            lock.release().await.unwrap();
+        }));
+        wait_until_async(Duration::from_secs(10), "the waiter queued", || {
+            queued(&c, b"line") == i + 1
+        })
+        .await;
+    }
+    let keys = LockKeys::new(b"", b"line");
+    let master = c.master_of_slot(keys.slot);
+    let pattern = format!(
+        "{}|*",
+        fencelock_testkit::glob_escape(std::str::from_utf8(&keys.channel).unwrap())
+    );
+    // Each waiter listens on the slot's master with SSUBSCRIBE, not with SUBSCRIBE.
+    wait_until_async(
+        Duration::from_secs(10),
+        "three sharded subscriptions",
+        || {
+            matches!(
+                master.cmd(&[b"PUBSUB", b"SHARDCHANNELS", pattern.as_bytes()]),
+                Reply::Array(Some(ch)) if ch.len() == 3
+            )
+        },
+    )
+    .await;
+    for n in &c.nodes {
+        assert_eq!(
+            n.cmd(&[b"PUBSUB", b"CHANNELS", b"*"]),
+            Reply::Array(Some(vec![])),
+            "no classic channel on {}",
+            n.port()
+        );
+    }
+    let started = Instant::now();
+    holder.release().await.unwrap();
+    let mut order = Vec::new();
+    for _ in 0..3 {
+        order.push(rx.recv().await.unwrap());
+    }
+    // Far less than one retry delay (30 s) for three hand-offs: woken, not polling.
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(order.iter().map(|o| o.0).collect::<Vec<_>>(), vec![0, 1, 2]);
+    assert!(order.windows(2).all(|w| w[0].1 < w[1].1), "{order:?}");
+    for w in waiters {
+        w.await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_lock_survives_its_slot_moving_to_another_master() {
+    let c = cluster();
+    let m = manager(&c);
+    let other = manager(&c);
+    let name = b"moving";
+    let keys = LockKeys::new(b"", name);
+    let lock = m.acquire("moving", MS(30_000), None).await.unwrap();
+    let first = lock.fencing_token();
+    let from = c.master_of_slot(keys.slot).port();
+    let to = c
+        .topology()
+        .into_iter()
+        .find(|n| n.master && n.port != from)
+        .unwrap()
+        .port;
+    let rt = tokio::runtime::Handle::current();
+    // While the slot is half moved (its keys on the target, the slot still the source's), a
+    // script whose keys are not all in one place is refused by Redis itself (ASK, then
+    // TRYAGAIN for a multi-key call while the slot is importing): calls on the slot's names
+    // fail for that while, and never grant the lock to another.
+    c.migrate_slot(keys.slot, to, || {
+        tokio::task::block_in_place(|| {
+            rt.block_on(async {
+                match other.try_acquire("moving", MS(5000)).await {
+                    Ok(None) => {}
+                    Ok(Some(l)) => panic!("granted twice, token {}", l.fencing_token()),
+                    Err(e) => assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}"),
+                }
+                if let Err(e) = lock.extend(MS(30_000)).await {
+                    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+                }
+            })
+        })
+    });
+    assert_eq!(c.master_of_slot(keys.slot).port(), to);
+    assert_eq!(c.node(to).get(name).as_deref(), Some(lock.token()));
+    // After the move (MOVED, slot map refreshed): still held (extended), still excluded,
+    // released by its holder, and
+    // the fencing counter moved with the slot, so the next token is larger.
+    lock.extend(MS(30_000)).await.unwrap();
+    assert!(other
+        .try_acquire("moving", MS(5000))
+        .await
+        .unwrap()
+        .is_none());
+    lock.release().await.unwrap();
+    let next = other
+        .acquire("moving", MS(5000), Some(MS(5000)))
+        .await
+        .unwrap();
+    assert!(next.fencing_token() > first);
+    next.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redlock_counts_a_cluster_as_one_server_beside_standalone_ones() {
+    let c = cluster();
+    let mut solo = [RedisServer::start(), RedisServer::start()];
+    let urls = [c.url(), solo[0].url(), solo[1].url()];
+    let m = LockManager::new(urls.clone()).unwrap();
+    let lock = m.acquire("mixed", MS(10_000), None).await.unwrap();
+    assert_eq!(c.get(b"mixed").as_deref(), Some(lock.token()));
+    for s in &solo {
+        assert_eq!(s.get(b"mixed").as_deref(), Some(lock.token()));
+    }
+    lock.release().await.unwrap();
+    // Two of three votes: one standalone server down still leaves a quorum.
+    solo[0].kill();
+    let lock = m
+        .acquire("mixed", MS(10_000), Some(MS(5000)))
+        .await
+        .unwrap();
+    assert_eq!(c.get(b"mixed").as_deref(), Some(lock.token()));
+    lock.release().await.unwrap();
+    // The same cluster named twice (by other seeds) is one vote: the second entry is refused
+    // for good, so two entries can never make a quorum of two.
+    let twice = LockManager::new([
+        c.url(),
+        format!("redis+cluster://127.0.0.1:{}", c.nodes[2].port()),
+    ])
+    .unwrap();
+    let e = twice.acquire("twice", MS(5000), Some(MS(3000))).await;
+    match e {
+        Err(e) => assert!(e.message().contains("same Redis server"), "{e}"),
+        Ok(lock) => panic!(
+            "granted with a cluster counted twice: {:?}",
+            lock.fencing_token()
+        ),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_cluster_urls_fail_before_any_call_and_an_absent_cluster_is_unavailable() {
+    for (url, says) in [
+        ("redis+cluster://", "bad cluster node address"),
+        ("redis+cluster://127.0.0.1:0", "bad cluster node address"),
+        ("redis+cluster://127.0.0.1:70000", "bad cluster node port"),
+        ("redis+cluster://127.0.0.1:7000/1", "no database"),
+        (
+            "redis+cluster://u:secret-pw@127.0.0.1:7000?x=1",
+            "no database",
+        ),
+    ] {
+        let e = LockManager::new([url]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{url}: {e}");
+        assert!(e.message().contains(says), "{url}: {e}");
+        assert!(!e.message().contains("secret-pw"), "{e}");
+    }
+    let port = fencelock_testkit::free_port();
+    let m = LockManager::new([format!("redis+cluster://u:secret-pw@127.0.0.1:{port}")]).unwrap();
+    let started = Instant::now();
+    let e = m.acquire("x", MS(1000), Some(MS(1500))).await.unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::NotAcquired),
+        "{e}"
+    );
+    assert!(!e.message().contains("secret-pw"), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "a hang: {:?}",
+        started.elapsed()
+    );
+}

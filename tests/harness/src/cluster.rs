@@ -1,0 +1,354 @@
+//! Redis Cluster for tests: `redis-server --cluster-enabled yes` processes on free loopback
+//! ports, joined by `redis-cli --cluster create` (masters, each with its replicas), with the
+//! operations tests need to make a cluster move: find the master of a key, fail a master
+//! over, migrate a slot to another master. Every node is a [`RedisServer`], stopped by its own
+//! PID when the cluster is dropped.
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::{wait_until, RedisServer, Reply};
+
+/// How long a node may be unreachable before the cluster fails it over, in ms (short, for
+/// tests; failover then takes a few seconds).
+pub const NODE_TIMEOUT_MS: u64 = 1000;
+
+/// A running cluster: `masters` masters with `replicas` replicas each, every slot assigned.
+pub struct RedisCluster {
+    /// Every node, the masters first (in `redis-cli --cluster create` order).
+    pub nodes: Vec<RedisServer>,
+}
+
+/// One line of `CLUSTER NODES`.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    /// The node's id.
+    pub id: String,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// Whether it is a master (and not failed).
+    pub master: bool,
+    /// Whether the cluster considers it failed.
+    pub failed: bool,
+    /// The slot ranges it serves (masters), inclusive.
+    pub slots: Vec<(u16, u16)>,
+}
+
+impl RedisCluster {
+    /// Starts `masters * (1 + replicas)` nodes and joins them; returns once every node says
+    /// `cluster_state:ok` and knows every other node.
+    pub fn start(masters: usize, replicas: usize) -> RedisCluster {
+        Self::start_with_args(masters, replicas, &[])
+    }
+
+    /// As [`start`](Self::start), with extra `redis-server` arguments for every node (the
+    /// fixture's own commands use the default user without a password).
+    pub fn start_with_args(masters: usize, replicas: usize, extra: &[String]) -> RedisCluster {
+        let count = masters * (1 + replicas);
+        let mut args: Vec<String> = [
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            &NODE_TIMEOUT_MS.to_string(),
+            // A replica with stale data may still be promoted: the tests kill masters.
+            "--cluster-replica-validity-factor",
+            "0",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend_from_slice(extra);
+        let nodes: Vec<RedisServer> = (0..count)
+            .map(|_| RedisServer::start_with_args(&args))
+            .collect();
+        let mut create =
+            Command::new(std::env::var_os("REDIS_CLI_BIN").unwrap_or_else(|| "redis-cli".into()));
+        create.args(["--cluster", "create"]);
+        for n in &nodes {
+            create.arg(format!("127.0.0.1:{}", n.port()));
+        }
+        create.args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"]);
+        let out = create
+            .output()
+            .expect("redis-cli (from redis-tools) must be on PATH, or set REDIS_CLI_BIN");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cluster = RedisCluster { nodes };
+        cluster.wait_ready(Duration::from_secs(30));
+        cluster
+    }
+
+    /// Waits until every running node says `cluster_state:ok` and sees every slot served.
+    pub fn wait_ready(&self, limit: Duration) {
+        wait_until(limit, "every node of the cluster is ok", || {
+            self.nodes.iter().all(|n| {
+                matches!(
+                    n.cmd_with_timeout(&[b"CLUSTER", b"INFO"], Duration::from_millis(500)),
+                    Ok(Reply::Bulk(Some(info))) if String::from_utf8_lossy(&info).contains("cluster_state:ok")
+                        && String::from_utf8_lossy(&info).contains("cluster_slots_ok:16384")
+                )
+            })
+        });
+    }
+
+    /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2`: two seed nodes.
+    pub fn url(&self) -> String {
+        format!(
+            "redis+cluster://127.0.0.1:{},127.0.0.1:{}",
+            self.nodes[0].port(),
+            self.nodes[1].port()
+        )
+    }
+
+    /// The hash slot of `key`, as the cluster computes it (`CLUSTER KEYSLOT`).
+    pub fn keyslot(&self, key: &[u8]) -> u16 {
+        match self.any().cmd(&[b"CLUSTER", b"KEYSLOT", key]) {
+            Reply::Int(n) => n as u16,
+            other => panic!("fencelock-testkit: CLUSTER KEYSLOT replied {other:?}"),
+        }
+    }
+
+    /// `CLUSTER NODES`, as one running node sees it.
+    pub fn topology(&self) -> Vec<NodeInfo> {
+        let text = match self.any().cmd(&[b"CLUSTER", b"NODES"]) {
+            Reply::Bulk(Some(t)) => String::from_utf8_lossy(&t).into_owned(),
+            other => panic!("fencelock-testkit: CLUSTER NODES replied {other:?}"),
+        };
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|line| {
+                let f: Vec<&str> = line.split(' ').collect();
+                let addr = f[1].split('@').next().unwrap();
+                let port = addr.rsplit(':').next().unwrap().parse().unwrap();
+                let flags = f[2];
+                let slots = f[8..]
+                    .iter()
+                    .filter(|s| !s.starts_with('['))
+                    .map(|s| match s.split_once('-') {
+                        Some((a, b)) => (a.parse().unwrap(), b.parse().unwrap()),
+                        None => (s.parse().unwrap(), s.parse().unwrap()),
+                    })
+                    .collect();
+                NodeInfo {
+                    id: f[0].to_owned(),
+                    port,
+                    master: flags.contains("master") && !flags.contains("fail"),
+                    failed: flags.contains("fail"),
+                    slots,
+                }
+            })
+            .collect()
+    }
+
+    /// The node that serves `slot` now.
+    pub fn master_of_slot(&self, slot: u16) -> &RedisServer {
+        let port = self
+            .topology()
+            .into_iter()
+            .find(|n| n.master && n.slots.iter().any(|&(a, b)| a <= slot && slot <= b))
+            .unwrap_or_else(|| panic!("fencelock-testkit: no master serves slot {slot}"))
+            .port;
+        self.node(port)
+    }
+
+    /// The master that holds `key` now.
+    pub fn master_of(&self, key: &[u8]) -> &RedisServer {
+        self.master_of_slot(self.keyslot(key))
+    }
+
+    /// `GET key` on the master that holds it.
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.master_of(key).get(key)
+    }
+
+    /// The node on `port`.
+    pub fn node(&self, port: u16) -> &RedisServer {
+        self.nodes
+            .iter()
+            .find(|n| n.port() == port)
+            .unwrap_or_else(|| panic!("fencelock-testkit: no node on port {port}"))
+    }
+
+    /// The node on `port`, to stop or kill it.
+    pub fn node_mut(&mut self, port: u16) -> &mut RedisServer {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.port() == port)
+            .unwrap_or_else(|| panic!("fencelock-testkit: no node on port {port}"))
+    }
+
+    /// The id of the node on `port`.
+    pub fn id_of(&self, port: u16) -> String {
+        match self.node(port).cmd(&[b"CLUSTER", b"MYID"]) {
+            Reply::Bulk(Some(id)) => String::from_utf8(id).unwrap(),
+            other => panic!("fencelock-testkit: CLUSTER MYID replied {other:?}"),
+        }
+    }
+
+    /// Kills the master that serves `slot` (SIGKILL) and waits until one of its replicas
+    /// serves the slot and the cluster is ok again; returns the new master's port.
+    pub fn kill_master_of_slot(&mut self, slot: u16) -> u16 {
+        let old = self.master_of_slot(slot).port();
+        self.node_mut(old).kill();
+        let mut new = 0;
+        wait_until(
+            Duration::from_secs(30),
+            "a replica took the slot over",
+            || {
+                let serving = self.running().find_map(|n| {
+                    let t = match n
+                        .cmd_with_timeout(&[b"CLUSTER", b"NODES"], Duration::from_millis(500))
+                    {
+                        Ok(Reply::Bulk(Some(t))) => String::from_utf8_lossy(&t).into_owned(),
+                        _ => return None,
+                    };
+                    t.lines().find_map(|l| {
+                        let f: Vec<&str> = l.split(' ').collect();
+                        let serves = f.len() > 8
+                            && f[2].contains("master")
+                            && !f[2].contains("fail")
+                            && f[8..].iter().any(|s| match s.split_once('-') {
+                                Some((a, b)) => {
+                                    a.parse::<u16>().is_ok_and(|a| a <= slot)
+                                        && b.parse::<u16>().is_ok_and(|b| slot <= b)
+                                }
+                                None => s.parse::<u16>().is_ok_and(|s| s == slot),
+                            });
+                        let port: u16 = f[1].split('@').next()?.rsplit(':').next()?.parse().ok()?;
+                        (serves && port != old).then_some(port)
+                    })
+                });
+                if let Some(port) = serving {
+                    new = port;
+                    true
+                } else {
+                    false
+                }
+            },
+        );
+        wait_until(
+            Duration::from_secs(30),
+            "the cluster is ok after the failover",
+            || {
+                self.running().all(|n| {
+                matches!(
+                    n.cmd_with_timeout(&[b"CLUSTER", b"INFO"], Duration::from_millis(500)),
+                    Ok(Reply::Bulk(Some(info))) if String::from_utf8_lossy(&info).contains("cluster_state:ok")
+                )
+            })
+            },
+        );
+        new
+    }
+
+    /// Moves `slot` (and its keys) from the master that serves it to the master on `to`, the
+    /// way `redis-cli --cluster reshard` does: IMPORTING on the target, MIGRATING on the
+    /// source, MIGRATE of every key, then the slot assigned to the target on every master.
+    /// Between the steps a client sees ASK redirections; `between` runs after the keys moved
+    /// and before the slot is reassigned (to act while the slot is half moved).
+    pub fn migrate_slot(&self, slot: u16, to: u16, between: impl FnOnce()) {
+        let from = self.master_of_slot(slot).port();
+        assert_ne!(
+            from, to,
+            "fencelock-testkit: slot {slot} is already on {to}"
+        );
+        let (source, target) = (self.node(from), self.node(to));
+        let (from_id, to_id) = (self.id_of(from), self.id_of(to));
+        let s = slot.to_string();
+        let ok = |r: Reply, what: &str| {
+            assert!(
+                matches!(r, Reply::Status(_)),
+                "fencelock-testkit: {what}: {r:?}"
+            );
+        };
+        ok(
+            target.cmd(&[
+                b"CLUSTER",
+                b"SETSLOT",
+                s.as_bytes(),
+                b"IMPORTING",
+                from_id.as_bytes(),
+            ]),
+            "SETSLOT IMPORTING",
+        );
+        ok(
+            source.cmd(&[
+                b"CLUSTER",
+                b"SETSLOT",
+                s.as_bytes(),
+                b"MIGRATING",
+                to_id.as_bytes(),
+            ]),
+            "SETSLOT MIGRATING",
+        );
+        loop {
+            let keys = match source.cmd(&[b"CLUSTER", b"GETKEYSINSLOT", s.as_bytes(), b"100"]) {
+                Reply::Array(Some(k)) => k,
+                other => panic!("fencelock-testkit: GETKEYSINSLOT replied {other:?}"),
+            };
+            if keys.is_empty() {
+                break;
+            }
+            for k in keys {
+                let Reply::Bulk(Some(key)) = k else { continue };
+                let port = to.to_string();
+                let r = source.cmd(&[
+                    b"MIGRATE",
+                    b"127.0.0.1",
+                    port.as_bytes(),
+                    &key,
+                    b"0",
+                    b"5000",
+                    b"REPLACE",
+                ]);
+                assert!(
+                    matches!(&r, Reply::Status(_)),
+                    "fencelock-testkit: MIGRATE replied {r:?}"
+                );
+            }
+        }
+        between();
+        for n in self.topology().iter().filter(|n| n.master) {
+            let r = self.node(n.port).cmd(&[
+                b"CLUSTER",
+                b"SETSLOT",
+                s.as_bytes(),
+                b"NODE",
+                to_id.as_bytes(),
+            ]);
+            ok(r, "SETSLOT NODE");
+        }
+        wait_until(
+            Duration::from_secs(10),
+            "every master sees the slot moved",
+            || {
+                self.topology().iter().filter(|n| n.master).all(|n| {
+                    matches!(
+                        self.node(n.port)
+                            .cmd(&[b"CLUSTER", b"COUNTKEYSINSLOT", s.as_bytes()]),
+                        Reply::Int(_)
+                    )
+                }) && self.master_of_slot(slot).port() == to
+            },
+        );
+    }
+
+    fn running(&self) -> impl Iterator<Item = &RedisServer> {
+        self.nodes.iter().filter(|n| {
+            n.cmd_with_timeout(&[b"PING"], Duration::from_millis(300))
+                .is_ok()
+        })
+    }
+
+    fn any(&self) -> &RedisServer {
+        self.running()
+            .next()
+            .expect("fencelock-testkit: no node of the cluster answers")
+    }
+}
