@@ -274,6 +274,21 @@ fl_status fl_manager_options_set_server_timeout_ms(struct fl_manager_options *op
 fl_status fl_manager_options_set_connect_timeout_ms(struct fl_manager_options *opts, uint64_t connect_timeout_ms);
 
 /**
+ * Asks for replica acknowledgment: after each acquire, extend and fencing write-back on a
+ * server, `WAIT replicas timeout_ms`, so that a granted lock and its fencing counter survive
+ * a failover of the master that holds them. A server whose write fewer replicas acknowledged
+ * within `timeout_ms` does not count toward the quorum: the call fails on it (retried until
+ * the wait limit), and without a quorum `fl_lock_acquire` or `fl_lock_extend` returns
+ * `FL_UNAVAILABLE` with a message naming how many replicas acknowledged. `replicas` must be
+ * at least 1 and `timeout_ms` 1 to 3,600,000 (checked by `fl_manager_new`); a server waits at
+ * most three quarters of the per-server timeout. Off by default (docs/SAFETY.md has the
+ * trade-off). The ACL user needs `+wait`.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` if `opts` is NULL.
+ */
+fl_status fl_manager_options_set_replica_ack(struct fl_manager_options *opts, uint32_t replicas, uint64_t timeout_ms);
+
+/**
  * For `rediss://` servers: trust the CA certificate(s) in the PEM file at `path` instead of
  * the system's roots. The file is read by `fl_manager_new` (an unreadable file or a bad
  * certificate is `FL_INVALID_ARGUMENT` there). Replaces an earlier CA setting.

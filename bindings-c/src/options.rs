@@ -27,6 +27,7 @@ pub struct fl_manager_options {
     drift_factor: Option<f64>,
     server_timeout: Option<Duration>,
     connect_timeout: Option<Duration>,
+    replica_ack: Option<(u32, Duration)>,
     tls_ca: Option<Pem>,
     tls_client: Option<(Pem, Pem)>,
     tls_insecure: Option<bool>,
@@ -58,6 +59,9 @@ impl fl_manager_options {
         }
         if let Some(t) = self.connect_timeout {
             b = b.connect_timeout(t);
+        }
+        if let Some((n, t)) = self.replica_ack {
+            b = b.replica_ack(n, t);
         }
         match &self.tls_ca {
             Some(Pem::File(p)) => b = b.tls_ca_file(p),
@@ -189,6 +193,29 @@ pub unsafe extern "C" fn fl_manager_options_set_connect_timeout_ms(
 ) -> fl_status {
     set(opts, |o| {
         o.connect_timeout = Some(ffi::millis(connect_timeout_ms));
+        Ok(())
+    })
+}
+
+/// Asks for replica acknowledgment: after each acquire, extend and fencing write-back on a
+/// server, `WAIT replicas timeout_ms`, so that a granted lock and its fencing counter survive
+/// a failover of the master that holds them. A server whose write fewer replicas acknowledged
+/// within `timeout_ms` does not count toward the quorum: the call fails on it (retried until
+/// the wait limit), and without a quorum `fl_lock_acquire` or `fl_lock_extend` returns
+/// `FL_UNAVAILABLE` with a message naming how many replicas acknowledged. `replicas` must be
+/// at least 1 and `timeout_ms` 1 to 3,600,000 (checked by `fl_manager_new`); a server waits at
+/// most three quarters of the per-server timeout. Off by default (docs/SAFETY.md has the
+/// trade-off). The ACL user needs `+wait`.
+///
+/// Errors: `FL_INVALID_ARGUMENT` if `opts` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fl_manager_options_set_replica_ack(
+    opts: *mut fl_manager_options,
+    replicas: u32,
+    timeout_ms: u64,
+) -> fl_status {
+    set(opts, |o| {
+        o.replica_ack = Some((replicas, ffi::millis(timeout_ms)));
         Ok(())
     })
 }

@@ -419,6 +419,29 @@ impl JsLockManager {
         if !args::is_nullish(&v) {
             builder = builder.connect_timeout(args::duration("connectTimeout", &v)?);
         }
+        let (acks, within) = (field("replicaAck")?, field("replicaAckTimeout")?);
+        match (args::is_nullish(&acks), args::is_nullish(&within)) {
+            (true, true) => {}
+            (false, _) => {
+                let n = args::number("replicaAck", &acks)?;
+                if n.fract() != 0.0 || !(1.0..=f64::from(u32::MAX)).contains(&n) {
+                    return Err(invalid(format!(
+                        "replicaAck must be a whole number of replicas, at least 1; got {n}"
+                    )));
+                }
+                let within = if args::is_nullish(&within) {
+                    std::time::Duration::from_millis(100)
+                } else {
+                    args::duration("replicaAckTimeout", &within)?
+                };
+                builder = builder.replica_ack(n as u32, within);
+            }
+            (true, false) => {
+                return Err(invalid(
+                    "replicaAckTimeout needs replicaAck (how many replicas must acknowledge)",
+                ))
+            }
+        }
         let v = field("tlsCaFile")?;
         if !args::is_nullish(&v) {
             builder = builder.tls_ca_file(args::path("tlsCaFile", &v)?);

@@ -52,6 +52,13 @@ js_options! {
         server_timeout / "serverTimeout": Option<f64>,
         #[doc = " The longest time opening a connection to a server may take; default 2000."]
         connect_timeout / "connectTimeout": Option<f64>,
+        #[doc = " How many replicas must acknowledge (`WAIT`) each acquire, extend and fencing"]
+        #[doc = " write-back; a server whose replicas did not within `replicaAckTimeout` does not"]
+        #[doc = " count toward the quorum, so that a granted lock survives a failover of its master."]
+        #[doc = " Default: none (off)."]
+        replica_ack / "replicaAck": Option<u32>,
+        #[doc = " How long a server waits for `replicaAck` replicas; default 100."]
+        replica_ack_timeout / "replicaAckTimeout": Option<f64>,
         #[doc = " For `rediss://` servers: a PEM file of the CA certificate(s) to trust instead of"]
         #[doc = " the system's roots."]
         tls_ca_file / "tlsCaFile": Option<String>,

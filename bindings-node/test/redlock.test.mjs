@@ -59,7 +59,9 @@ describe('Redlock over 3 servers', () => {
 
   it('keeps working with one server killed, and stops with two', async () => {
     const held = await mgr.acquire('rl-held', { ttl: 900, autoExtend: true })
-    const before = held.fencingToken
+    const earlier = await mgr.acquire('rl-kill', { ttl: 5000 })
+    const before = earlier.fencingToken
+    await earlier.release()
     await servers[2].kill()
 
     const lock = await mgr.acquire('rl-kill', { ttl: 5000, wait: 0 })

@@ -242,7 +242,8 @@ fn none(py: Python<'_>, (): ()) -> PyResult<Bound<'_, PyAny>> {
 /// ``async`` methods and ``async with``.
 ///
 /// ``LockManager(servers, *, key_prefix="", retry_delay=0.2, retry_jitter=None,
-/// drift_factor=0.01, server_timeout=None, connect_timeout=None, tls_ca_file=None,
+/// drift_factor=0.01, server_timeout=None, connect_timeout=None, replica_ack=None,
+/// replica_ack_timeout=None, tls_ca_file=None,
 /// tls_client_cert=None, tls_client_key=None, tls_insecure=False)``; see
 /// ``fencelock.LockManager`` for the options (TLS files, timeouts in seconds).
 /// The waits run on a small runtime thread of the manager, never blocking the event loop.

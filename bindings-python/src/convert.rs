@@ -311,6 +311,32 @@ pub fn connect_timeout_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
     optional(obj, |o| number("connect_timeout", o))
 }
 
+/// `replica_ack=None`: how many replicas must acknowledge each write (an `int`, not a bool).
+pub fn replica_ack_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
+    optional(obj, |o| {
+        if o.is_instance_of::<PyBool>() {
+            return Err(PyTypeError::new_err(
+                "replica_ack must be a number of replicas (int), got bool",
+            ));
+        }
+        let n: i64 = o.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "replica_ack must be a number of replicas (int), got {}",
+                type_name(o)
+            ))
+        })?;
+        u32::try_from(n).map_err(|_| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "replica_ack must be at least 1 replica, got {n}"
+            ))
+        })
+    })
+}
+/// `replica_ack_timeout=None`.
+pub fn replica_ack_timeout_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+    optional(obj, |o| number("replica_ack_timeout", o))
+}
+
 /// `tls_insecure`: exactly `True` or `False` (a truthy string must not turn verification off).
 pub fn tls_insecure_arg(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     obj.cast::<PyBool>().map(|b| b.is_true()).map_err(|_| {

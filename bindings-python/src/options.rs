@@ -13,24 +13,30 @@ use pyo3::types::PyDict;
 
 use crate::convert::{
     connect_timeout_arg, drift_factor_arg, key_prefix_arg, non_negative_seconds, positive_seconds,
-    read_file, retry_delay_arg, retry_jitter_arg, server_timeout_arg, tls_ca_file_arg,
-    tls_client_cert_arg, tls_client_key_arg, tls_insecure_arg, wait_limit, Servers, Text,
+    read_file, replica_ack_arg, replica_ack_timeout_arg, retry_delay_arg, retry_jitter_arg,
+    server_timeout_arg, tls_ca_file_arg, tls_client_cert_arg, tls_client_key_arg, tls_insecure_arg,
+    wait_limit, Servers, Text,
 };
 use crate::managed::py_repr;
 
 /// The manager constructors' keyword arguments, in the order the docs list them.
-pub const MANAGER_KEYWORDS: [&str; 10] = [
+pub const MANAGER_KEYWORDS: [&str; 12] = [
     "key_prefix",
     "retry_delay",
     "retry_jitter",
     "drift_factor",
     "server_timeout",
     "connect_timeout",
+    "replica_ack",
+    "replica_ack_timeout",
     "tls_ca_file",
     "tls_client_cert",
     "tls_client_key",
     "tls_insecure",
 ];
+
+/// `replica_ack_timeout` when only `replica_ack` is given, in seconds.
+const DEFAULT_ACK_TIMEOUT: f64 = 0.1;
 
 /// The manager options, as the Python constructors take them.
 pub struct Options {
@@ -41,6 +47,8 @@ pub struct Options {
     pub drift_factor: f64,
     pub server_timeout: Option<f64>,
     pub connect_timeout: Option<f64>,
+    pub replica_ack: Option<u32>,
+    pub replica_ack_timeout: Option<f64>,
     pub tls_ca_file: Option<PathBuf>,
     pub tls_client_cert: Option<PathBuf>,
     pub tls_client_key: Option<PathBuf>,
@@ -63,6 +71,18 @@ impl Options {
         }
         if let Some(t) = self.connect_timeout {
             b = b.connect_timeout(positive_seconds("connect_timeout", t)?);
+        }
+        match (self.replica_ack, self.replica_ack_timeout) {
+            (Some(n), t) => {
+                let t = positive_seconds("replica_ack_timeout", t.unwrap_or(DEFAULT_ACK_TIMEOUT))?;
+                b = b.replica_ack(n, t);
+            }
+            (None, Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "replica_ack_timeout is given without replica_ack (how many replicas must acknowledge)",
+                ))
+            }
+            (None, None) => {}
         }
         // Read here rather than by the core, so that the error names the argument.
         if let Some(ca) = &self.tls_ca_file {
@@ -106,6 +126,8 @@ impl Options {
             drift_factor: fencelock::DEFAULT_DRIFT_FACTOR,
             server_timeout: None,
             connect_timeout: None,
+            replica_ack: None,
+            replica_ack_timeout: None,
             tls_ca_file: None,
             tls_client_cert: None,
             tls_client_key: None,
@@ -120,6 +142,8 @@ impl Options {
                 "drift_factor" => o.drift_factor = drift_factor_arg(&value)?,
                 "server_timeout" => o.server_timeout = server_timeout_arg(&value)?,
                 "connect_timeout" => o.connect_timeout = connect_timeout_arg(&value)?,
+                "replica_ack" => o.replica_ack = replica_ack_arg(&value)?,
+                "replica_ack_timeout" => o.replica_ack_timeout = replica_ack_timeout_arg(&value)?,
                 "tls_ca_file" => o.tls_ca_file = tls_ca_file_arg(&value)?,
                 "tls_client_cert" => o.tls_client_cert = tls_client_cert_arg(&value)?,
                 "tls_client_key" => o.tls_client_key = tls_client_key_arg(&value)?,

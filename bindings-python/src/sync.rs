@@ -68,19 +68,26 @@ fn acquire_blocking(
 /// A distributed lock manager over one Redis server or several (Redlock).
 ///
 /// ``LockManager(servers, *, key_prefix="", retry_delay=0.2, retry_jitter=None,
-/// drift_factor=0.01, server_timeout=None, connect_timeout=None, tls_ca_file=None,
+/// drift_factor=0.01, server_timeout=None, connect_timeout=None, replica_ack=None,
+/// replica_ack_timeout=None, tls_ca_file=None,
 /// tls_client_cert=None, tls_client_key=None, tls_insecure=False)``
 ///
 /// ``servers`` is a ``redis://[user:password@]host[:port][/db]`` URL or a list of them (one
 /// for the single-server lock, several independent servers for Redlock with quorum N/2+1);
 /// also ``rediss://`` (TLS), ``redis+sentinel://[user:password@]s1:26379,s2:26379/master``
-/// (a Sentinel-watched master) and ``redis+unix:///path``.
+/// (a Sentinel-watched master), ``redis+cluster://[user:password@]h1:7000,h2:7001`` (a Redis
+/// Cluster named by some of its nodes, one server of the quorum; ``rediss+cluster://`` for
+/// TLS) and ``redis+unix:///path``.
 /// ``key_prefix`` (str or bytes) goes in front of every lock name to make its Redis key.
 /// ``retry_delay`` is the longest sleep between tries when no release notification comes,
 /// ``retry_jitter`` its random spread (default half of it), ``drift_factor`` the clock drift
 /// allowance, ``server_timeout`` a fixed per-server call timeout (default ttl/20 within
 /// [0.01, 1] s), ``connect_timeout`` the bound on opening a connection (TCP, TLS handshake,
-/// authentication; default 2). Times are in seconds.
+/// authentication; default 2). ``replica_ack=N`` makes each acquire, extend and fencing
+/// write-back wait (``WAIT``) until N replicas acknowledged it, at most
+/// ``replica_ack_timeout`` (default 0.1): a server whose replicas did not does not count
+/// toward the quorum (the call fails with ``LockUnavailable`` saying so), so that a granted
+/// lock survives the failover of its master (docs/SAFETY.md). Times are in seconds.
 ///
 /// TLS, for ``rediss://`` servers: ``tls_ca_file`` a PEM file of the CA(s) to trust instead
 /// of the system's roots; ``tls_client_cert`` and ``tls_client_key`` (both or neither) PEM

@@ -39,4 +39,4 @@ def test_example_runs(example: str, server: RedisServer) -> None:
     assert "must not happen" not in out.stdout
     # Examples clean up after themselves: no lock keys left (only the fencing counters,
     # `fencelock:{SLOT-TAG}:fence`).
-    assert [k for k in server.client().keys("*") if not re.fullmatch(rb"fencelock:\{\d+\}:fence", k)] == []
+    assert [k for k in server.client().keys("*") if not re.fullmatch(rb"(example:)?fencelock:\{\d+\}:fence", k)] == []

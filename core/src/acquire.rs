@@ -151,7 +151,9 @@ impl AcquireCall {
             subscriptions,
             attempts: 0,
             warned: started,
-            trust_handoffs: true,
+            // With replica acknowledgment a handoff is confirmed by an attempt, whose write
+            // the replicas acknowledge.
+            trust_handoffs: engine.config.replica_ack.is_none(),
         })
     }
 

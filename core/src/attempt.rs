@@ -37,7 +37,11 @@ impl Vote {
         matches!(
             self,
             Vote::Granted(_)
-                | Vote::Failed(ServerFailure::Timeout(_) | ServerFailure::Connection(_))
+                | Vote::Failed(
+                    ServerFailure::Timeout(_)
+                        | ServerFailure::Connection(_)
+                        | ServerFailure::NotReplicated(_)
+                )
         )
     }
 

@@ -16,6 +16,17 @@ pub const DEFAULT_DRIFT_FACTOR: f64 = 0.01;
 /// Most servers a manager accepts.
 pub const MAX_SERVERS: usize = 64;
 
+/// Replica acknowledgment (see [`Builder::replica_ack`]): after each acquire, extend and
+/// fencing write-back on a server, `WAIT replicas timeout` on the same connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaAck {
+    /// How many replicas must acknowledge the write.
+    pub replicas: u32,
+    /// How long a server waits for them (at most three quarters of the call's per-server
+    /// timeout).
+    pub timeout: Duration,
+}
+
 /// The validated settings of a [`LockManager`](crate::LockManager).
 #[derive(Clone)]
 pub struct Config {
@@ -26,6 +37,7 @@ pub struct Config {
     pub(crate) drift_factor: f64,
     pub(crate) server_timeout: Option<Duration>,
     pub(crate) connect_timeout: Duration,
+    pub(crate) replica_ack: Option<ReplicaAck>,
     /// What the TLS settings are, for `Debug` (never key material).
     tls: Option<String>,
 }
@@ -34,6 +46,10 @@ impl Config {
     /// Labels of the servers (`host:port`, never a password), in the order given.
     pub fn server_labels(&self) -> Vec<String> {
         self.servers.iter().map(|s| s.label.clone()).collect()
+    }
+    /// Replica acknowledgment, when asked for.
+    pub fn replica_ack(&self) -> Option<ReplicaAck> {
+        self.replica_ack
     }
     /// The key prefix.
     pub fn key_prefix(&self) -> &[u8] {
@@ -71,6 +87,7 @@ impl std::fmt::Debug for Config {
             .field("drift_factor", &self.drift_factor)
             .field("server_timeout", &self.server_timeout)
             .field("connect_timeout", &self.connect_timeout)
+            .field("replica_ack", &self.replica_ack)
             .field("tls", &self.tls)
             .finish()
     }
@@ -89,6 +106,7 @@ pub struct Builder {
     drift_factor: f64,
     server_timeout: Option<Duration>,
     connect_timeout: Duration,
+    replica_ack: Option<ReplicaAck>,
     tls: TlsSettings,
 }
 
@@ -119,6 +137,7 @@ impl Builder {
             drift_factor: DEFAULT_DRIFT_FACTOR,
             server_timeout: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            replica_ack: None,
             tls: TlsSettings::default(),
         }
     }
@@ -150,6 +169,22 @@ impl Builder {
     /// A fixed per-server call timeout instead of the default `ttl / 20` in [10 ms, 1 s].
     pub fn server_timeout(mut self, timeout: Duration) -> Builder {
         self.server_timeout = Some(timeout);
+        self
+    }
+
+    /// Replica acknowledgment: after every acquire, extend and fencing write-back on a server,
+    /// `WAIT replicas timeout` on the same connection, so that a granted lock and its fencing
+    /// counter survive a failover of the master that holds them (a Sentinel-managed master,
+    /// or the master of the lock's slot on a cluster). A server whose write fewer replicas
+    /// acknowledged within `timeout` does not count toward the quorum: the call fails on it
+    /// (retried until the wait limit, like a server failing over), and with no quorum the
+    /// acquire or extend fails with [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable)
+    /// naming how many replicas acknowledged. Off by default: each of these calls then waits
+    /// for the replication round trip (docs/SAFETY.md has the trade-off). The ACL user needs
+    /// `+wait`. `replicas` must be at least 1; `timeout` between 1 ms and 1 h (a server waits
+    /// at most three quarters of the call's per-server timeout).
+    pub fn replica_ack(mut self, replicas: u32, timeout: Duration) -> Builder {
+        self.replica_ack = Some(ReplicaAck { replicas, timeout });
         self
     }
 
@@ -258,6 +293,14 @@ impl Builder {
             check_duration("server_timeout", t)?;
         }
         check_duration("connect_timeout", self.connect_timeout)?;
+        if let Some(ack) = self.replica_ack {
+            if ack.replicas == 0 {
+                return Err(Error::invalid(
+                    "replica_ack needs at least 1 replica (leave it unset for none)",
+                ));
+            }
+            check_duration("replica_ack timeout", ack.timeout)?;
+        }
         Ok(Config {
             servers,
             prefix: self.prefix.clone(),
@@ -266,6 +309,7 @@ impl Builder {
             drift_factor: self.drift_factor,
             server_timeout: self.server_timeout,
             connect_timeout: self.connect_timeout,
+            replica_ack: self.replica_ack,
             tls: self.tls.is_set().then(|| self.tls.describe()),
         })
     }

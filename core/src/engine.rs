@@ -61,7 +61,7 @@ impl Engine {
                 let shared = (Arc::clone(&preflight), Arc::clone(&identities));
                 Arc::new(Server::new(
                     s,
-                    config.connect_timeout,
+                    (config.connect_timeout, config.replica_ack),
                     clock.clone(),
                     shared,
                 ))

@@ -33,6 +33,9 @@ pub(crate) enum ServerFailure {
     Config(String),
     /// The server answered with an error (for example WRONGTYPE) or an unexpected reply.
     Reply(String),
+    /// The server did the write, but fewer replicas than asked acknowledged it in time
+    /// (replica acknowledgment, `WAIT`): its answer does not count, and a retry may succeed.
+    NotReplicated(String),
 }
 
 impl ServerFailure {
@@ -155,7 +158,9 @@ impl std::fmt::Display for ServerFailure {
             ServerFailure::Timeout(t) if t.is_zero() => f.write_str("timed out"),
             ServerFailure::Timeout(t) => write!(f, "no reply within {} ms", t.as_millis()),
             ServerFailure::Connection(m) => write!(f, "connection failed: {m}"),
-            ServerFailure::Unready(m) | ServerFailure::Config(m) => f.write_str(m),
+            ServerFailure::Unready(m)
+            | ServerFailure::Config(m)
+            | ServerFailure::NotReplicated(m) => f.write_str(m),
             ServerFailure::Reply(m) => write!(f, "unexpected reply: {m}"),
         }
     }

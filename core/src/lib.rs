@@ -55,7 +55,7 @@ mod undo;
 mod url;
 
 pub use acquire::AcquireOptions;
-pub use config::{Builder, Config, DEFAULT_DRIFT_FACTOR, MAX_SERVERS};
+pub use config::{Builder, Config, ReplicaAck, DEFAULT_DRIFT_FACTOR, MAX_SERVERS};
 pub use error::{Error, ErrorKind, Result};
 pub use keys::display_name;
 pub use lock::Lock;

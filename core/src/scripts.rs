@@ -67,6 +67,10 @@ pub(crate) struct ScriptCall {
     publishes: bool,
     /// The call for a cluster, made the first time one asks.
     sharded: OnceLock<redis::Cmd>,
+    /// Whether its write must be acknowledged by replicas when the manager asks for it
+    /// (acquire, extend, fencing write-back; not release, whose loss in a failover only
+    /// leaves a key to expire).
+    acked: bool,
 }
 
 impl ScriptCall {
@@ -89,7 +93,20 @@ impl ScriptCall {
             cmd,
             publishes,
             sharded: OnceLock::new(),
+            acked: false,
         }
+    }
+
+    fn acked(self) -> Self {
+        ScriptCall {
+            acked: true,
+            ..self
+        }
+    }
+
+    /// Whether the call's write waits for replica acknowledgment when the manager asks for it.
+    pub fn wants_ack(&self) -> bool {
+        self.acked
     }
 
     /// The packed argument of a script that publishes: `PUBLISH` and `rest`.
@@ -112,6 +129,7 @@ impl ScriptCall {
             &[&k.lock, &k.fence, &k.queue, &k.deadlines, &k.ttls],
             (&[token, &arg], true),
         )
+        .acked()
     }
 
     /// Release: compare-and-delete by `token`, handing the lock to the first waiter in line;
@@ -134,6 +152,7 @@ impl ScriptCall {
             &[&keys.lock],
             (&[token, ttl_ms.as_bytes()], false),
         )
+        .acked()
     }
 
     /// Fencing write-back: raises the lock's counter to at least `fence`. Reply: the
@@ -145,6 +164,7 @@ impl ScriptCall {
             &[&keys.lock, &keys.fence],
             (&[fence.as_bytes()], false),
         )
+        .acked()
     }
 
     /// Preflight: every command the scripts use, on scratch keys under `prefix` (see

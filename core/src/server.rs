@@ -13,6 +13,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, FromRedisValue, RedisFuture, Value};
 use tokio::sync::watch;
 
+use crate::config::ReplicaAck;
 use crate::deadline::Clock;
 use crate::failure::ServerFailure;
 use crate::identity::Identities;
@@ -45,6 +46,8 @@ pub(crate) struct Server {
     preflight: Arc<ScriptCall>,
     /// The processes the manager's servers reached (shared by them): one process, one vote.
     identities: Arc<Identities>,
+    /// Replica acknowledgment of the writes that ask for it, when the manager wants it.
+    replica_ack: Option<ReplicaAck>,
 }
 
 /// The command connection: none, being opened by a background task, open, or failed for a
@@ -103,13 +106,14 @@ impl Server {
     /// A server that runs `preflight` on each connection it opens (see `preflight.lua`).
     pub fn new(
         spec: &ServerSpec,
-        connect_timeout: Duration,
+        (connect_timeout, replica_ack): (Duration, Option<ReplicaAck>),
         clock: Clock,
         (preflight, identities): (Arc<ScriptCall>, Arc<Identities>),
     ) -> Server {
         Server {
             preflight,
             identities,
+            replica_ack,
             label: spec.label.clone(),
             client: spec.client.clone(),
             sentinel: spec.sentinel.clone(),
@@ -316,6 +320,10 @@ impl Server {
     /// reopened and the script run once more: every fencelock script has the same effect when
     /// repeated with the same token, so a retry after a lost reply is safe. A server that does
     /// not know the script (a restart empties its cache) is sent it and asked again.
+    ///
+    /// With replica acknowledgment, a call that asks for it is followed on the same
+    /// connection (the same node, on a cluster) by `WAIT`, in one round trip; fewer
+    /// acknowledgments than asked make it a [`ServerFailure::NotReplicated`].
     pub async fn eval<T: FromRedisValue>(
         self: &Arc<Self>,
         call: &ScriptCall,
@@ -325,7 +333,24 @@ impl Server {
             let mut retried = false;
             loop {
                 let (generation, mut conn) = self.connection().await?;
-                match run_script(&mut conn, call).await {
+                let ack = self.replica_ack.filter(|_| call.wants_ack()).map(|a| {
+                    let wait = a.timeout.min(timeout * 3 / 4).max(Duration::from_millis(1));
+                    (a.replicas, wait)
+                });
+                let result = match ack {
+                    None => run_script(&mut conn, call).await,
+                    Some(ack) => match run_script_acked(&mut conn, call, ack).await {
+                        Ok((_, acked)) if acked < i64::from(ack.0) => {
+                            return Err(ServerFailure::NotReplicated(format!(
+                                "written, but acknowledged by {acked} of {} replicas within {} ms (WAIT), so not counted",
+                                ack.0,
+                                ack.1.as_millis()
+                            )))
+                        }
+                        other => other.map(|(value, _)| value),
+                    },
+                };
+                match result {
                     Ok(value) => return Ok(value),
                     Err(e) => {
                         let failure = ServerFailure::from_script(&e, call.source());
@@ -374,6 +399,29 @@ impl Server {
     }
 }
 
+/// Runs a script call on `conn` followed by `WAIT replicas ms` in one pipeline (on a cluster,
+/// routed to the master of the script's slot, where its write happened): the reply and how
+/// many replicas acknowledged.
+async fn run_script_acked<T: FromRedisValue>(
+    conn: &mut Conn,
+    call: &ScriptCall,
+    (replicas, within): (u32, Duration),
+) -> redis::RedisResult<(T, i64)> {
+    let mut pipe = redis::pipe();
+    pipe.add_command(call.cmd_for(conn.is_cluster()).clone())
+        .cmd("WAIT")
+        .arg(replicas)
+        .arg(within.as_millis().max(1) as u64);
+    let result = pipe.query_async(conn).await;
+    match result {
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            call.script().load_async(conn).await?;
+            pipe.query_async(conn).await
+        }
+        other => other,
+    }
+}
+
 /// Runs a script call on `conn`; a server that does not know the script (a restart empties
 /// its cache) is sent it and asked again.
 async fn run_script<T: FromRedisValue>(
@@ -408,7 +456,7 @@ mod tests {
         let shared = (Arc::new(ScriptCall::preflight(b"")), Arc::default());
         Arc::new(Server::new(
             &spec,
-            Duration::from_secs(2),
+            (Duration::from_secs(2), None),
             Clock::share(),
             shared,
         ))

@@ -352,3 +352,168 @@ async fn bad_cluster_urls_fail_before_any_call_and_an_absent_cluster_is_unavaila
         started.elapsed()
     );
 }
+
+/// A manager that asks one replica to acknowledge every write within 500 ms.
+fn acked(c: &RedisCluster) -> LockManager {
+    LockManager::builder([c.url()])
+        .replica_ack(1, MS(500))
+        .server_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_replica_ack_a_lock_and_its_counter_survive_the_failover_of_their_master() {
+    let mut c = cluster();
+    let m = acked(&c);
+    let keys = LockKeys::new(b"", b"durable");
+    let lock = m.acquire("durable", MS(60_000), None).await.unwrap();
+    // Killed at once after the grant: only the acknowledgment says the replica has it.
+    let old = c.master_of_slot(keys.slot).port();
+    let promoted = c.kill_master_of_slot(keys.slot);
+    let master = c.node(promoted);
+    assert_eq!(master.get(b"durable").as_deref(), Some(lock.token()));
+    let counter: u64 = String::from_utf8(master.get(&keys.fence).unwrap())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(counter >= lock.fencing_token());
+    // Still excluded through the new master.
+    let other = acked(&c);
+    assert!(manager(&c)
+        .try_acquire("durable", MS(5000))
+        .await
+        .unwrap()
+        .is_none());
+    // The new master has no replica left: an acknowledged extend says so, and the lock
+    // stays held.
+    let e = lock.extend(MS(60_000)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(
+        e.message().contains("acknowledged by 0 of 1 replicas"),
+        "{e}"
+    );
+    assert_eq!(
+        c.node(promoted).get(b"durable").as_deref(),
+        Some(lock.token())
+    );
+    // The old master comes back (empty) as the new one's replica: extends are acknowledged
+    // again, and the holder releases.
+    c.node_mut(old).restart();
+    c.wait_ready(Duration::from_secs(30));
+    assert_eq!(c.replicas_of(promoted), vec![old]);
+    lock.extend(MS(60_000)).await.unwrap();
+    lock.release().await.unwrap();
+    let next = other
+        .acquire("durable", MS(5000), Some(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert!(next.fencing_token() > counter);
+    next.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_that_do_not_acknowledge_fail_the_acquire_and_without_ack_a_failover_loses_the_lock(
+) {
+    // A master drops a replica that stops acknowledging after 1 s (repl-timeout): paused,
+    // the replica is then cut off, and receives nothing more of its master.
+    let mut c = RedisCluster::start_with_args(3, 1, &["--repl-timeout".into(), "1".into()]);
+    let keys = LockKeys::new(b"", b"fragile");
+    let master = c.master_of_slot(keys.slot).port();
+    let replica = c.replicas_of(master)[0];
+    c.node_mut(replica).stop();
+    wait_until_async(
+        Duration::from_secs(20),
+        "the master dropped its paused replica",
+        || {
+            matches!(
+                c.node(master).cmd(&[b"INFO", b"replication"]),
+                Reply::Bulk(Some(t)) if String::from_utf8_lossy(&t).contains("connected_slaves:0")
+            )
+        },
+    )
+    .await;
+    // With acknowledgment: the write reaches no replica, so the server's vote does not count,
+    // and the acquire says why; nothing is left behind.
+    let e = acked(&c)
+        .acquire("fragile", MS(60_000), Some(Duration::from_secs(2)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::NotAcquired),
+        "{e}"
+    );
+    assert!(
+        e.message().contains("acknowledged by 0 of 1 replicas"),
+        "{e}"
+    );
+    assert_eq!(c.node(master).get(b"fragile"), None);
+    // Without it (the default): granted at once, and lost when the master fails before its
+    // replica copied it: the trade-off docs/SAFETY.md describes.
+    let plain = manager(&c);
+    let lock = plain.acquire("fragile", MS(60_000), None).await.unwrap();
+    c.node_mut(master).kill();
+    c.node_mut(replica).cont();
+    wait_until_async(Duration::from_secs(30), "the replica took over", || {
+        c.topology().iter().any(|n| {
+            n.port == replica
+                && n.master
+                && n.slots
+                    .iter()
+                    .any(|&(a, b)| a <= keys.slot && keys.slot <= b)
+        })
+    })
+    .await;
+    c.wait_ready(Duration::from_secs(30));
+    assert_eq!(c.node(replica).get(b"fragile"), None, "the grant was lost");
+    let thief = plain
+        .acquire("fragile", MS(5000), Some(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert_ne!(thief.token(), lock.token());
+    thief.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replica_ack_works_on_a_standalone_master_and_is_checked_when_built() {
+    let master = RedisServer::start();
+    let m = LockManager::builder([master.url()])
+        .replica_ack(1, MS(300))
+        .server_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    // No replica: the write is not acknowledged, the call says so and leaves nothing.
+    let e = m
+        .acquire("solo", MS(5000), Some(MS(500)))
+        .await
+        .unwrap_err();
+    assert!(
+        e.message().contains("acknowledged by 0 of 1 replicas"),
+        "{e}"
+    );
+    assert_eq!(master.get(b"solo"), None);
+    // With a replica in sync: granted, and the replica has it when acquire returns.
+    let replica = RedisServer::start_with_args(&[
+        "--replicaof".into(),
+        "127.0.0.1".into(),
+        master.port().to_string(),
+    ]);
+    wait_until_async(Duration::from_secs(20), "the replica is in sync", || {
+        matches!(
+            replica.cmd(&[b"INFO", b"replication"]),
+            Reply::Bulk(Some(t)) if String::from_utf8_lossy(&t).contains("master_link_status:up")
+        )
+    })
+    .await;
+    let lock = m.acquire("solo", MS(5000), Some(MS(5000))).await.unwrap();
+    assert_eq!(replica.get(b"solo").as_deref(), Some(lock.token()));
+    lock.release().await.unwrap();
+    for (replicas, timeout) in [(0, MS(100)), (1, Duration::ZERO)] {
+        let e = LockManager::builder([master.url()])
+            .replica_ack(replicas, timeout)
+            .build()
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        assert!(e.message().contains("replica_ack"), "{e}");
+    }
+}

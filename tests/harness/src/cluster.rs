@@ -32,6 +32,8 @@ pub struct NodeInfo {
     pub failed: bool,
     /// The slot ranges it serves (masters), inclusive.
     pub slots: Vec<(u16, u16)>,
+    /// For a replica: the id of its master.
+    pub replica_of: Option<String>,
 }
 
 impl RedisCluster {
@@ -84,15 +86,23 @@ impl RedisCluster {
         cluster
     }
 
-    /// Waits until every running node says `cluster_state:ok` and sees every slot served.
+    /// Waits until every running node says `cluster_state:ok` and sees every slot served,
+    /// and every running replica is in sync with its master (`master_link_status:up`).
     pub fn wait_ready(&self, limit: Duration) {
+        let text = |n: &RedisServer, args: &[&[u8]]| match n
+            .cmd_with_timeout(args, Duration::from_millis(500))
+        {
+            Ok(Reply::Bulk(Some(t))) => String::from_utf8_lossy(&t).into_owned(),
+            _ => String::new(),
+        };
         wait_until(limit, "every node of the cluster is ok", || {
-            self.nodes.iter().all(|n| {
-                matches!(
-                    n.cmd_with_timeout(&[b"CLUSTER", b"INFO"], Duration::from_millis(500)),
-                    Ok(Reply::Bulk(Some(info))) if String::from_utf8_lossy(&info).contains("cluster_state:ok")
-                        && String::from_utf8_lossy(&info).contains("cluster_slots_ok:16384")
-                )
+            self.running().all(|n| {
+                let info = text(n, &[b"CLUSTER", b"INFO"]);
+                let replication = text(n, &[b"INFO", b"replication"]);
+                info.contains("cluster_state:ok")
+                    && info.contains("cluster_slots_ok:16384")
+                    && (replication.contains("role:master")
+                        || replication.contains("master_link_status:up"))
             })
         });
     }
@@ -141,6 +151,7 @@ impl RedisCluster {
                     master: flags.contains("master") && !flags.contains("fail"),
                     failed: flags.contains("fail"),
                     slots,
+                    replica_of: (f[3] != "-").then(|| f[3].to_owned()),
                 }
             })
             .collect()
@@ -181,6 +192,16 @@ impl RedisCluster {
             .iter_mut()
             .find(|n| n.port() == port)
             .unwrap_or_else(|| panic!("fencelock-testkit: no node on port {port}"))
+    }
+
+    /// The ports of the replicas of the master on `port`.
+    pub fn replicas_of(&self, port: u16) -> Vec<u16> {
+        let id = self.id_of(port);
+        self.topology()
+            .into_iter()
+            .filter(|n| n.replica_of.as_deref() == Some(id.as_str()))
+            .map(|n| n.port)
+            .collect()
     }
 
     /// The id of the node on `port`.
