@@ -130,6 +130,15 @@ export interface LockManagerOptions {
   /** The longest time opening a connection to a server may take; default 2000. */
   connectTimeout?: number
   /**
+   * How many replicas must acknowledge (`WAIT`) each acquire, extend and fencing
+   * write-back; a server whose replicas did not within `replicaAckTimeout` does not
+   * count toward the quorum, so that a granted lock survives a failover of its master.
+   * Default: none (off).
+   */
+  replicaAck?: number
+  /** How long a server waits for `replicaAck` replicas; default 100. */
+  replicaAckTimeout?: number
+  /**
    * For `rediss://` servers: a PEM file of the CA certificate(s) to trust instead of
    * the system's roots.
    */
