@@ -8,6 +8,7 @@
  *   FL_TEST_KILL_PID  the PID of the fourth server (the test kills it: Redlock with one
  *                     server down)
  *   FL_TEST_VERSION   the version pkg-config reports
+ *   FL_TEST_CLUSTER_PORTS  the six ports of a Redis Cluster (3 masters, 3 replicas)
  *
  * The test talks to the servers itself through a tiny RESP client (raw_cmd) to check and
  * tamper with keys. The last line of output is "N passed, N failed" (tests, not checks).
@@ -465,9 +466,9 @@ static void test_acquire_query_extend_release(void) {
     CHECK_INVALID(fl_lock_detach(l), "already released");
     fl_lock_free(l);
 
-    /* Fencing tokens grow with every acquisition on the server set. */
+    /* Fencing tokens grow with every acquisition of a name. */
     l = NULL;
-    CHECK_ST(fl_lock_acquire(m, fresh_name("basic-other"), 10000, -1, &l), FL_OK);
+    CHECK_ST(fl_lock_acquire(m, name, 10000, -1, &l), FL_OK);
     CHECK_ST(fl_lock_fencing_token(l, &fence2), FL_OK);
     CHECK(fence2 > fence);
     fl_lock_free(l); /* released in the background */
@@ -1323,6 +1324,86 @@ static void test_redlock_survives_one_server_killed(void) {
     fl_manager_free(m2);
 }
 
+/* ---------------------------------------------------------------- Redis Cluster */
+
+static int cluster_ports[6];
+static char cluster_url[128];
+
+/* GET on the node that holds the key (every other node answers MOVED): '$' and the value. */
+static char cluster_get(const char *key, char *val, size_t cap) {
+    int i;
+    for (i = 0; i < 6; i++)
+        if (raw2(cluster_ports[i], val, cap, "GET", key) == '$') return '$';
+    return 0;
+}
+
+static fl_manager *cluster_manager(uint32_t replica_ack) {
+    const char *u[] = {cluster_url};
+    fl_manager *m = NULL;
+    fl_manager_options *o = NULL;
+    const char *t = getenv("FL_TEST_SERVER_TIMEOUT_MS");
+    CHECK_ST(fl_manager_options_new(&o), FL_OK);
+    CHECK_ST(fl_manager_options_set_server_timeout_ms(o, t && *t ? (uint64_t)atol(t) : 2000), FL_OK);
+    /* A cluster connection reaches every node: slow under valgrind. */
+    CHECK_ST(fl_manager_options_set_connect_timeout_ms(o, 20000), FL_OK);
+    if (replica_ack) CHECK_ST(fl_manager_options_set_replica_ack(o, replica_ack, 1000), FL_OK);
+    CHECK_ST(fl_manager_new(u, 1, o, &m), FL_OK);
+    fl_manager_options_free(o);
+    return m;
+}
+
+static void test_a_cluster_is_one_server(void) {
+    fl_manager *m = cluster_manager(0), *m2 = cluster_manager(0);
+    fl_lock *l = NULL, *other = SENTINEL;
+    const char *names[] = {fresh_name("cluster"), "{tag}c-lock", "c-open{", "}{c-x"};
+    const char *tok = NULL;
+    char val[256];
+    uint64_t f1 = 0, f2 = 0;
+    size_t i;
+
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        l = NULL;
+        CHECK_ST(fl_lock_acquire(m, names[i], 10000, 2000, &l), FL_OK);
+        CHECK_ST(fl_lock_token(l, &tok), FL_OK);
+        CHECK(cluster_get(names[i], val, sizeof val) == '$' && strcmp(val, tok) == 0);
+        CHECK_ST(fl_lock_fencing_token(l, &f1), FL_OK);
+        other = SENTINEL;
+        CHECK_ST(fl_lock_try_acquire(m2, names[i], 10000, &other), FL_NOT_ACQUIRED);
+        CHECK(other == SENTINEL);
+        CHECK_ST(fl_lock_extend(l, 30000), FL_OK);
+        CHECK_ST(fl_lock_release(l), FL_OK);
+        CHECK(cluster_get(names[i], val, sizeof val) == '$' && strcmp(val, "(nil)") == 0);
+        fl_lock_free(l);
+        l = NULL;
+        CHECK_ST(fl_lock_acquire(m2, names[i], 10000, 2000, &l), FL_OK);
+        CHECK_ST(fl_lock_fencing_token(l, &f2), FL_OK);
+        CHECK(f2 > f1);
+        CHECK_ST(fl_lock_release(l), FL_OK);
+        fl_lock_free(l);
+    }
+    fl_manager_free(m);
+    fl_manager_free(m2);
+
+    /* Replica acknowledgment: the replicas are in sync, so every write is acknowledged. */
+    m = cluster_manager(1);
+    l = NULL;
+    CHECK_ST(fl_lock_acquire(m, names[0], 10000, 2000, &l), FL_OK);
+    CHECK_ST(fl_lock_extend(l, 10000), FL_OK);
+    CHECK_ST(fl_lock_release(l), FL_OK);
+    fl_lock_free(l);
+    fl_manager_free(m);
+
+    /* A cluster URL with a database is refused at once, without its password. */
+    {
+        const char *bad[] = {"redis+cluster://u:hunter2-secret@127.0.0.1:7000/2"};
+        m = SENTINEL;
+        CHECK_ST(fl_manager_new(bad, 1, NULL, &m), FL_INVALID_ARGUMENT);
+        CHECK(m == SENTINEL);
+        CHECK(strstr(fl_last_error_message(), "no database") != NULL);
+        CHECK(strstr(fl_last_error_message(), "hunter2-secret") == NULL);
+    }
+}
+
 int main(void) {
     const char *p = getenv("FL_TEST_PORTS"), *k = getenv("FL_TEST_KILL_PID");
     int i;
@@ -1332,6 +1413,16 @@ int main(void) {
     }
     for (i = 0; i < 4; i++) snprintf(urls[i], sizeof urls[i], "redis://127.0.0.1:%d", ports[i]);
     kill_pid = k ? (pid_t)atol(k) : 0;
+    {
+        const char *c = getenv("FL_TEST_CLUSTER_PORTS");
+        if (!c || sscanf(c, "%d %d %d %d %d %d", &cluster_ports[0], &cluster_ports[1], &cluster_ports[2],
+                         &cluster_ports[3], &cluster_ports[4], &cluster_ports[5]) != 6) {
+            fprintf(stderr, "set FL_TEST_CLUSTER_PORTS to a cluster's six ports (tests/run.sh does)\n");
+            return 2;
+        }
+        snprintf(cluster_url, sizeof cluster_url, "redis+cluster://127.0.0.1:%d,127.0.0.1:%d", cluster_ports[0],
+                 cluster_ports[1]);
+    }
     fprintf(stderr, "fencelock %s\n", fl_version());
 
     run_test("version_and_status_names", test_version_and_status_names);
@@ -1359,6 +1450,7 @@ int main(void) {
     run_test("threads_exclude_each_other", test_threads_exclude_each_other);
     run_test("processes_exclude_each_other", test_processes_exclude_each_other);
     run_test("redlock_survives_one_server_killed", test_redlock_survives_one_server_killed);
+    run_test("a_cluster_is_one_server", test_a_cluster_is_one_server);
 
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed == 0 ? 0 : 1;

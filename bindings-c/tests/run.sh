@@ -7,7 +7,8 @@
 #   3. the C tests built with -fsanitize=address
 #   4. the examples (examples/c/), dynamically and statically linked, and one of them with
 #      FENCELOCK_LOG set (events printed to stderr)
-# Each run gets fresh servers (the tests kill one); servers are stopped by PID on exit.
+# Each run gets fresh servers (the tests kill one) and a fresh Redis Cluster (3 masters, 3
+# replicas); servers are stopped by PID on exit.
 # Env: PROFILE=debug|release (default debug), FL_SKIP_VALGRIND=1, FL_SKIP_ASAN=1.
 # The last line is "N passed, N failed" over every run (C tests and examples).
 set -euo pipefail
@@ -17,6 +18,7 @@ cc="${CC:-gcc}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/fencelock-c.XXXXXX")"
 prefix="$work/prefix"
 pids=()
+redis_extra=()
 
 cleanup() {
   local pid
@@ -45,7 +47,7 @@ start_redis() {
       cli=(redis-cli --tls --cacert "$tls/ca.crt" -p "$port")
     fi
     redis-server "${listen[@]}" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
-      --logfile "$dir/log" >/dev/null 2>&1 &
+      --logfile "$dir/log" "${redis_extra[@]}" >/dev/null 2>&1 &
     pid=$!
     pids+=("$pid")
     for _ in $(seq 100); do
@@ -89,6 +91,30 @@ start_servers() {
   export FL_TEST_PORTS="${ps[*]}"
   export FL_TEST_KILL_PID="$kill"
   export FENCELOCK_URL="redis://127.0.0.1:${ps[0]}"
+  start_cluster
+}
+
+# A Redis Cluster of 3 masters and 3 replicas (FL_TEST_CLUSTER_PORTS), every node a PID of
+# $pids; returns once every node says cluster_state:ok and every replica is in sync.
+start_cluster() {
+  local cps=() i n ok
+  redis_extra=(--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 1000)
+  for i in 1 2 3 4 5 6; do start_redis; cps+=("$port"); done
+  redis_extra=()
+  redis-cli --cluster create $(printf '127.0.0.1:%s ' "${cps[@]}") --cluster-replicas 1 \
+    --cluster-yes >/dev/null
+  for _ in $(seq 600); do
+    ok=1
+    for n in "${cps[@]}"; do
+      [[ "$(redis-cli -p "$n" cluster info)" == *cluster_state:ok* ]] || ok=0
+      info="$(redis-cli -p "$n" info replication)"
+      if [[ "$info" == *role:slave* && "$info" != *master_link_status:up* ]]; then ok=0; fi
+    done
+    [ "$ok" = 1 ] && break
+    sleep 0.05
+  done
+  [ "$ok" = 1 ] || { echo "the cluster did not become ready" >&2; return 1; }
+  export FL_TEST_CLUSTER_PORTS="${cps[*]}"
 }
 
 stop_servers() {

@@ -319,3 +319,55 @@ export async function startSentinelSetup() {
     },
   }
 }
+
+/**
+ * A Redis Cluster of 3 masters and 3 replicas on free loopback ports (the twin of the Rust
+ * harness's `RedisCluster`): `redis-server --cluster-enabled yes` each, joined by
+ * `redis-cli --cluster create --cluster-replicas 1`; every node stopped by its PID.
+ */
+export async function startCluster() {
+  const args = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000']
+  const nodes = []
+  try {
+    for (let i = 0; i < 6; i++) nodes.push(await RedisServer.start({ args }))
+    execFileSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], { stdio: 'ignore' })
+    await waitUntil(async () => {
+      for (const n of nodes) {
+        const c = n.client()
+        const info = await c.call('CLUSTER', 'INFO')
+        const repl = await c.info('replication')
+        if (!String(info).includes('cluster_state:ok')) return false
+        if (repl.includes('role:slave') && !repl.includes('master_link_status:up')) return false
+      }
+      return true
+    }, 'every node of the cluster is ok and in sync', 30_000)
+  } catch (e) {
+    for (const n of nodes) await n.stop()
+    throw e
+  }
+  let cli
+  return {
+    nodes,
+    url: `redis+cluster://127.0.0.1:${nodes[0].port},127.0.0.1:${nodes[1].port}`,
+    /** An ioredis Cluster client (routes each key to its master). */
+    client() {
+      cli ??= new Redis.Cluster([{ host: '127.0.0.1', port: nodes[0].port }])
+      cli.on('error', () => {})
+      return cli
+    },
+    /** Places in the wait queue of `name` (`fencelock:{SLOT-TAG}:queue:NAME`). */
+    async queued(name) {
+      let total = 0
+      for (const n of nodes) {
+        const c = n.client()
+        if (!(await c.info('replication')).includes('role:master')) continue
+        for (const key of await c.keys(`fencelock:{*}:queue:${name}`)) total += await c.zcard(key)
+      }
+      return total
+    },
+    async stop() {
+      if (cli) cli.disconnect()
+      for (const n of nodes) await n.stop()
+    },
+  }
+}

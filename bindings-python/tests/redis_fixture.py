@@ -205,3 +205,53 @@ class SentinelSetup:
             s.close()
         self.replica.close()
         self.master.close()
+
+
+class RedisClusterSetup:
+    """A Redis Cluster of 3 masters and 3 replicas on free loopback ports (the twin of the
+    Rust harness's ``RedisCluster``): ``redis-server --cluster-enabled yes`` each, joined by
+    ``redis-cli --cluster create --cluster-replicas 1``; every node stopped by its PID."""
+
+    def __init__(self, masters: int = 3, replicas: int = 1) -> None:
+        args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                "--cluster-node-timeout", "1000"]
+        self.nodes: List[RedisServer] = []
+        try:
+            self.nodes = [RedisServer(args) for _ in range(masters * (1 + replicas))]
+            subprocess.run(
+                [shutil.which("redis-cli") or "redis-cli", "--cluster", "create",
+                 *[f"127.0.0.1:{n.port}" for n in self.nodes],
+                 "--cluster-replicas", str(replicas), "--cluster-yes"],
+                check=True, capture_output=True, timeout=60,
+            )
+            wait_for(self._ready, "every node of the cluster is ok and in sync", 30.0)
+        except BaseException:
+            self.close()
+            raise
+
+    def _ready(self) -> bool:
+        for n in self.nodes:
+            try:
+                info = n.client(socket_timeout=0.5).execute_command("CLUSTER", "INFO")
+                repl = n.client(socket_timeout=0.5).info("replication")
+            except redis.RedisError:
+                return False
+            text = info.decode() if isinstance(info, bytes) else str(info)
+            if "cluster_state:ok" not in text:
+                return False
+            if repl.get("role") == "slave" and repl.get("master_link_status") != "up":
+                return False
+        return True
+
+    @property
+    def url(self) -> str:
+        """``redis+cluster://`` naming two of the nodes (the others are found from them)."""
+        return f"redis+cluster://127.0.0.1:{self.nodes[0].port},127.0.0.1:{self.nodes[1].port}"
+
+    def client(self) -> "redis.RedisCluster[bytes]":
+        """A redis-py cluster client (routes each key to its master)."""
+        return redis.RedisCluster(host="127.0.0.1", port=self.nodes[0].port, socket_timeout=5.0)
+
+    def close(self) -> None:
+        for n in self.nodes:
+            n.close()

@@ -5,4 +5,10 @@
 # FENCELOCK_SOAK=1 runs the contention tests longer; CI does not set it.
 set -euo pipefail
 cd "$FENCELOCK_ROOT"
-cargo test --locked -p fencelock-chaos
+# The cluster faults (tests/cluster.rs) run in stage 55-cluster.
+targets=(--lib --bins)
+for t in tests/chaos/tests/*.rs; do
+  name="$(basename "$t" .rs)"
+  [ "$name" = cluster ] || targets+=(--test "$name")
+done
+cargo test --locked -p fencelock-chaos "${targets[@]}"

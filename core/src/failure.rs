@@ -8,7 +8,12 @@ use std::time::Duration;
 use redis::RedisError;
 
 /// Reply codes of a server that is there but not ready: retried like a connection failure.
-const UNREADY_CODES: [&str; 5] = ["LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN"];
+const UNREADY_CODES: [&str; 4] = ["LOADING", "MASTERDOWN", "BUSY", "CLUSTERDOWN"];
+
+/// Reply codes of a cluster whose slot is moving between nodes (a redirection the cluster
+/// connection could not settle within its retries, or a script whose keys are split between
+/// the two nodes for the moment): retried shortly, within the call's time.
+const SLOT_MOVING_CODES: [&str; 3] = ["TRYAGAIN", "ASK", "MOVED"];
 
 /// What the resolver says of a host name that does not exist (glibc, musl, macOS).
 const NO_SUCH_HOST: [&str; 3] = [
@@ -39,6 +44,12 @@ pub(crate) enum ServerFailure {
 }
 
 impl ServerFailure {
+    /// A cluster slot in migration (TRYAGAIN, or a redirection not settled yet): worth sending
+    /// again at once, within the call's time.
+    pub fn is_slot_moving(&self) -> bool {
+        matches!(self, ServerFailure::Unready(m) if m.contains("cluster slot is moving"))
+    }
+
     /// Failures that retrying will not cure.
     pub fn is_permanent(&self) -> bool {
         matches!(self, ServerFailure::Config(_) | ServerFailure::Reply(_))
@@ -86,6 +97,8 @@ impl ServerFailure {
             // A replica, e.g. a master demoted by a failover: reconnect (and re-ask the
             // sentinels) rather than fail for good.
             ServerFailure::Connection("the server is a read-only replica".into())
+        } else if let Some(c) = code.filter(|c| SLOT_MOVING_CODES.contains(c)) {
+            ServerFailure::Unready(format!("the lock's cluster slot is moving ({c})"))
         } else if let Some(c) = code.filter(|c| UNREADY_CODES.contains(c)) {
             ServerFailure::Unready(format!("the server is not ready ({c})"))
         } else if code == Some("NOPERM")

@@ -354,6 +354,13 @@ impl Server {
                     Ok(value) => return Ok(value),
                     Err(e) => {
                         let failure = ServerFailure::from_script(&e, call.source());
+                        // A cluster slot half moved: the script's keys are split between two
+                        // nodes for a moment (TRYAGAIN), or a redirection is not settled yet:
+                        // try again within the call's time.
+                        if failure.is_slot_moving() {
+                            tokio::time::sleep(timing::TRYAGAIN_PAUSE).await;
+                            continue;
+                        }
                         if matches!(failure, ServerFailure::Connection(_)) {
                             self.forget_connection(generation);
                             if !retried {

@@ -53,6 +53,10 @@ pub const SUBSCRIPTION_LINGER: Duration = Duration::from_secs(2);
 /// subscription behind).
 pub const UNSUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// Pause before a script refused with TRYAGAIN (its cluster slot is being migrated) is sent
+/// again, within the call's time.
+pub const TRYAGAIN_PAUSE: Duration = Duration::from_millis(20);
+
 /// How long a server's connection failure that retrying cannot cure (credentials, TLS, an
 /// address that cannot be) is told to every call at once instead of connecting again: long
 /// enough for a wait that retries to see it, short enough that a fixed server is used soon.

@@ -66,8 +66,13 @@ impl ClusterSpec {
         let mut builder = redis::cluster::ClusterClientBuilder::new(self.nodes.clone())
             .use_protocol(redis::ProtocolVersion::RESP3)
             // fencelock keeps its own time limits and retries (one retry after a broken
-            // connection); the cluster layer follows MOVED/ASK and refreshes its slot map.
-            .retries(2);
+            // connection, a slot in migration retried within the call's time); the cluster
+            // layer follows MOVED/ASK and refreshes its slot map, with short waits between
+            // its own retries (its default waits at least 1.28 s, longer than most calls).
+            .retries(3)
+            .min_retry_wait(2)
+            .max_retry_wait(100)
+            .retry_wait_formula(10, 2);
         if let Some(certs) = &self.certificates {
             builder = builder.certs(certs.clone());
         }

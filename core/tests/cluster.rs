@@ -248,7 +248,8 @@ async fn a_held_lock_survives_its_slot_moving_to_another_master() {
     // While the slot is half moved (its keys on the target, the slot still the source's), a
     // script whose keys are not all in one place is refused by Redis itself (ASK, then
     // TRYAGAIN for a multi-key call while the slot is importing): calls on the slot's names
-    // fail for that while, and never grant the lock to another.
+    // are sent again until their time runs out (here the move waits for them, so they fail
+    // Unavailable), and never grant the lock to another.
     c.migrate_slot(keys.slot, to, || {
         tokio::task::block_in_place(|| {
             rt.block_on(async {

@@ -191,7 +191,10 @@ pub async fn contend(manager: LockManager, spec: Contention, history: History) -
                 ));
                 let released = match lock.release().await {
                     Ok(()) => "ok".to_string(),
-                    Err(e) => e.kind().to_string(),
+                    Err(e) => {
+                        eprintln!("task {i}: release failed: {e}");
+                        e.kind().to_string()
+                    }
                 };
                 let mut r = report.lock().unwrap();
                 r.attempts.push(Attempt {
