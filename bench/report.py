@@ -208,6 +208,20 @@ def scale_rows(t: dict[str, Any]) -> tuple[list[Row], list[Row]]:
     return rows, holds
 
 
+def cluster_rows(t: dict[str, Any]) -> list[Row]:
+    rows = []
+    for k, v in sorted(t.items()):
+        for tasks, r in sorted(v.items(), key=lambda kv: int(kv[0])):
+            c, s = r.get("cluster"), r.get("standalone")
+            ratio = c["ops_per_s"] / s["ops_per_s"] if c and s and s["ops_per_s"] else None
+            rows.append([
+                label(k), tasks,
+                fmt(c["ops_per_s"]) if c else "–", fmt(s["ops_per_s"]) if s else "–", fmt(ratio, 2),
+                f"{c['errors'] if c else '–'} / {s['errors'] if s else '–'}",
+            ])
+    return rows
+
+
 def markdown(doc: dict[str, Any], notes: str) -> str:
     meta, res = doc["meta"], doc["results"]
     versions = ", ".join(f"{k} {v}" for k, v in sorted(meta.get("versions", {}).items()))
@@ -297,6 +311,22 @@ def markdown(doc: dict[str, Any], notes: str) -> str:
             "Locks held at once (all acquired concurrently, then all released):",
             "",
             table(["library", "locks", "held", "acquire all s", "release all s", "peak RSS MiB", "errors"], holds),
+            "",
+        ]
+    if "scale_cluster" in res:
+        parts += [
+            "## Scale on a Redis Cluster: 3 masters, distinct names, ours only",
+            "",
+            "The same scale runs on a `redis+cluster://` entry (3 masters, no replicas) and, beside "
+            "them, on one standalone server. The peers' lock libraries in this benchmark take no "
+            "cluster (rslock has no cluster client; node-redlock would need an ioredis Cluster per "
+            "entry), so they are not run. On this 2-core machine the three masters, the runner and "
+            "the orchestrator share two cores: a cluster cannot add server CPU here, it adds routing "
+            "and connections, so the ratio measures the cost of the cluster client, not the "
+            "capacity a cluster gives on real machines.",
+            "",
+            table(["library", "tasks", "cluster cycles/s", "standalone cycles/s", "cluster / standalone",
+                   "errors (cluster / standalone)"], cluster_rows(res["scale_cluster"])),
             "",
         ]
     if notes.strip():

@@ -18,10 +18,12 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import signal
 import socket
 import statistics
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -126,8 +128,9 @@ class RespClient:
 
 
 class RedisServer:
-    def __init__(self) -> None:
+    def __init__(self, extra: list[str] | None = None) -> None:
         self.port = free_port()
+        self.extra = list(extra or [])
         self.proc: subprocess.Popen[bytes] | None = None
         self.start()
 
@@ -145,6 +148,7 @@ class RedisServer:
                 "--appendonly", "no",
                 "--maxclients", "20000",
                 "--loglevel", "warning",
+                *self.extra,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -191,6 +195,53 @@ class RedisServer:
             c.call("FLUSHALL")
         finally:
             c.close()
+
+
+class RedisCluster:
+    """A Redis Cluster of `masters` masters and no replicas (each node a RedisServer, stopped
+    by PID), joined by `redis-cli --cluster create`."""
+
+    def __init__(self, masters: int = 3) -> None:
+        args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
+        self.nodes: list[RedisServer] = []
+        self.dirs: list[str] = []
+        try:
+            for _ in range(masters):
+                d = tempfile.mkdtemp(prefix="fencelock-bench-cluster-")
+                self.dirs.append(d)
+                # The cluster bus on a free port of its own (by default port + 10000).
+                self.nodes.append(RedisServer(args + ["--dir", d, "--cluster-port", str(free_port())]))
+            subprocess.run(
+                ["redis-cli", "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in self.nodes],
+                 "--cluster-replicas", "0", "--cluster-yes"],
+                check=True, capture_output=True, timeout=60,
+            )
+            deadline = time.monotonic() + 30
+            while not all(self._ok(n) for n in self.nodes):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the benchmark cluster did not become ready")
+                time.sleep(0.05)
+        except BaseException:
+            self.kill()
+            raise
+
+    @staticmethod
+    def _ok(n: RedisServer) -> bool:
+        c = RespClient(n.port)
+        try:
+            return b"cluster_state:ok" in c.call("CLUSTER", "INFO")
+        finally:
+            c.close()
+
+    @property
+    def url(self) -> str:
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes[:2])
+
+    def kill(self) -> None:
+        for n in self.nodes:
+            n.kill()
+        for d in self.dirs:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 class Monitor(threading.Thread):
@@ -623,6 +674,42 @@ class Bench:
                     s.flush()
         self.results["scale"] = out
 
+    # 7: scale on a cluster ------------------------------------------------------------------
+
+    def scale_cluster(self) -> None:
+        """Ours only, Rust and Node, distinct names, on a 3-master cluster (the peers' lock
+        libraries here do not take a cluster: rslock has no cluster client, node-redlock would
+        need an ioredis Cluster per server entry): beside the same runs on one standalone
+        server. All servers of both runs share this machine's 2 cores with the runner."""
+        tasks_list = [t for t in self.mode.scale_tasks if t > 1]
+        out: dict[str, Any] = {}
+        self.log("scale on a cluster: starting 3 masters")
+        cluster = RedisCluster(3)
+        try:
+            for lang in [l for l in self.langs if l in SCALE_IMPLS]:
+                for tasks in tasks_list:
+                    for where, url in (("cluster", cluster.url), ("standalone", self.urls(1))):
+                        self.log(f"scale {lang}/ours tasks={tasks} on {where}")
+                        res = self.attempt(
+                            f"scale {lang}/ours on {where}",
+                            lambda: run_runner(
+                                self.runners, lang,
+                                ["scale", "--impl", "ours", "--servers", url, "--tasks", str(tasks),
+                                 "--duration-ms", str(self.mode.scale_ms)],
+                                timeout=120,
+                            ),
+                        )
+                        if res is not None:
+                            out.setdefault(f"{lang}/ours", {}).setdefault(str(tasks), {})[where] = {
+                                "ops_per_s": res["ops_per_s"],
+                                "errors": res["errors"],
+                            }
+                        for s in self.servers[:1]:
+                            s.flush()
+        finally:
+            cluster.kill()
+        self.results["scale_cluster"] = out
+
 
 def analyse_contention(
     workers: list[dict[str, Any]],
@@ -723,7 +810,7 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="one short round: checks that everything runs")
     ap.add_argument("--out-dir", default=str(BENCH), help="where results/ and RESULTS.md go")
     ap.add_argument("--langs", default="rust,python,node")
-    ap.add_argument("--only", default="", help="comma-separated scenarios: cycle,contend,outage,scale")
+    ap.add_argument("--only", default="", help="comma-separated scenarios: cycle,contend,outage,scale,cluster")
     ap.add_argument("--build", default="release", help="recorded in the results")
     args = ap.parse_args()
 
@@ -734,7 +821,7 @@ def main() -> int:
         node=[args.node, str(BENCH / "node" / "runner.mjs")],
     )
     langs = [l for l in args.langs.split(",") if l]
-    only = set(filter(None, args.only.split(","))) or {"cycle", "contend", "outage", "scale"}
+    only = set(filter(None, args.only.split(","))) or {"cycle", "contend", "outage", "scale", "cluster"}
     out_dir = Path(args.out_dir)
     started = time.time()
     servers: list[RedisServer] = []
@@ -752,6 +839,8 @@ def main() -> int:
             bench.outage()
         if "scale" in only:
             bench.scale()
+        if "cluster" in only:
+            bench.scale_cluster()
     finally:
         for s in servers:
             s.kill()

@@ -19,6 +19,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/fencelock-c.XXXXXX")"
 prefix="$work/prefix"
 pids=()
 redis_extra=()
+port_span=40000
 
 cleanup() {
   local pid
@@ -34,7 +35,7 @@ trap 'echo "tests/run.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 start_redis() {
   local attempt dir listen cli
   for attempt in 1 2 3 4 5 6 7 8; do
-    port=$(( 20000 + RANDOM % 40000 ))
+    port=$(( 20000 + RANDOM % port_span ))
     [ "$port" = 6379 ] && continue
     dir="$work/redis-$port"
     mkdir -p "$dir"
@@ -98,9 +99,12 @@ start_servers() {
 # $pids; returns once every node says cluster_state:ok and every replica is in sync.
 start_cluster() {
   local cps=() i n ok
+  # A node's cluster bus is its port + 10000: ports below 50000 keep it a port.
   redis_extra=(--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 1000)
+  port_span=30000
   for i in 1 2 3 4 5 6; do start_redis; cps+=("$port"); done
   redis_extra=()
+  port_span=40000
   redis-cli --cluster create $(printf '127.0.0.1:%s ' "${cps[@]}") --cluster-replicas 1 \
     --cluster-yes >/dev/null
   for _ in $(seq 600); do

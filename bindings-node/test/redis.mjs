@@ -329,7 +329,9 @@ export async function startCluster() {
   const args = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000']
   const nodes = []
   try {
-    for (let i = 0; i < 6; i++) nodes.push(await RedisServer.start({ args }))
+    // Each node's cluster bus on a free port of its own (by default the node's port + 10000,
+    // which may be taken, or past 65535).
+    for (let i = 0; i < 6; i++) nodes.push(await RedisServer.start({ args: [...args, '--cluster-port', String(await freePort())] }))
     execFileSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], { stdio: 'ignore' })
     await waitUntil(async () => {
       for (const n of nodes) {

@@ -217,7 +217,10 @@ class RedisClusterSetup:
                 "--cluster-node-timeout", "1000"]
         self.nodes: List[RedisServer] = []
         try:
-            self.nodes = [RedisServer(args) for _ in range(masters * (1 + replicas))]
+            # Each node's cluster bus on a free port of its own (by default the node's port +
+            # 10000, which may be taken, or past 65535).
+            self.nodes = [RedisServer(args + ["--cluster-port", str(free_port())])
+                          for _ in range(masters * (1 + replicas))]
             subprocess.run(
                 [shutil.which("redis-cli") or "redis-cli", "--cluster", "create",
                  *[f"127.0.0.1:{n.port}" for n in self.nodes],

@@ -7,7 +7,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use crate::{wait_until, RedisServer, Reply};
+use crate::{free_port, wait_until, RedisServer, Reply};
 
 /// How long a node may be unreachable before the cluster fails it over, in ms (short, for
 /// tests; failover then takes a few seconds).
@@ -62,8 +62,14 @@ impl RedisCluster {
         .map(|s| s.to_string())
         .collect();
         args.extend_from_slice(extra);
+        // The cluster bus of each node on a free port of its own (by default it is the node's
+        // port + 10000, which may be taken, or past 65535).
         let nodes: Vec<RedisServer> = (0..count)
-            .map(|_| RedisServer::start_with_args(&args))
+            .map(|_| {
+                let mut args = args.clone();
+                args.extend(["--cluster-port".to_string(), free_port().to_string()]);
+                RedisServer::start_with_args(&args)
+            })
             .collect();
         let mut create =
             Command::new(std::env::var_os("REDIS_CLI_BIN").unwrap_or_else(|| "redis-cli".into()));
