@@ -427,7 +427,13 @@ function parse(argv) {
     if (values[o] === undefined) throw new UsageError(`${scenario}: --${o} is required`)
   }
   if (!IMPLS.includes(values.impl)) throw new UsageError(`unknown impl '${values.impl}' (one of: ${IMPLS.join(', ')})`)
-  const servers = values.servers.split(',').map((s) => s.trim()).filter(Boolean)
+  // A comma separates URLs; one that does not start a URL (`host:port`) continues the previous
+  // one (a cluster URL names several nodes).
+  const servers = []
+  for (const part of values.servers.split(',').map((s) => s.trim()).filter(Boolean)) {
+    if (servers.length && !part.includes('://')) servers[servers.length - 1] += `,${part}`
+    else servers.push(part)
+  }
   if (servers.length === 0) throw new UsageError('--servers: no URL given')
   const a = {
     scenario,

@@ -686,7 +686,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         args = build_parser().parse_args(argv)
         if args.impl not in FACTORIES:
             raise UsageError(f"unknown impl {args.impl!r} (one of: {', '.join(IMPLS)})")
-        servers = [s.strip() for s in args.servers.split(",") if s.strip()]
+        # A comma separates URLs; one that does not start a URL (host:port) continues the
+        # previous one (a cluster URL names several nodes).
+        servers: list[str] = []
+        for part in (s.strip() for s in args.servers.split(",") if s.strip()):
+            if servers and "://" not in part:
+                servers[-1] += "," + part
+            else:
+                servers.append(part)
         if not servers:
             raise UsageError("--servers: no URL given")
         if args.impl in SINGLE_SERVER_ONLY and len(servers) != 1:

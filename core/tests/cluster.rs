@@ -518,3 +518,34 @@ async fn replica_ack_works_on_a_standalone_master_and_is_checked_when_built() {
         assert!(e.message().contains("replica_ack"), "{e}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_cluster_is_reached_with_rediss_cluster_and_its_ca() {
+    let certs = std::env::temp_dir().join(format!(
+        "fencelock-cluster-tls-{}-{}",
+        std::process::id(),
+        fencelock_testkit::free_port()
+    ));
+    std::fs::create_dir_all(&certs).unwrap();
+    fencelock_testkit::tls::make_certs(&certs);
+    let c = RedisCluster::start_tls(3, 0, &certs);
+    let m = LockManager::builder([c.tls_url()])
+        .tls_ca_file(certs.join("ca.crt"))
+        .build()
+        .unwrap();
+    for name in ["tls-a", "tls-b", "tls-c"] {
+        let lock = m.acquire(name, MS(5000), Some(MS(5000))).await.unwrap();
+        assert_eq!(c.get(name.as_bytes()).as_deref(), Some(lock.token()));
+        lock.release().await.unwrap();
+    }
+    // Without the CA the nodes' certificates are not trusted: refused at once, saying why.
+    let untrusted = LockManager::new([c.tls_url()]).unwrap();
+    let e = untrusted
+        .acquire("tls-a", MS(5000), Some(Duration::from_secs(10)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.message().to_lowercase().contains("certificate"), "{e}");
+    drop(c);
+    let _ = std::fs::remove_dir_all(&certs);
+}

@@ -145,12 +145,18 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
         "floor" => ImplKind::Floor,
         other => return Err(format!("unknown impl {other:?} (ours, rslock, floor)").into()),
     };
-    let servers: Vec<String> = need("servers")?
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect();
+    // A comma separates URLs; one that does not start a URL (`host:port` with no scheme)
+    // continues the previous one (a cluster URL names several nodes).
+    let mut servers: Vec<String> = Vec::new();
+    for part in need("servers")?.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match servers.last_mut() {
+            Some(last) if !part.contains("://") => {
+                last.push(',');
+                last.push_str(part);
+            }
+            _ => servers.push(part.to_string()),
+        }
+    }
     if servers.is_empty() {
         return Err("--servers: no server".into());
     }

@@ -4,8 +4,8 @@
 //! over, migrate a slot to another master. Every node is a [`RedisServer`], stopped by its own
 //! PID when the cluster is dropped.
 
-use std::process::Command;
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::{free_port, wait_until, RedisServer, Reply};
 
@@ -17,6 +17,9 @@ pub const NODE_TIMEOUT_MS: u64 = 1000;
 pub struct RedisCluster {
     /// Every node, the masters first (in `redis-cli --cluster create` order).
     pub nodes: Vec<RedisServer>,
+    /// For a TLS cluster ([`start_tls`](Self::start_tls)): each node's TLS port, in the order
+    /// of `nodes`.
+    pub tls_ports: Vec<u16>,
 }
 
 /// One line of `CLUSTER NODES`.
@@ -46,6 +49,23 @@ impl RedisCluster {
     /// As [`start`](Self::start), with extra `redis-server` arguments for every node (the
     /// fixture's own commands use the default user without a password).
     pub fn start_with_args(masters: usize, replicas: usize, extra: &[String]) -> RedisCluster {
+        Self::start_nodes(masters, replicas, extra, None)
+    }
+
+    /// A cluster whose nodes also listen with TLS (certificates from
+    /// [`make_certs`](crate::tls::make_certs) in `certs`, no client certificate required) and
+    /// talk TLS on the cluster bus and to their replicas; clients that connect with TLS are
+    /// told the nodes' TLS ports. The plain ports stay on for the fixture's own commands.
+    pub fn start_tls(masters: usize, replicas: usize, certs: &std::path::Path) -> RedisCluster {
+        Self::start_nodes(masters, replicas, &[], Some(certs))
+    }
+
+    fn start_nodes(
+        masters: usize,
+        replicas: usize,
+        extra: &[String],
+        certs: Option<&std::path::Path>,
+    ) -> RedisCluster {
         let count = masters * (1 + replicas);
         let mut args: Vec<String> = [
             "--cluster-enabled",
@@ -64,30 +84,94 @@ impl RedisCluster {
         args.extend_from_slice(extra);
         // The cluster bus of each node on a free port of its own (by default it is the node's
         // port + 10000, which may be taken, or past 65535).
+        let mut tls_ports = Vec::new();
         let nodes: Vec<RedisServer> = (0..count)
             .map(|_| {
                 let mut args = args.clone();
                 args.extend(["--cluster-port".to_string(), free_port().to_string()]);
+                if let Some(certs) = certs {
+                    let tls_port = free_port();
+                    tls_ports.push(tls_port);
+                    let p = |f: &str| certs.join(f).display().to_string();
+                    args.extend([
+                        "--tls-port".to_string(),
+                        tls_port.to_string(),
+                        "--tls-cert-file".into(),
+                        p("server.crt"),
+                        "--tls-key-file".into(),
+                        p("server.key"),
+                        "--tls-ca-cert-file".into(),
+                        p("ca.crt"),
+                        "--tls-auth-clients".into(),
+                        "no".into(),
+                        // Nodes are each other's TLS clients on the bus and replication
+                        // links: with the client certificate (the server one is for
+                        // serverAuth only).
+                        "--tls-client-cert-file".into(),
+                        p("client.crt"),
+                        "--tls-client-key-file".into(),
+                        p("client.key"),
+                        "--tls-cluster".into(),
+                        "yes".into(),
+                        "--tls-replication".into(),
+                        "yes".into(),
+                    ]);
+                }
                 RedisServer::start_with_args(&args)
             })
             .collect();
         let mut create =
             Command::new(std::env::var_os("REDIS_CLI_BIN").unwrap_or_else(|| "redis-cli".into()));
+        // A TLS cluster is made over TLS (its nodes then know each other's TLS ports, which
+        // they tell TLS clients; plain clients still see the plain ports).
+        let ports: Vec<u16> = match certs {
+            Some(certs) => {
+                create
+                    .arg("--tls")
+                    .arg("--cacert")
+                    .arg(certs.join("ca.crt"));
+                tls_ports.clone()
+            }
+            None => nodes.iter().map(RedisServer::port).collect(),
+        };
         create.args(["--cluster", "create"]);
-        for n in &nodes {
-            create.arg(format!("127.0.0.1:{}", n.port()));
+        for p in &ports {
+            create.arg(format!("127.0.0.1:{p}"));
         }
         create.args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"]);
-        let out = create
-            .output()
+        // `redis-cli --cluster create` waits for the nodes to join without a limit (forever when
+        // they cannot reach each other's bus): bounded here, killed by its PID.
+        let log = std::env::temp_dir().join(format!(
+            "fencelock-cluster-create-{}-{}.log",
+            std::process::id(),
+            nodes[0].port()
+        ));
+        let file = std::fs::File::create(&log).expect("the redis-cli log file");
+        let mut child = create
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("the redis-cli log file"))
+            .stderr(file)
+            .spawn()
             .expect("redis-cli (from redis-tools) must be on PATH, or set REDIS_CLI_BIN");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("waiting for redis-cli") {
+                break Some(status);
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let output = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_file(&log);
         assert!(
-            out.status.success(),
-            "redis-cli --cluster create failed: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+            status.is_some_and(|s| s.success()),
+            "redis-cli --cluster create failed or hung ({status:?}):\n{output}"
         );
-        let cluster = RedisCluster { nodes };
+        let cluster = RedisCluster { nodes, tls_ports };
         cluster.wait_ready(Duration::from_secs(30));
         cluster
     }
@@ -119,6 +203,14 @@ impl RedisCluster {
             "redis+cluster://127.0.0.1:{},127.0.0.1:{}",
             self.nodes[0].port(),
             self.nodes[1].port()
+        )
+    }
+
+    /// `rediss+cluster://127.0.0.1:T1,127.0.0.1:T2`: two seed nodes' TLS ports.
+    pub fn tls_url(&self) -> String {
+        format!(
+            "rediss+cluster://127.0.0.1:{},127.0.0.1:{}",
+            self.tls_ports[0], self.tls_ports[1]
         )
     }
 
