@@ -419,30 +419,40 @@ async fn run_script_acked<T: FromRedisValue>(
         .cmd("WAIT")
         .arg(replicas)
         .arg(within.as_millis().max(1) as u64);
-    let result = pipe.query_async(conn).await;
-    match result {
-        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-            call.script().load_async(conn).await?;
-            pipe.query_async(conn).await
-        }
-        other => other,
-    }
+    run_loaded(conn, call, Request::Pipeline(&pipe)).await
 }
 
-/// Runs a script call on `conn`; a server that does not know the script (a restart empties
-/// its cache) is sent it and asked again.
+/// Runs a script call on `conn`.
 async fn run_script<T: FromRedisValue>(
     conn: &mut Conn,
     call: &ScriptCall,
 ) -> redis::RedisResult<T> {
     let cmd = call.cmd_for(conn.is_cluster());
-    let result = cmd.query_async(conn).await;
-    match result {
-        // On a cluster SCRIPT LOAD goes to every master (a replica promoted by a failover may
-        // not know the script yet).
+    run_loaded(conn, call, Request::Cmd(cmd)).await
+}
+
+/// What a script call sends: its EVALSHA alone, or in a pipeline.
+enum Request<'a> {
+    Cmd(&'a redis::Cmd),
+    Pipeline(&'a redis::Pipeline),
+}
+
+/// Sends `request`; a server that does not know `call`'s script (a restart empties its cache)
+/// is sent it and asked again. On a cluster SCRIPT LOAD goes to every master (a replica
+/// promoted by a failover may not know the script yet).
+async fn run_loaded<T: FromRedisValue>(
+    conn: &mut Conn,
+    call: &ScriptCall,
+    request: Request<'_>,
+) -> redis::RedisResult<T> {
+    let send = async |conn: &mut Conn| match &request {
+        Request::Cmd(cmd) => cmd.query_async(conn).await,
+        Request::Pipeline(pipe) => pipe.query_async(conn).await,
+    };
+    match send(conn).await {
         Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
             call.script().load_async(conn).await?;
-            cmd.query_async(conn).await
+            send(conn).await
         }
         other => other,
     }

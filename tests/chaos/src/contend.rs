@@ -213,3 +213,31 @@ pub async fn contend(manager: LockManager, spec: Contention, history: History) -
     let r = report.lock().unwrap().clone();
     r
 }
+
+/// The runtime the fault tests run their holders on (two worker threads).
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// Waits for the holders of [`contend`], failing the test if they overrun their deadline
+/// `until` by `hang_limit`: a hang.
+///
+/// # Panics
+/// On a hang, or when the holders panicked.
+pub fn finish(
+    rt: &tokio::runtime::Runtime,
+    job: tokio::task::JoinHandle<Report>,
+    until: Instant,
+    hang_limit: Duration,
+) -> Report {
+    let limit = until.saturating_duration_since(Instant::now()) + hang_limit;
+    rt.block_on(async { tokio::time::timeout(limit, job).await })
+        .unwrap_or_else(|_| {
+            panic!("holders still running {hang_limit:?} after their deadline: hung")
+        })
+        .expect("holders panicked")
+}

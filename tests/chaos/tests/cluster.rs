@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use fencelock::keys::LockKeys;
 use fencelock::{ErrorKind, LockManager};
-use fencelock_chaos::contend::{contend, Contention, Report};
+use fencelock_chaos::contend::{contend, finish, runtime, Contention};
 use fencelock_chaos::history::History;
 use fencelock_testkit::cluster::RedisCluster;
 
@@ -17,27 +17,8 @@ const MS: fn(u64) -> Duration = Duration::from_millis;
 /// Longest a whole contention run may take beyond its planned end before it counts as hung.
 const HANG_LIMIT: Duration = Duration::from_secs(30);
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 fn names() -> Vec<String> {
     ["alpha", "beta", "gamma"].map(String::from).to_vec()
-}
-
-fn finish(
-    rt: &tokio::runtime::Runtime,
-    job: tokio::task::JoinHandle<Report>,
-    until: Instant,
-) -> Report {
-    let limit = until.saturating_duration_since(Instant::now()) + HANG_LIMIT;
-    rt.block_on(async { tokio::time::timeout(limit, job).await })
-        .unwrap_or_else(|_| panic!("holders still running {HANG_LIMIT:?} after their deadline"))
-        .expect("holders panicked")
 }
 
 /// Every contended name's slot moves to another master while six holders contend; then back.
@@ -82,7 +63,7 @@ fn resharding_while_holders_contend_keeps_exclusion_and_fencing() {
             sleep(MS(300));
         }
     }
-    let report = finish(&rt, job, until);
+    let report = finish(&rt, job, until, HANG_LIMIT);
     let verdict = history.check();
     println!("resharding ({moved} slot moves): {report}\n{verdict}");
     verdict.assert_ok();
@@ -133,7 +114,7 @@ fn a_master_killed_mid_run_with_replica_ack_keeps_exclusion_and_fencing() {
     c.wait_ready(Duration::from_secs(30));
     assert_eq!(c.replicas_of(promoted), vec![old]);
     let recovered = Instant::now();
-    let report = finish(&rt, job, until);
+    let report = finish(&rt, job, until, HANG_LIMIT);
     let verdict = history.check();
     println!("master killed (acknowledged writes): {report}\n{verdict}");
     verdict.assert_ok();

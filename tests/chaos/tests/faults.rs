@@ -9,7 +9,7 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use fencelock::{ErrorKind, LockManager};
-use fencelock_chaos::contend::{contend, Contention, Report};
+use fencelock_chaos::contend::{contend, finish, runtime, Contention};
 use fencelock_chaos::history::{now_us, History, Hold};
 use fencelock_chaos::mixed::Launcher;
 use fencelock_chaos::paused::a_paused_holder_is_fenced_off;
@@ -25,14 +25,6 @@ const BOUND: Option<Duration> = Some(Duration::from_secs(10));
 /// Longest a whole contention run may take beyond its planned end before it counts as hung.
 const HANG_LIMIT: Duration = Duration::from_secs(20);
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 fn manager(urls: &[String], server_timeout: Duration) -> LockManager {
     LockManager::builder(urls)
         .server_timeout(server_timeout)
@@ -43,20 +35,6 @@ fn manager(urls: &[String], server_timeout: Duration) -> LockManager {
 
 fn names() -> Vec<String> {
     ["alpha", "beta", "gamma"].map(String::from).to_vec()
-}
-
-/// Waits for the holders, failing the test if they overrun their deadline by `HANG_LIMIT`.
-fn finish(
-    rt: &tokio::runtime::Runtime,
-    job: tokio::task::JoinHandle<Report>,
-    until: Instant,
-) -> Report {
-    let limit = until.saturating_duration_since(Instant::now()) + HANG_LIMIT;
-    rt.block_on(async { tokio::time::timeout(limit, job).await })
-        .unwrap_or_else(|_| {
-            panic!("holders still running {HANG_LIMIT:?} after their deadline: hung")
-        })
-        .expect("holders panicked")
 }
 
 fn worker_args(urls: &[String], name: &str, ttl_ms: u64, extra: &[&str]) -> Vec<String> {
@@ -112,7 +90,7 @@ fn a_minority_killed_and_restarted_during_contention_keeps_exclusion() {
         }
         sleep(up);
     }
-    let report = finish(&rt, job, until);
+    let report = finish(&rt, job, until, HANG_LIMIT);
     let verdict = history.check();
     println!("minority killed: {report}\n{verdict}");
     verdict.assert_ok();
@@ -161,7 +139,7 @@ fn a_majority_killed_fails_cleanly_within_the_wait_limit_and_recovers() {
         srv[v].restart();
     }
     let recovered = Instant::now();
-    let report = finish(&rt, job, until);
+    let report = finish(&rt, job, until, HANG_LIMIT);
     let verdict = history.check();
     println!("majority killed: {report}\n{verdict}");
     verdict.assert_ok();
@@ -316,7 +294,7 @@ fn a_stalled_server_behind_the_proxy_does_not_slow_acquire_beyond_the_server_tim
         p.heal();
         i += 1;
     }
-    let report = finish(&rt, job, until);
+    let report = finish(&rt, job, until, HANG_LIMIT);
     let verdict = history.check();
     println!("contention through stalls: {report}\n{verdict}");
     verdict.assert_ok();
@@ -547,7 +525,7 @@ fn worker_processes_and_tasks_contend_through_server_restarts() {
         victim = (victim + 2) % 5;
         sleep(MS(300));
     }
-    let report = finish(&rt, job, until);
+    let report = finish(&rt, job, until, HANG_LIMIT);
     let mut failures = Vec::new();
     for w in &mut workers {
         let deadline = until + MS(15_000);

@@ -90,6 +90,19 @@ static size_t split(char *s, const char **out) {
     return n;
 }
 
+/* Splits a server list as split() does, except that a part that does not start a URL (no
+ * "://": the host:port of a cluster URL's further nodes) continues the previous one. */
+static size_t split_servers(char *s, const char **out) {
+    size_t n = 0;
+    for (char *tok = strtok(s, ","); tok != NULL && n < MAX_LIST; tok = strtok(NULL, ",")) {
+        if (n > 0 && strstr(tok, "://") == NULL)
+            tok[-1] = ','; /* the comma strtok cut: the previous URL runs on */
+        else
+            out[n++] = tok;
+    }
+    return n;
+}
+
 /* The fenced store's check-and-set, read from fenced_write.lua beside this file (shared with
  * tests/chaos/src/store.rs; the test checks its SHA1 on the store). FENCED_WRITE_FILE is set
  * by the build (tests/chaos/src/mixed.rs). */
@@ -204,7 +217,7 @@ static int hold(int argc, char **argv) {
         }
         if (i + 1 >= argc) usage("missing value");
         const char *v = argv[++i];
-        if (!strcmp(flag, "--servers")) nservers = split(argv[i], servers);
+        if (!strcmp(flag, "--servers")) nservers = split_servers(argv[i], servers);
         else if (!strcmp(flag, "--name")) name = v;
         else if (!strcmp(flag, "--ttl-ms")) ttl_ms = strtoull(v, NULL, 10);
         else if (!strcmp(flag, "--wait-ms")) wait_ms = strtoll(v, NULL, 10);
@@ -305,7 +318,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i += 2) {
         const char *flag = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (v == NULL) usage("missing value");
-        if (!strcmp(flag, "--servers")) nservers = split(argv[i + 1], servers);
+        if (!strcmp(flag, "--servers")) nservers = split_servers(argv[i + 1], servers);
         else if (!strcmp(flag, "--names")) nnames = split(argv[i + 1], names);
         else if (!strcmp(flag, "--rounds")) rounds = strtol(v, NULL, 10);
         else if (!strcmp(flag, "--hold-ms")) hold_ms = strtod(v, NULL);

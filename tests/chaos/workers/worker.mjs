@@ -46,10 +46,21 @@ const KINDS = {
 }
 const kind = (e) => KINDS[e && e.code] || `error:${(e && (e.code || e.name)) || 'unknown'}`
 
+// A comma separates URLs; a part that does not start a URL (host:port) continues the previous
+// one (a cluster URL names several nodes).
+function serverList(v) {
+  const out = []
+  for (const part of v.split(',')) {
+    if (out.length && !part.includes('://')) out[out.length - 1] += `,${part}`
+    else out.push(part)
+  }
+  return out
+}
+
 function parse(argv) {
   const a = { ttlMs: 1000, waitMs: 10000, serverTimeoutMs: 100, durationMs: 0 }
   const flags = {
-    '--servers': (v) => (a.servers = v.split(',')),
+    '--servers': (v) => (a.servers = serverList(v)),
     '--names': (v) => (a.names = v.split(',')),
     '--rounds': (v) => (a.rounds = Number(v)),
     '--hold-ms': (v) => (a.holdMs = Number(v)),
@@ -146,7 +157,7 @@ const storeError = (e) => `error:${String((e && e.message) || e).replace(/ /g, '
 function parseHold(argv) {
   const a = { ttlMs: 1000, waitMs: 10000, autoExtend: false, resource: 'resource', value: '' }
   const flags = {
-    '--servers': (v) => (a.servers = v.split(',')),
+    '--servers': (v) => (a.servers = serverList(v)),
     '--name': (v) => (a.name = v),
     '--ttl-ms': (v) => (a.ttlMs = Number(v)),
     '--wait-ms': (v) => (a.waitMs = Number(v)),

@@ -53,6 +53,18 @@ import fencelock
 SLACK_MS = 50
 
 
+def server_list(value: str) -> list[str]:
+    """A comma separates URLs; a part that does not start a URL (host:port) continues the
+    previous one (a cluster URL names several nodes)."""
+    out: list[str] = []
+    for part in value.split(","):
+        if out and "://" not in part:
+            out[-1] += "," + part
+        else:
+            out.append(part)
+    return out
+
+
 def release(lock: fencelock.Lock, out) -> None:
     try:
         lock.release()
@@ -127,7 +139,7 @@ def hold(argv: list[str]) -> int:
     options = {"retry_delay": 0.05}
     if a.server_timeout_ms is not None:
         options["server_timeout"] = a.server_timeout_ms / 1000
-    manager = fencelock.LockManager(a.servers.split(","), **options)
+    manager = fencelock.LockManager(server_list(a.servers), **options)
     try:
         lock = manager.acquire(
             a.name, a.ttl_ms / 1000, wait=a.wait_ms / 1000, auto_extend=a.auto_extend
@@ -203,7 +215,7 @@ def main() -> int:
     names = a.names.split(",")
     out = sys.stdout
     manager = fencelock.LockManager(
-        a.servers.split(","), retry_delay=0.05, server_timeout=a.server_timeout_ms / 1000
+        server_list(a.servers), retry_delay=0.05, server_timeout=a.server_timeout_ms / 1000
     )
     deadline = time.monotonic() + a.duration_ms / 1000 if a.duration_ms > 0 else None
     first = zlib.crc32(a.holder.encode()) % len(names)

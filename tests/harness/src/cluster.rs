@@ -93,17 +93,8 @@ impl RedisCluster {
                     let tls_port = free_port();
                     tls_ports.push(tls_port);
                     let p = |f: &str| certs.join(f).display().to_string();
+                    args.extend(crate::tls::server_args(certs, tls_port, false));
                     args.extend([
-                        "--tls-port".to_string(),
-                        tls_port.to_string(),
-                        "--tls-cert-file".into(),
-                        p("server.crt"),
-                        "--tls-key-file".into(),
-                        p("server.key"),
-                        "--tls-ca-cert-file".into(),
-                        p("ca.crt"),
-                        "--tls-auth-clients".into(),
-                        "no".into(),
                         // Nodes are each other's TLS clients on the bus and replication
                         // links: with the client certificate (the server one is for
                         // serverAuth only).

@@ -83,6 +83,24 @@ pub fn make_certs(dir: &Path) {
     }
 }
 
+/// The `redis-server` arguments of a TLS port with the certificates [`make_certs`] made in
+/// `certs`; `require_client_cert`: `--tls-auth-clients yes`.
+pub fn server_args(certs: &Path, tls_port: u16, require_client_cert: bool) -> Vec<String> {
+    let p = |f: &str| certs.join(f).display().to_string();
+    vec![
+        "--tls-port".to_string(),
+        tls_port.to_string(),
+        "--tls-cert-file".into(),
+        p("server.crt"),
+        "--tls-key-file".into(),
+        p("server.key"),
+        "--tls-ca-cert-file".into(),
+        p("ca.crt"),
+        "--tls-auth-clients".into(),
+        if require_client_cert { "yes" } else { "no" }.into(),
+    ]
+}
+
 /// A redis-server with a plain port and a TLS port, and the certificates it was made with.
 pub struct TlsServer {
     /// The server (its plain port answers the test's own checks).
@@ -103,20 +121,8 @@ impl TlsServer {
         std::fs::create_dir_all(&certs).unwrap();
         make_certs(&certs);
         let tls_port = free_port();
-        let p = |f: &str| certs.join(f).display().to_string();
-        let args = vec![
-            "--tls-port".to_string(),
-            tls_port.to_string(),
-            "--tls-cert-file".into(),
-            p("server.crt"),
-            "--tls-key-file".into(),
-            p("server.key"),
-            "--tls-ca-cert-file".into(),
-            p("ca.crt"),
-            "--tls-auth-clients".into(),
-            if require_client_cert { "yes" } else { "no" }.into(),
-        ];
-        let server = RedisServer::start_with_args(&args);
+        let server =
+            RedisServer::start_with_args(&server_args(&certs, tls_port, require_client_cert));
         TlsServer {
             server,
             tls_port,

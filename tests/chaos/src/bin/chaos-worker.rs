@@ -79,6 +79,22 @@ fn list(v: Option<String>) -> Vec<String> {
         .collect()
 }
 
+/// A comma separates URLs; a part that does not start a URL (`host:port`) continues the
+/// previous one (a cluster URL names several nodes).
+fn server_list(v: Option<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for part in list(v) {
+        match out.last_mut() {
+            Some(last) if !part.contains("://") => {
+                last.push(',');
+                last.push_str(&part);
+            }
+            _ => out.push(part),
+        }
+    }
+    out
+}
+
 fn parse() -> Args {
     let mut it = std::env::args().skip(1);
     let mode = it.next().unwrap_or_default();
@@ -109,7 +125,7 @@ fn parse() -> Args {
     };
     while let Some(flag) = it.next() {
         match flag.as_str() {
-            "--servers" => a.servers = list(it.next()),
+            "--servers" => a.servers = server_list(it.next()),
             "--name" => a.names = vec![it.next().unwrap_or_else(|| usage("missing name"))],
             "--names" => a.names = list(it.next()),
             "--ttl-ms" => a.ttl = ms(it.next()),
