@@ -184,6 +184,22 @@ impl LockManager {
         Ok(lock.map(|l| self.wrap(l)))
     }
 
+    /// See [`crate::LockManager::is_locked`].
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::is_locked`].
+    pub fn is_locked(&self, name: impl AsRef<[u8]>) -> Result<bool> {
+        self.block_on(self.inner.is_locked(name))?
+    }
+
+    /// See [`crate::LockManager::remaining`].
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::remaining`].
+    pub fn remaining(&self, name: impl AsRef<[u8]>) -> Result<Option<Duration>> {
+        self.block_on(self.inner.remaining(name))?
+    }
+
     /// See [`crate::LockManager::release_by_token`].
     ///
     /// # Errors

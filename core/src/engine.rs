@@ -15,7 +15,7 @@ use crate::failure::ServerFailure;
 use crate::identity::Identities;
 use crate::keys::{display_name, LockKeys};
 use crate::quorum;
-use crate::scripts::{Compared, ScriptCall};
+use crate::scripts::{parse_inspect, Compared, Holder, ScriptCall};
 use crate::server::Server;
 use crate::timing;
 use crate::token::{self, WAKE_ID_LEN};
@@ -221,6 +221,69 @@ impl Engine {
                 ttl.as_millis()
             ))),
         }
+    }
+}
+
+impl Engine {
+    /// The quorum's view of lock `name`, changing nothing: `None` when no quorum of servers
+    /// holds it under one token (free, expired, or split between owners); else how long that
+    /// quorum still holds it at least: the quorum-th longest PTTL among the servers that hold
+    /// it, less the call's time and the clock drift (`Duration::MAX`: no expiry, a classic
+    /// `SET` without `PX`). Which token holds it is never returned.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] when fewer than a quorum of servers answer; [`Error::Redis`]
+    /// when servers answer with errors (a key of another type).
+    pub async fn inspect(&self, name: &[u8]) -> Result<Option<Duration>> {
+        let keys = LockKeys::new(&self.config.prefix, name);
+        let timeout = self.server_timeout(timing::DEFAULT_TTL);
+        let start = Instant::now();
+        let call = ScriptCall::inspect(&keys);
+        let views: Vec<std::result::Result<Holder, ServerFailure>> =
+            join_all(self.servers.iter().map(|s| async {
+                let reply = s.eval::<redis::Value>(&call, timeout).await?;
+                parse_inspect(&reply).map_err(ServerFailure::Reply)
+            }))
+            .await;
+        let (n, q) = (self.n(), quorum::quorum(self.n()));
+        let answered = views.iter().filter(|v| v.is_ok()).count();
+        if answered < q {
+            let failures = self.failures(views.iter().map(|v| v.as_ref().err()));
+            let lock = display_name(name);
+            let replies = views
+                .iter()
+                .any(|v| matches!(v, Err(ServerFailure::Reply(_))));
+            if replies
+                && views
+                    .iter()
+                    .all(|v| matches!(v, Err(f) if f.is_permanent()))
+            {
+                return Err(Error::Redis(format!(
+                    "inspection of lock {lock}: {failures}"
+                )));
+            }
+            return Err(Error::Unavailable(format!(
+                "inspection of lock {lock}: only {answered} of {n} servers answered, quorum is {q}: {failures}"
+            )));
+        }
+        let mut by_token: std::collections::HashMap<&[u8], Vec<Option<Duration>>> =
+            std::collections::HashMap::new();
+        for view in views.iter().flatten() {
+            if let Holder::Held { token, pttl } = view {
+                by_token.entry(token).or_default().push(*pttl);
+            }
+        }
+        // At most one token can hold a quorum (a strict majority).
+        let Some(mut pttls) = by_token.into_values().find(|p| p.len() >= q) else {
+            return Ok(None);
+        };
+        pttls.sort_by_key(|p| std::cmp::Reverse(p.unwrap_or(Duration::MAX)));
+        Ok(Some(match pttls[q - 1] {
+            None => Duration::MAX,
+            Some(pttl) => {
+                quorum::validity(pttl, start.elapsed(), self.drift_factor()).unwrap_or_default()
+            }
+        }))
     }
 }
 

@@ -170,6 +170,30 @@ impl LockManager {
         self.engine.release(&target, timeout, true).await
     }
 
+    /// Whether `name` is held: a quorum of servers hold its key under one token (by
+    /// fencelock or by any client's classic `SET name value NX PX`). Acquires nothing and
+    /// changes nothing; the holder's token is never revealed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad name (before any network call);
+    /// [`Error::Unavailable`] when fewer than a quorum of servers answer, as for acquire;
+    /// [`Error::Redis`] when the key holds another type.
+    pub async fn is_locked(&self, name: impl AsRef<[u8]>) -> Result<bool> {
+        Ok(self.remaining(name).await?.is_some())
+    }
+
+    /// How long `name` stays held at least, `None` when it is free: the quorum's view (the
+    /// time a quorum of the servers that hold it under one token still keep it, less this
+    /// call's time and the clock drift, never more), `Duration::MAX` for a key without expiry.
+    ///
+    /// # Errors
+    /// As [`is_locked`](Self::is_locked).
+    pub async fn remaining(&self, name: impl AsRef<[u8]>) -> Result<Option<Duration>> {
+        let name = name.as_ref();
+        check_name(name)?;
+        self.engine.inspect(name).await
+    }
+
     /// Runs `f` while holding `name`: acquires (waiting until acquired), extends the lock in
     /// the background every ttl/3 while `f` runs, then releases it.
     ///

@@ -43,6 +43,10 @@ const EXTEND_SRC: &str = include_str!("scripts/extend.lua");
 static RAISE_FENCE: LazyLock<Script> = LazyLock::new(|| Script::new(RAISE_FENCE_SRC));
 const RAISE_FENCE_SRC: &str = include_str!("scripts/raise_fence.lua");
 
+/// Read-only: the holder's token and PTTL.
+static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(INSPECT_SRC));
+const INSPECT_SRC: &str = include_str!("scripts/inspect.lua");
+
 /// Every command the other scripts run, once per connection (see `preflight.lua`).
 static PREFLIGHT: LazyLock<Script> = LazyLock::new(|| Script::new(PREFLIGHT_SRC));
 const PREFLIGHT_SRC: &str = include_str!("scripts/preflight.lua");
@@ -167,6 +171,11 @@ impl ScriptCall {
         .acked()
     }
 
+    /// Inspect: the holder's token and PTTL, changing nothing. Reply: [`parse_inspect`].
+    pub fn inspect(keys: &LockKeys) -> Self {
+        ScriptCall::new((&INSPECT, INSPECT_SRC), &[&keys.lock], (&[], false))
+    }
+
     /// Preflight: every command the scripts use, on scratch keys under `prefix` (see
     /// `preflight.lua`). Reply: 1.
     pub fn preflight(prefix: &[u8]) -> Self {
@@ -242,6 +251,32 @@ pub(crate) fn parse_acquire(v: &Value) -> Result<AcquireReply, String> {
         [0, pttl, fence] if *fence >= 0 => Ok(AcquireReply::Held {
             pttl: u64::try_from(*pttl).ok().map(Duration::from_millis),
             fence: *fence as u64,
+        }),
+        _ => Err(bad()),
+    }
+}
+
+/// One server's view of a lock: free, or held by a token for a PTTL (`None`: no expiry).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Holder {
+    Free,
+    Held {
+        token: Vec<u8>,
+        pttl: Option<Duration>,
+    },
+}
+
+/// Parses the inspect script's reply: `{}` or `{token, pttl}`.
+pub(crate) fn parse_inspect(v: &Value) -> Result<Holder, String> {
+    let bad = || format!("inspect script returned {v:?}");
+    let Value::Array(items) = v else {
+        return Err(bad());
+    };
+    match items.as_slice() {
+        [] => Ok(Holder::Free),
+        [Value::BulkString(token), Value::Int(pttl)] => Ok(Holder::Held {
+            token: token.clone(),
+            pttl: u64::try_from(*pttl).ok().map(Duration::from_millis),
         }),
         _ => Err(bad()),
     }

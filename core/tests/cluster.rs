@@ -55,9 +55,11 @@ async fn a_cluster_is_one_server_for_acquire_extend_release_and_fencing() {
         );
         lock.extend(MS(20_000)).await.unwrap();
         assert!(master.pttl(name.as_bytes()) > 10_000);
+        assert!(m.remaining(name).await.unwrap().unwrap() > MS(10_000));
         let again = lock.fencing_token();
         lock.release().await.unwrap();
         assert_eq!(master.get(name.as_bytes()), None);
+        assert!(!m.is_locked(name).await.unwrap());
         // Tokens increase per name.
         let next = m.acquire(name, MS(5000), None).await.unwrap();
         assert!(next.fencing_token() > again);

@@ -1,0 +1,10 @@
+-- Read-only inspection of a lock: who holds it and for how long, changing nothing.
+-- KEYS (the order of keys.rs and scripts.rs): [1] lock key.
+-- Returns {} when the key is absent, else {holder's token, PTTL} (PTTL -1: no expiry, a
+-- classic SET without PX). The token stays inside the library: it is only compared across
+-- servers, never shown to the caller.
+local holder = redis.call('GET', KEYS[1])
+if holder == false then
+  return {}
+end
+return {holder, redis.call('PTTL', KEYS[1])}
