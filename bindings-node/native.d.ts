@@ -46,6 +46,19 @@ export declare class LockManager {
   tryAcquire(name: string | Buffer, options?: TryAcquireOptions): Promise<Lock | null>
   /** Releases `name` if it is held with `token`, without a lock object. */
   release(name: string | Buffer, token: string | Buffer): Promise<void>
+  /**
+   * Whether `name` is held: a quorum of the servers hold its key under one token (taken by
+   * fencelock or by any client's classic `SET name value NX PX`). Acquires nothing; the
+   * holder's token is never shown. Rejects with `ERR_UNAVAILABLE` when too few servers
+   * answer, as `acquire` does.
+   */
+  isLocked(name: string | Buffer): Promise<boolean>
+  /**
+   * How long `name` stays held at least, in milliseconds, or `null` when it is free: the
+   * quorum's view (what a quorum of the servers holding it under one token still keep, less
+   * this call's time and the clock drift; never more); `Infinity` for a key without expiry.
+   */
+  remaining(name: string | Buffer): Promise<number | null>
   /** The servers, as `host:port` labels (credentials never shown). */
   get servers(): Array<string>
   /** Whether `close()` was called. */

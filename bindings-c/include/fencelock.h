@@ -475,6 +475,27 @@ fl_status fl_lock_detach(struct fl_lock *lock);
 fl_status fl_release_by_token(const struct fl_manager *manager, const char *name, const char *token);
 
 /**
+ * Whether the lock `name` is held: a quorum of the servers hold its key under one token
+ * (taken by fencelock or by any client's classic `SET name value NX PX`). Acquires nothing;
+ * the holder's token is never shown. Writes `*out` only on success.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name (before any network call);
+ * `FL_UNAVAILABLE` when fewer than a quorum of servers answered; `FL_REDIS_ERROR` when the
+ * key holds another type.
+ */
+fl_status fl_manager_is_locked(const struct fl_manager *manager, const char *name, bool *out);
+
+/**
+ * How long the lock `name` stays held at least, in milliseconds, or -1 when it is free: the
+ * quorum's view (what a quorum of the servers holding it under one token still keep, less
+ * this call's time and the clock drift; never more); `INT64_MAX` for a key without expiry.
+ * Writes `*out` only on success.
+ *
+ * Errors: as `fl_manager_is_locked`.
+ */
+fl_status fl_manager_remaining_ms(const struct fl_manager *manager, const char *name, int64_t *out);
+
+/**
  * The lock's name, NUL-terminated. `*out` stays valid until the handle is freed.
  *
  * Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL.

@@ -48,8 +48,8 @@ pub use lock::{
     fl_interrupt_callback, fl_lock, fl_lock_acquire, fl_lock_acquire_interruptible,
     fl_lock_acquire_with_token, fl_lock_auto_extend, fl_lock_callback, fl_lock_detach,
     fl_lock_extend, fl_lock_fencing_token, fl_lock_free, fl_lock_is_lost, fl_lock_name,
-    fl_lock_release, fl_lock_token, fl_lock_try_acquire, fl_lock_validity_ms, fl_release_by_token,
-    fl_with_lock,
+    fl_lock_release, fl_lock_token, fl_lock_try_acquire, fl_lock_validity_ms, fl_manager_is_locked,
+    fl_manager_remaining_ms, fl_release_by_token, fl_with_lock,
 };
 pub use manager::{fl_manager, fl_manager_free, fl_manager_new};
 pub use options::{

@@ -333,6 +333,54 @@ pub unsafe extern "C" fn fl_release_by_token(
     })
 }
 
+/// Whether the lock `name` is held: a quorum of the servers hold its key under one token
+/// (taken by fencelock or by any client's classic `SET name value NX PX`). Acquires nothing;
+/// the holder's token is never shown. Writes `*out` only on success.
+///
+/// Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name (before any network call);
+/// `FL_UNAVAILABLE` when fewer than a quorum of servers answered; `FL_REDIS_ERROR` when the
+/// key holds another type.
+#[no_mangle]
+pub unsafe extern "C" fn fl_manager_is_locked(
+    manager: *const fl_manager,
+    name: *const c_char,
+    out: *mut bool,
+) -> fl_status {
+    boundary(|| {
+        let m = self::manager(manager)?;
+        // SAFETY: NULL or a NUL-terminated string, by contract.
+        let name = unsafe { ffi::bytes(name, "name") }?;
+        let out = ffi::out(out, "out")?;
+        *out = m.inner.is_locked(name)?;
+        Ok(())
+    })
+}
+
+/// How long the lock `name` stays held at least, in milliseconds, or -1 when it is free: the
+/// quorum's view (what a quorum of the servers holding it under one token still keep, less
+/// this call's time and the clock drift; never more); `INT64_MAX` for a key without expiry.
+/// Writes `*out` only on success.
+///
+/// Errors: as `fl_manager_is_locked`.
+#[no_mangle]
+pub unsafe extern "C" fn fl_manager_remaining_ms(
+    manager: *const fl_manager,
+    name: *const c_char,
+    out: *mut i64,
+) -> fl_status {
+    boundary(|| {
+        let m = self::manager(manager)?;
+        // SAFETY: NULL or a NUL-terminated string, by contract.
+        let name = unsafe { ffi::bytes(name, "name") }?;
+        let out = ffi::out(out, "out")?;
+        *out = match m.inner.remaining(name)? {
+            None => -1,
+            Some(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        };
+        Ok(())
+    })
+}
+
 /// The lock's name, NUL-terminated. `*out` stays valid until the handle is freed.
 ///
 /// Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL.

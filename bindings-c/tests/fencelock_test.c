@@ -1324,6 +1324,64 @@ static void test_redlock_survives_one_server_killed(void) {
     fl_manager_free(m2);
 }
 
+/* Inspection without acquiring (issue 22): the quorum's view; a classic SET NX PX counts. */
+static void test_is_locked_and_remaining(void) {
+    fl_manager *m = single_manager(), *r = redlock_manager();
+    fl_lock *l = NULL;
+    const char *name = fresh_name("inspect"), *rname = fresh_name("inspect-r");
+    const char *argv[6];
+    char val[64];
+    bool held = true;
+    int64_t left = 0;
+
+    CHECK_ST(fl_manager_is_locked(m, name, &held), FL_OK);
+    CHECK(!held);
+    CHECK_ST(fl_manager_remaining_ms(m, name, &left), FL_OK);
+    CHECK(left == -1);
+    CHECK_ST(fl_lock_acquire(m, name, 5000, 0, &l), FL_OK);
+    CHECK_ST(fl_manager_is_locked(m, name, &held), FL_OK);
+    CHECK(held);
+    CHECK_ST(fl_manager_remaining_ms(m, name, &left), FL_OK);
+    CHECK(left > 3000 && left <= 5000);
+    CHECK_ST(fl_lock_release(l), FL_OK);
+    fl_lock_free(l);
+    CHECK_ST(fl_manager_is_locked(m, name, &held), FL_OK);
+    CHECK(!held);
+
+    /* A classic SET NX PX of another client counts as held; without expiry: INT64_MAX. */
+    argv[0] = "SET"; argv[1] = name; argv[2] = "someone-else"; argv[3] = "NX"; argv[4] = "PX"; argv[5] = "2000";
+    CHECK(raw_cmd(ports[0], val, sizeof val, 6, argv) == '+');
+    CHECK_ST(fl_manager_remaining_ms(m, name, &left), FL_OK);
+    CHECK(left > 500 && left <= 2000);
+    argv[1] = rname;
+    CHECK(raw_cmd(ports[0], val, sizeof val, 3, argv) == '+');
+    CHECK_ST(fl_manager_remaining_ms(m, rname, &left), FL_OK);
+    CHECK(left == INT64_MAX);
+
+    /* Redlock: one server of three holding it is no quorum; two under one token are. */
+    argv[1] = rname; argv[2] = "tok-a";
+    CHECK(raw_cmd(ports[1], val, sizeof val, 6, argv) == '+');
+    CHECK_ST(fl_manager_is_locked(r, rname, &held), FL_OK);
+    CHECK(!held);
+    argv[5] = "3000";
+    CHECK(raw_cmd(ports[2], val, sizeof val, 6, argv) == '+');
+    CHECK_ST(fl_manager_remaining_ms(r, rname, &left), FL_OK);
+    CHECK(left > 1500 && left <= 3000); /* the quorum's guarantee: the shorter TTL */
+
+    /* Bad input before any call; out untouched on failure. */
+    held = true;
+    CHECK_INVALID(fl_manager_is_locked(NULL, name, &held), "manager");
+    CHECK_INVALID(fl_manager_is_locked(m, NULL, &held), "name");
+    CHECK_INVALID(fl_manager_is_locked(m, name, NULL), "out");
+    CHECK_INVALID(fl_manager_is_locked(m, "", &held), "empty");
+    CHECK(held);
+    left = 7;
+    CHECK_INVALID(fl_manager_remaining_ms(m, "fencelock:{1}:fence", &left), "reserved");
+    CHECK(left == 7);
+    fl_manager_free(m);
+    fl_manager_free(r);
+}
+
 /* ---------------------------------------------------------------- Redis Cluster */
 
 static int cluster_ports[6];
@@ -1451,6 +1509,7 @@ int main(void) {
     run_test("processes_exclude_each_other", test_processes_exclude_each_other);
     run_test("redlock_survives_one_server_killed", test_redlock_survives_one_server_killed);
     run_test("a_cluster_is_one_server", test_a_cluster_is_one_server);
+    run_test("is_locked_and_remaining", test_is_locked_and_remaining);
 
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed == 0 ? 0 : 1;

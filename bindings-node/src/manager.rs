@@ -351,6 +351,60 @@ impl JsLockManager {
         )
     }
 
+    /// Whether `name` is held: a quorum of the servers hold its key under one token (taken by
+    /// fencelock or by any client's classic `SET name value NX PX`). Acquires nothing; the
+    /// holder's token is never shown. Rejects with `ERR_UNAVAILABLE` when too few servers
+    /// answer, as `acquire` does.
+    #[napi(
+        catch_unwind,
+        js_name = "isLocked",
+        ts_args_type = "name: string | Buffer",
+        ts_return_type = "Promise<boolean>"
+    )]
+    pub fn is_locked<'e>(&self, env: &'e Env, name: Unknown<'e>) -> Result<PromiseRaw<'e, bool>> {
+        let (name, manager) = match self.name_and_manager(&name) {
+            Ok(c) => c,
+            Err(f) => return rejected(env, f),
+        };
+        promise(
+            env,
+            async move { Ok(manager.is_locked(&name).await?) },
+            |_, held| Ok(held),
+        )
+    }
+
+    /// How long `name` stays held at least, in milliseconds, or `null` when it is free: the
+    /// quorum's view (what a quorum of the servers holding it under one token still keep, less
+    /// this call's time and the clock drift; never more); `Infinity` for a key without expiry.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "name: string | Buffer",
+        ts_return_type = "Promise<number | null>"
+    )]
+    pub fn remaining<'e>(
+        &self,
+        env: &'e Env,
+        name: Unknown<'e>,
+    ) -> Result<PromiseRaw<'e, Option<f64>>> {
+        let (name, manager) = match self.name_and_manager(&name) {
+            Ok(c) => c,
+            Err(f) => return rejected(env, f),
+        };
+        promise(
+            env,
+            async move { Ok(manager.remaining(&name).await?) },
+            |_, left: Option<std::time::Duration>| {
+                Ok(left.map(|d| {
+                    if d == std::time::Duration::MAX {
+                        f64::INFINITY
+                    } else {
+                        d.as_secs_f64() * 1000.0
+                    }
+                }))
+            },
+        )
+    }
+
     /// The servers, as `host:port` labels (credentials never shown).
     #[napi(catch_unwind, getter)]
     pub fn servers(&self) -> Vec<String> {
@@ -380,6 +434,11 @@ impl JsLockManager {
 }
 
 impl JsLockManager {
+    /// A checked lock name and the live manager, for the name queries.
+    fn name_and_manager(&self, name: &Unknown) -> Checked<(Vec<u8>, fencelock::LockManager)> {
+        Ok((args::bytes("name", name)?, self.manager()?))
+    }
+
     fn build(
         env: &Env,
         servers: Unknown,

@@ -371,6 +371,56 @@ impl PyAsyncLockManager {
         ScopeArgs::new(name, ttl, wait)?.decorator(slf.as_any())
     }
 
+    /// Whether ``name`` is held (awaitable ``bool``); see ``fencelock.LockManager.is_locked``.
+    fn is_locked<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let live = self.live(py)?;
+        let manager = live.manager.as_async().clone();
+        let fut = async move {
+            manager
+                .is_locked(name.as_bytes())
+                .await
+                .map_err(Failure::Core)
+        };
+        spawn(py, &live, OnCancel::Finish, fut, |py, held: bool| {
+            Ok(pyo3::types::PyBool::new(py, held).to_owned().into_any())
+        })
+    }
+
+    /// How long ``name`` stays held at least, in seconds, or ``None`` when free (awaitable);
+    /// see ``fencelock.LockManager.remaining``.
+    fn remaining<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let live = self.live(py)?;
+        let manager = live.manager.as_async().clone();
+        let fut = async move {
+            manager
+                .remaining(name.as_bytes())
+                .await
+                .map_err(Failure::Core)
+        };
+        spawn(
+            py,
+            &live,
+            OnCancel::Finish,
+            fut,
+            |py, left: Option<std::time::Duration>| {
+                Ok(match left {
+                    Some(d) => {
+                        pyo3::types::PyFloat::new(py, crate::convert::seconds_or_inf(d)).into_any()
+                    }
+                    None => py.None().into_bound(py),
+                })
+            },
+        )
+    }
+
     /// Releases ``name`` if it is held with ``token``; raises ``LockLost`` if it was not.
     fn release<'py>(
         &self,

@@ -337,6 +337,15 @@ pub fn replica_ack_timeout_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<f64>> 
     optional(obj, |o| number("replica_ack_timeout", o))
 }
 
+/// A remaining time in seconds; `Duration::MAX` (a key without expiry) is `math.inf`.
+pub fn seconds_or_inf(d: std::time::Duration) -> f64 {
+    if d == std::time::Duration::MAX {
+        f64::INFINITY
+    } else {
+        d.as_secs_f64()
+    }
+}
+
 /// `tls_insecure`: exactly `True` or `False` (a truthy string must not turn verification off).
 pub fn tls_insecure_arg(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     obj.cast::<PyBool>().map(|b| b.is_true()).map_err(|_| {

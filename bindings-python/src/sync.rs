@@ -86,7 +86,7 @@ fn acquire_blocking(
 /// authentication; default 2). ``replica_ack=N`` makes each acquire, extend and fencing
 /// write-back wait (``WAIT``) until N replicas acknowledged it, at most
 /// ``replica_ack_timeout`` (default 0.1): a server whose replicas did not does not count
-/// toward the quorum (the call fails with ``LockUnavailable`` saying so), so that a granted
+/// toward the quorum (the call fails with ``Unavailable`` saying so), so that a granted
 /// lock survives the failover of its master (docs/SAFETY.md). Times are in seconds.
 ///
 /// TLS, for ``rediss://`` servers: ``tls_ca_file`` a PEM file of the CA(s) to trust instead
@@ -221,6 +221,34 @@ impl PyLockManager {
         #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         ScopeArgs::new(name, ttl, wait)?.decorator(slf.as_any())
+    }
+
+    /// Whether ``name`` is held: a quorum of the servers hold its key under one token (taken
+    /// by fencelock or by any client's classic ``SET name value NX PX``). Acquires nothing;
+    /// the holder's token is never shown. Raises ``Unavailable`` when too few servers
+    /// answer, as ``acquire`` does.
+    fn is_locked(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+    ) -> PyResult<bool> {
+        let manager = self.live(py)?;
+        shutdown::detach(py, || manager.is_locked(name.as_bytes())).map_err(|e| to_py(py, e))
+    }
+
+    /// How long ``name`` stays held at least, in seconds, or ``None`` when it is free: the
+    /// quorum's view (what a quorum of the servers holding it under one token still keep, less
+    /// this call's time and the clock drift; never more); ``math.inf`` for a key without
+    /// expiry. Raises as ``is_locked``.
+    fn remaining(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+    ) -> PyResult<Option<f64>> {
+        let manager = self.live(py)?;
+        shutdown::detach(py, || manager.remaining(name.as_bytes()))
+            .map(|r| r.map(crate::convert::seconds_or_inf))
+            .map_err(|e| to_py(py, e))
     }
 
     /// Releases ``name`` if it is held with ``token`` (a lock handed over from another process

@@ -103,6 +103,10 @@ class LockManager:
         self, name: _Text, ttl: float = 30.0, *, wait: Optional[float] = None
     ) -> Callable[[_F], _F]:
         """A decorator running the function inside ``self.lock(name, ttl, wait=wait)``."""
+    def is_locked(self, name: _Text) -> bool:
+        """Whether a quorum of the servers hold ``name`` under one token."""
+    def remaining(self, name: _Text) -> Optional[float]:
+        """Seconds ``name`` stays held at least (``math.inf``: no expiry), ``None`` when free."""
     def release(self, name: _Text, token: _Text) -> None:
         """Releases ``name`` if it is held with ``token``."""
     def close(self) -> None:
@@ -201,6 +205,10 @@ class AsyncLockManager:
         self, name: _Text, ttl: float = 30.0, *, wait: Optional[float] = None
     ) -> Callable[[_F], _F]:
         """A decorator for coroutine functions, as ``async with self.lock(...)``."""
+    def is_locked(self, name: _Text) -> Coroutine[Any, Any, bool]:
+        """Whether a quorum of the servers hold ``name`` under one token."""
+    def remaining(self, name: _Text) -> Coroutine[Any, Any, Optional[float]]:
+        """Seconds ``name`` stays held at least (``math.inf``: no expiry), ``None`` when free."""
     def release(self, name: _Text, token: _Text) -> Coroutine[Any, Any, None]:
         """Releases ``name`` if it is held with ``token``."""
     def close(self) -> Coroutine[Any, Any, None]:
