@@ -48,7 +48,7 @@ export declare class LockManager {
   release(name: string | Buffer, token: string | Buffer): Promise<void>
   /**
    * Whether `name` is held: a quorum of the servers hold its key under one token (taken by
-   * fencelock or by any client's classic `SET name value NX PX`). Acquires nothing; the
+   * fencelock or by another client's classic set-if-absent lock with an expiry). Acquires nothing; the
    * holder's token is never shown. Rejects with `ERR_UNAVAILABLE` when too few servers
    * answer, as `acquire` does.
    */
@@ -143,7 +143,7 @@ export interface LockManagerOptions {
   /** The longest time opening a connection to a server may take; default 2000. */
   connectTimeout?: number
   /**
-   * How many replicas must acknowledge (`WAIT`) each acquire, extend and fencing
+   * How many replicas must acknowledge each acquire, extend and fencing
    * write-back; a server whose replicas did not within `replicaAckTimeout` does not
    * count toward the quorum, so that a granted lock survives a failover of its master.
    * Default: none (off).

@@ -275,8 +275,9 @@ fl_status fl_manager_options_set_connect_timeout_ms(struct fl_manager_options *o
 
 /**
  * Asks for replica acknowledgment: after each acquire, extend and fencing write-back on a
- * server, `WAIT replicas timeout_ms`, so that a granted lock and its fencing counter survive
- * a failover of the master that holds them. A server whose write fewer replicas acknowledged
+ * server, a wait until `replicas` replicas acknowledged the write (at most `timeout_ms`), so
+ * that a granted lock and its fencing counter survive a failover of the master that holds
+ * them. A server whose write fewer replicas acknowledged
  * within `timeout_ms` does not count toward the quorum: the call fails on it (retried until
  * the wait limit), and without a quorum `fl_lock_acquire` or `fl_lock_extend` returns
  * `FL_UNAVAILABLE` with a message naming how many replicas acknowledged. `replicas` must be
@@ -476,7 +477,7 @@ fl_status fl_release_by_token(const struct fl_manager *manager, const char *name
 
 /**
  * Whether the lock `name` is held: a quorum of the servers hold its key under one token
- * (taken by fencelock or by any client's classic `SET name value NX PX`). Acquires nothing;
+ * (taken by fencelock or by another client's classic set-if-absent lock with an expiry). Acquires nothing;
  * the holder's token is never shown. Writes `*out` only on success.
  *
  * Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name (before any network call);

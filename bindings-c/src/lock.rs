@@ -334,7 +334,7 @@ pub unsafe extern "C" fn fl_release_by_token(
 }
 
 /// Whether the lock `name` is held: a quorum of the servers hold its key under one token
-/// (taken by fencelock or by any client's classic `SET name value NX PX`). Acquires nothing;
+/// (taken by fencelock or by another client's classic set-if-absent lock with an expiry). Acquires nothing;
 /// the holder's token is never shown. Writes `*out` only on success.
 ///
 /// Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name (before any network call);

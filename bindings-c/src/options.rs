@@ -198,8 +198,9 @@ pub unsafe extern "C" fn fl_manager_options_set_connect_timeout_ms(
 }
 
 /// Asks for replica acknowledgment: after each acquire, extend and fencing write-back on a
-/// server, `WAIT replicas timeout_ms`, so that a granted lock and its fencing counter survive
-/// a failover of the master that holds them. A server whose write fewer replicas acknowledged
+/// server, a wait until `replicas` replicas acknowledged the write (at most `timeout_ms`), so
+/// that a granted lock and its fencing counter survive a failover of the master that holds
+/// them. A server whose write fewer replicas acknowledged
 /// within `timeout_ms` does not count toward the quorum: the call fails on it (retried until
 /// the wait limit), and without a quorum `fl_lock_acquire` or `fl_lock_extend` returns
 /// `FL_UNAVAILABLE` with a message naming how many replicas acknowledged. `replicas` must be

@@ -352,7 +352,7 @@ impl JsLockManager {
     }
 
     /// Whether `name` is held: a quorum of the servers hold its key under one token (taken by
-    /// fencelock or by any client's classic `SET name value NX PX`). Acquires nothing; the
+    /// fencelock or by another client's classic set-if-absent lock with an expiry). Acquires nothing; the
     /// holder's token is never shown. Rejects with `ERR_UNAVAILABLE` when too few servers
     /// answer, as `acquire` does.
     #[napi(

@@ -52,7 +52,7 @@ js_options! {
         server_timeout / "serverTimeout": Option<f64>,
         #[doc = " The longest time opening a connection to a server may take; default 2000."]
         connect_timeout / "connectTimeout": Option<f64>,
-        #[doc = " How many replicas must acknowledge (`WAIT`) each acquire, extend and fencing"]
+        #[doc = " How many replicas must acknowledge each acquire, extend and fencing"]
         #[doc = " write-back; a server whose replicas did not within `replicaAckTimeout` does not"]
         #[doc = " count toward the quorum, so that a granted lock survives a failover of its master."]
         #[doc = " Default: none (off)."]

@@ -84,7 +84,7 @@ fn acquire_blocking(
 /// allowance, ``server_timeout`` a fixed per-server call timeout (default ttl/20 within
 /// [0.01, 1] s), ``connect_timeout`` the bound on opening a connection (TCP, TLS handshake,
 /// authentication; default 2). ``replica_ack=N`` makes each acquire, extend and fencing
-/// write-back wait (``WAIT``) until N replicas acknowledged it, at most
+/// write-back wait until N replicas acknowledged it, at most
 /// ``replica_ack_timeout`` (default 0.1): a server whose replicas did not does not count
 /// toward the quorum (the call fails with ``Unavailable`` saying so), so that a granted
 /// lock survives the failover of its master (docs/SAFETY.md). Times are in seconds.
@@ -224,7 +224,7 @@ impl PyLockManager {
     }
 
     /// Whether ``name`` is held: a quorum of the servers hold its key under one token (taken
-    /// by fencelock or by any client's classic ``SET name value NX PX``). Acquires nothing;
+    /// by fencelock or by another client's classic set-if-absent lock with an expiry). Acquires nothing;
     /// the holder's token is never shown. Raises ``Unavailable`` when too few servers
     /// answer, as ``acquire`` does.
     fn is_locked(
