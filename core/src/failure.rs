@@ -38,18 +38,15 @@ pub(crate) enum ServerFailure {
     Config(String),
     /// The server answered with an error (for example WRONGTYPE) or an unexpected reply.
     Reply(String),
+    /// The lock's cluster slot is moving between nodes (TRYAGAIN, or a redirection not
+    /// settled yet): nothing was done, and the call is sent again shortly, within its time.
+    SlotMoving(String),
     /// The server did the write, but fewer replicas than asked acknowledged it in time
     /// (replica acknowledgment, `WAIT`): its answer does not count, and a retry may succeed.
     NotReplicated(String),
 }
 
 impl ServerFailure {
-    /// A cluster slot in migration (TRYAGAIN, or a redirection not settled yet): worth sending
-    /// again at once, within the call's time.
-    pub fn is_slot_moving(&self) -> bool {
-        matches!(self, ServerFailure::Unready(m) if m.contains("cluster slot is moving"))
-    }
-
     /// Failures that retrying will not cure.
     pub fn is_permanent(&self) -> bool {
         matches!(self, ServerFailure::Config(_) | ServerFailure::Reply(_))
@@ -98,7 +95,7 @@ impl ServerFailure {
             // sentinels) rather than fail for good.
             ServerFailure::Connection("the server is a read-only replica".into())
         } else if let Some(c) = code.filter(|c| SLOT_MOVING_CODES.contains(c)) {
-            ServerFailure::Unready(format!("the lock's cluster slot is moving ({c})"))
+            ServerFailure::SlotMoving(format!("the lock's cluster slot is moving ({c})"))
         } else if let Some(c) = code.filter(|c| UNREADY_CODES.contains(c)) {
             ServerFailure::Unready(format!("the server is not ready ({c})"))
         } else if code == Some("NOPERM")
@@ -172,6 +169,7 @@ impl std::fmt::Display for ServerFailure {
             ServerFailure::Timeout(t) => write!(f, "no reply within {} ms", t.as_millis()),
             ServerFailure::Connection(m) => write!(f, "connection failed: {m}"),
             ServerFailure::Unready(m)
+            | ServerFailure::SlotMoving(m)
             | ServerFailure::Config(m)
             | ServerFailure::NotReplicated(m) => f.write_str(m),
             ServerFailure::Reply(m) => write!(f, "unexpected reply: {m}"),

@@ -169,45 +169,11 @@ impl Server {
             .set_connection_timeout(None)
             .set_response_timeout(None);
         let attempt = async {
-            if let Some(cluster) = &self.cluster {
-                let mut conn = Conn::Cluster(
-                    cluster
-                        .client()
-                        .map_err(|e| ServerFailure::from_redis(&e))?
-                        .get_async_connection()
-                        .await
-                        .map_err(|e| ServerFailure::from_redis(&e))?,
-                );
-                run_script::<i64>(&mut conn, &self.preflight)
-                    .await
-                    .map_err(|e| ServerFailure::from_script(&e, self.preflight.source()))?;
-                self.identities.claim(&mut conn, &self.label).await?;
-                return Ok(conn);
-            }
-            let client = self.resolve().await?;
-            let conn = client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await
-                .map_err(|e| ServerFailure::from_redis(&e))?;
-            let mut conn = Conn::Single(conn);
-            if self.sentinel.is_some() {
-                // During a failover a sentinel may still name the old master: make sure.
-                let role: Vec<redis::Value> = redis::cmd("ROLE")
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(|e| ServerFailure::from_redis(&e))?;
-                if !matches!(role.first(), Some(redis::Value::BulkString(r)) if r == b"master") {
-                    return Err(ServerFailure::Connection(
-                        "the server the sentinels named is not a master (failover in progress)"
-                            .into(),
-                    ));
-                }
-            }
+            let mut conn = self.connect(&config).await?;
             run_script::<i64>(&mut conn, &self.preflight)
                 .await
                 .map_err(|e| ServerFailure::from_script(&e, self.preflight.source()))?;
             self.identities.claim(&mut conn, &self.label).await?;
-            *lock(&self.current) = client;
             Ok(conn)
         };
         let result = match tokio::time::timeout(self.connect_timeout, attempt).await {
@@ -243,6 +209,40 @@ impl Server {
             }
         };
         done.send_replace(Some(reply));
+    }
+
+    /// A new command connection: to the cluster, or to the server (for a Sentinel entry, the
+    /// master the sentinels name, checked to be one; it becomes the subscriber's server).
+    async fn connect(&self, config: &AsyncConnectionConfig) -> Result<Conn, ServerFailure> {
+        if let Some(cluster) = &self.cluster {
+            let client = cluster
+                .client()
+                .map_err(|e| ServerFailure::from_redis(&e))?;
+            let conn = client
+                .get_async_connection()
+                .await
+                .map_err(|e| ServerFailure::from_redis(&e))?;
+            return Ok(Conn::Cluster(conn));
+        }
+        let client = self.resolve().await?;
+        let mut conn = client
+            .get_multiplexed_async_connection_with_config(config)
+            .await
+            .map_err(|e| ServerFailure::from_redis(&e))?;
+        if self.sentinel.is_some() {
+            // During a failover a sentinel may still name the old master: make sure.
+            let role: Vec<redis::Value> = redis::cmd("ROLE")
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| ServerFailure::from_redis(&e))?;
+            if !matches!(role.first(), Some(redis::Value::BulkString(r)) if r == b"master") {
+                return Err(ServerFailure::Connection(
+                    "the server the sentinels named is not a master (failover in progress)".into(),
+                ));
+            }
+        }
+        *lock(&self.current) = client;
+        Ok(Conn::Single(conn))
     }
 
     /// The client to connect with: the server's own, or the master the first answering
@@ -334,6 +334,7 @@ impl Server {
             loop {
                 let (generation, mut conn) = self.connection().await?;
                 let ack = self.replica_ack.filter(|_| call.wants_ack()).map(|a| {
+                    // At least 1 ms: WAIT 0 would wait for ever.
                     let wait = a.timeout.min(timeout * 3 / 4).max(Duration::from_millis(1));
                     (a.replicas, wait)
                 });
@@ -357,7 +358,7 @@ impl Server {
                         // A cluster slot half moved: the script's keys are split between two
                         // nodes for a moment (TRYAGAIN), or a redirection is not settled yet:
                         // try again within the call's time.
-                        if failure.is_slot_moving() {
+                        if matches!(failure, ServerFailure::SlotMoving(_)) {
                             tokio::time::sleep(timing::TRYAGAIN_PAUSE).await;
                             continue;
                         }
@@ -418,7 +419,7 @@ async fn run_script_acked<T: FromRedisValue>(
     pipe.add_command(call.cmd_for(conn.is_cluster()).clone())
         .cmd("WAIT")
         .arg(replicas)
-        .arg(within.as_millis().max(1) as u64);
+        .arg(within.as_millis() as u64);
     run_loaded(conn, call, Request::Pipeline(&pipe)).await
 }
 
