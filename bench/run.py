@@ -680,7 +680,10 @@ class Bench:
         """Ours only, Rust and Node, distinct names, on a 3-master cluster (the peers' lock
         libraries here do not take a cluster: rslock has no cluster client, node-redlock would
         need an ioredis Cluster per server entry): beside the same runs on one standalone
-        server. All servers of both runs share this machine's 2 cores with the runner."""
+        server. All servers of both runs share this machine's 2 cores with the runner. The
+        standalone runs repeat what `scale` measured on purpose: each right after its cluster
+        run, so that a ratio pairs runs seconds apart (this machine's speed swings within
+        minutes, see notes.md)."""
         tasks_list = [t for t in self.mode.scale_tasks if t > 1]
         out: dict[str, Any] = {}
         self.log("scale on a cluster: starting 3 masters")
