@@ -73,6 +73,14 @@ export declare class NotAcquiredError extends LockError {
 export declare class LockLostError extends LockError {
   readonly code: 'ERR_LOCK_LOST'
   static readonly code: 'ERR_LOCK_LOST'
+  /**
+   * On the error a lost lock's `signal` is aborted with: why it was lost. `'expired'`: its
+   * validity ran out, or an extension found the key gone; `'taken'`: an extension found
+   * another token in the key; `'unreachable'`: no quorum of servers could be reached to
+   * extend it before its validity ran out. Absent on the errors of calls (their message says
+   * what they found).
+   */
+  readonly reason?: 'expired' | 'taken' | 'unreachable'
 }
 /** Too few servers answered to reach a quorum; the message names them. */
 export declare class UnavailableError extends LockError {

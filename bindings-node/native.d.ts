@@ -24,7 +24,17 @@ export declare class Lock {
    * found it gone or taken).
    */
   get lost(): boolean
-  /** An `AbortSignal` aborted (with a `LockLostError` as its reason) when the lock is lost. */
+  /**
+   * Why the lock was lost: `'expired'` (its validity ran out, or an extension found the key
+   * gone), `'taken'` (an extension found another token in the key), `'unreachable'` (no
+   * quorum could be reached to extend it before its validity ran out); `null` while it is
+   * held (or released without a loss).
+   */
+  get lostReason(): 'expired' | 'taken' | 'unreachable' | null
+  /**
+   * An `AbortSignal` aborted when the lock is lost, with a `LockLostError` as its reason
+   * whose `reason` says why (`'expired'`, `'taken'` or `'unreachable'`).
+   */
   get signal(): AbortSignal
   /** Extends the lock to `ttl` ms from now (default: the TTL of the last acquire or extend). */
   extend(ttl?: number): Promise<void>

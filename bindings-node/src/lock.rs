@@ -1,8 +1,9 @@
 //! `JsLock`, seen from JavaScript as `Lock`: a held lock, its getters, `extend`, `release`,
 //! and the `AbortSignal` that fires when the core reports the lock lost.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+use fencelock::{LostReason, LostView};
 
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
@@ -23,8 +24,8 @@ pub struct JsLock {
     name: Vec<u8>,
     token: Vec<u8>,
     fencing_token: u64,
-    /// Set when an extend or release found the lock lost, so `lost` stays true afterwards.
-    lost_seen: Arc<AtomicBool>,
+    /// Whether and why the lock was lost, also once released.
+    lost_view: LostView,
     /// Set (on the JS thread) by `release`/dispose: from then on the pending call owns the
     /// lock's fate, and collecting this object must not abandon it.
     finishing: bool,
@@ -41,8 +42,8 @@ impl JsLock {
             name: lock.name().to_vec(),
             token: lock.token().to_vec(),
             fencing_token: lock.fencing_token(),
+            lost_view: lock.lost_view(),
             slot: Arc::new(RwLock::new(Some(lock))),
-            lost_seen: Arc::new(AtomicBool::new(false)),
             finishing: false,
             controller: None,
             runtime,
@@ -54,12 +55,6 @@ impl JsLock {
             "cannot {what} lock {}: it was already released",
             fencelock::display_name(&self.name)
         ))
-    }
-}
-
-fn note_lost(flag: &AtomicBool, result: &fencelock::Result<()>) {
-    if matches!(result, Err(e) if e.kind() == fencelock::ErrorKind::NotHeld) {
-        flag.store(true, Ordering::Relaxed);
     }
 }
 
@@ -99,14 +94,25 @@ impl JsLock {
     /// found it gone or taken).
     #[napi(catch_unwind, getter)]
     pub fn lost(&self) -> bool {
-        let now = match self.slot.try_read() {
-            Ok(guard) => guard.as_ref().is_some_and(|l| l.is_lost()),
-            Err(_) => false,
-        };
-        now || self.lost_seen.load(Ordering::Relaxed)
+        self.lost_view.reason().is_some()
     }
 
-    /// An `AbortSignal` aborted (with a `LockLostError` as its reason) when the lock is lost.
+    /// Why the lock was lost: `'expired'` (its validity ran out, or an extension found the key
+    /// gone), `'taken'` (an extension found another token in the key), `'unreachable'` (no
+    /// quorum could be reached to extend it before its validity ran out); `null` while it is
+    /// held (or released without a loss).
+    #[napi(
+        catch_unwind,
+        getter,
+        js_name = "lostReason",
+        ts_return_type = "'expired' | 'taken' | 'unreachable' | null"
+    )]
+    pub fn lost_reason(&self) -> Option<&'static str> {
+        self.lost_view.reason().map(LostReason::as_str)
+    }
+
+    /// An `AbortSignal` aborted when the lock is lost, with a `LockLostError` as its reason
+    /// whose `reason` says why (`'expired'`, `'taken'` or `'unreachable'`).
     #[napi(catch_unwind, getter, ts_return_type = "AbortSignal")]
     pub fn signal<'e>(&mut self, env: &'e Env) -> Result<Unknown<'e>> {
         if let Some(c) = &self.controller {
@@ -119,7 +125,7 @@ impl JsLock {
         // Already lost (validity ran out, a release found it lost): aborted before the caller
         // sees it, not a tick later.
         if self.lost() {
-            let reason = self.lost_reason(env)?;
+            let reason = lost_error(env, &self.name, self.lost_view.reason())?;
             let abort: Function<Unknown, Unknown> = controller.get_named_property("abort")?;
             abort.apply(controller, reason)?;
             return controller.get_named_property("signal");
@@ -129,21 +135,22 @@ impl JsLock {
             Err(_) => None,
         };
         if let Some(lost) = lost {
-            // `controller.abort(reason)`, bound now (the reason is built on this thread) and
-            // called from the runtime through a weak threadsafe function, so a pending watch
-            // does not keep Node running.
-            let reason = self.lost_reason(env)?;
+            // `controller.abort(error)`, bound to the controller now and called from the
+            // runtime through a weak threadsafe function (so a pending watch does not keep
+            // Node running), with the error built on this thread once the reason is known.
             let abort: Function<Unknown, Unknown> = controller.get_named_property("abort")?;
-            let bind: Function<FnArgs<(Object, Unknown)>, Function<(), Unknown>> =
+            let bind: Function<Object, Function<LostArg, Unknown>> =
                 abort.get_named_property("bind")?;
-            let bound = bind.apply(abort, (controller, reason).into())?;
+            let bound = bind.apply(abort, controller)?;
             let on_lost = bound
-                .build_threadsafe_function::<()>()
+                .build_threadsafe_function::<LostArg>()
                 .weak::<true>()
-                .build_callback(|_| Ok(()))?;
+                .build_callback(|ctx| Ok(ctx.value))?;
+            let name = self.name.clone();
             self.runtime.spawn(async move {
-                if lost.await {
-                    on_lost.call((), ThreadsafeFunctionCallMode::NonBlocking);
+                if let Some(why) = lost.await {
+                    let arg = LostArg { name, why };
+                    on_lost.call(arg, ThreadsafeFunctionCallMode::NonBlocking);
                 }
             });
         }
@@ -165,7 +172,6 @@ impl JsLock {
             None => None,
         };
         let slot = Arc::clone(&self.slot);
-        let lost_seen = Arc::clone(&self.lost_seen);
         let released = self.released("extend");
         promise(
             env,
@@ -174,9 +180,7 @@ impl JsLock {
                 let Some(lock) = guard.as_ref() else {
                     return Err(released);
                 };
-                let result = lock.extend(ttl.unwrap_or_else(|| lock.ttl())).await;
-                note_lost(&lost_seen, &result);
-                Ok(result?)
+                Ok(lock.extend(ttl.unwrap_or_else(|| lock.ttl())).await?)
             },
             |_, ()| Ok(()),
         )
@@ -215,7 +219,6 @@ impl JsLock {
         // the lock's last use), and its finalizer must not abandon the lock in between.
         self.finishing = true;
         let slot = Arc::clone(&self.slot);
-        let lost_seen = Arc::clone(&self.lost_seen);
         let released = self.released("release");
         promise(
             env,
@@ -228,14 +231,10 @@ impl JsLock {
                         Finish::Dispose | Finish::Scope => Ok(()),
                     };
                 };
-                if lock.is_lost() {
-                    lost_seen.store(true, Ordering::Relaxed);
-                }
                 let result = match how {
                     Finish::Release | Finish::Dispose => lock.release().await,
                     Finish::Scope => lock.finish_scope().await,
                 };
-                note_lost(&lost_seen, &result);
                 Ok(result?)
             },
             |_, ()| Ok(()),
@@ -275,13 +274,34 @@ impl ObjectFinalize for JsLock {
     }
 }
 
-impl JsLock {
-    /// The `LockLostError` a lost lock's signal is aborted with.
-    fn lost_reason<'e>(&self, env: &'e Env) -> Result<Unknown<'e>> {
-        Failure::Core(fencelock::Error::new(
-            fencelock::ErrorKind::NotHeld,
-            format!("lock {} was lost", fencelock::display_name(&self.name)),
-        ))
-        .to_js(env, None)
+/// The `LockLostError` a lost lock's signal is aborted with: `reason` says why, when known.
+fn lost_error<'e>(env: &'e Env, name: &[u8], why: Option<LostReason>) -> Result<Unknown<'e>> {
+    let name = fencelock::display_name(name);
+    let message = match why {
+        Some(why) => format!("lock {name} was lost: {why}"),
+        None => format!("lock {name} was lost"),
+    };
+    let error = Failure::Core(fencelock::Error::new(
+        fencelock::ErrorKind::NotHeld,
+        message,
+    ))
+    .to_js(env, None)?;
+    if let Some(why) = why {
+        let mut object: Object = unsafe { error.cast()? };
+        object.set_named_property("reason", why.as_str())?;
+    }
+    Ok(error)
+}
+
+/// A loss on its way to the signal's `abort`: the error is built on the JavaScript thread.
+struct LostArg {
+    name: Vec<u8>,
+    why: LostReason,
+}
+
+impl ToNapiValue for LostArg {
+    unsafe fn to_napi_value(env: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
+        let env = Env::from_raw(env);
+        Ok(lost_error(&env, &val.name, Some(val.why))?.raw())
     }
 }

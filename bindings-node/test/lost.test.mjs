@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { createRequire } from 'node:module'
 
-import { serverWithManager } from './redis.mjs'
+import { RedisServer, serverWithManager } from './redis.mjs'
 
 const require = createRequire(import.meta.url)
 const { LockManager, LockLostError } = require('../index.js')
@@ -37,7 +37,10 @@ describe('lost locks', () => {
     const reason = await aborted(signal)
     assert.ok(reason instanceof LockLostError, String(reason))
     assert.equal(reason.code, 'ERR_LOCK_LOST')
+    assert.equal(reason.reason, 'expired', 'the event says why')
+    assert.match(reason.message, /validity ran out/)
     assert.equal(lock.lost, true)
+    assert.equal(lock.lostReason, 'expired')
     assert.equal(lock.validity, 0)
     await assert.rejects(lock.release(), { code: 'ERR_LOCK_LOST' })
     assert.equal(lock.lost, true, 'stays lost after the release')
@@ -47,9 +50,30 @@ describe('lost locks', () => {
     const lock = await mgr.acquire('taken', { ttl: 600, autoExtend: true })
     const c = server.client()
     await c.set('taken', 'someone-else', 'PX', 60_000)
-    await aborted(lock.signal)
+    assert.equal(lock.lostReason, null, 'held so far')
+    const reason = await aborted(lock.signal)
+    assert.equal(reason.reason, 'taken')
+    assert.equal(lock.lostReason, 'taken')
     assert.equal(await c.get('taken'), 'someone-else', 'the other owner keeps the key')
     await assert.rejects(lock.extend(1000), { code: 'ERR_LOCK_LOST' })
+    await assert.rejects(lock.release(), { code: 'ERR_LOCK_LOST' })
+    assert.equal(lock.lostReason, 'taken', 'known after the release too')
+  })
+
+  it('signal aborts as unreachable when no server answers before the validity runs out', async () => {
+    const frozen = await RedisServer.start()
+    const m = new LockManager(frozen.url, { serverTimeout: 100 })
+    try {
+      const lock = await m.acquire('frozen', { ttl: 600, autoExtend: true })
+      frozen.pause()
+      const reason = await aborted(lock.signal)
+      assert.equal(reason.reason, 'unreachable', reason.message)
+      assert.equal(lock.lostReason, 'unreachable')
+    } finally {
+      frozen.resume()
+      await m.close()
+      await frozen.stop()
+    }
   })
 
   it('without auto-extension the signal aborts when the validity runs out', async () => {
@@ -68,6 +92,7 @@ describe('lost locks', () => {
     // Aborted when first read, not a tick later.
     assert.equal(lock.signal.aborted, true)
     assert.equal(lock.signal.reason.code, 'ERR_LOCK_LOST')
+    assert.equal(lock.signal.reason.reason, 'expired')
     await aborted(lock.signal)
   })
 

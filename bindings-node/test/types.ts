@@ -24,6 +24,8 @@ export async function typed(m: LockManager): Promise<void> {
   const validity: number = lock.validity
   const lost: boolean = lock.lost
   const signal: AbortSignal = lock.signal
+  const why: 'expired' | 'taken' | 'unreachable' | null = lock.lostReason
+  const lostWhy: 'expired' | 'taken' | 'unreachable' | undefined = (signal.reason as LockLostError).reason
   await lock.extend(1000)
   await lock.extend()
   await lock.release()
@@ -40,7 +42,7 @@ export async function typed(m: LockManager): Promise<void> {
   const opts: AcquireOptions = {}
   const invalid: TypeError = new InvalidArgumentError('x')
   const invalidCode: 'ERR_INVALID_ARG' = new InvalidArgumentError('x').code
-  void [name, token, fence, validity, lost, signal, maybe, n, str, code, abortCode, e, opts, invalid, invalidCode]
+  void [name, token, fence, validity, lost, signal, why, lostWhy, maybe, n, str, code, abortCode, e, opts, invalid, invalidCode]
 
   const options: LockManagerOptions = {
     connectTimeout: 500,

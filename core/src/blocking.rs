@@ -276,12 +276,23 @@ impl Lock {
     pub fn is_lost(&self) -> bool {
         self.inner.is_lost()
     }
-    /// Blocks until the lock is lost (`Some(true)`), released (`Some(false)`), or `timeout`
-    /// passes (`None`).
+    /// See [`crate::Lock::lost_reason`].
+    pub fn lost_reason(&self) -> Option<crate::LostReason> {
+        self.inner.lost_reason()
+    }
+    /// See [`crate::Lock::on_lost`].
+    pub fn on_lost(&self, f: impl FnOnce(crate::LostReason) + Send + 'static) {
+        self.inner.on_lost(f)
+    }
+    /// Blocks until the lock is lost (`Some(Some(why))`), released or detached
+    /// (`Some(None)`), or `timeout` passes (`None`).
     ///
     /// # Errors
     /// As [`LockManager::block_on`].
-    pub fn wait_lost(&self, timeout: Option<Duration>) -> Result<Option<bool>> {
+    pub fn wait_lost(
+        &self,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Option<crate::LostReason>>> {
         let lost = self.inner.lost();
         block_on(&self.runtime, async move {
             match timeout {

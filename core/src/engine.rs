@@ -14,6 +14,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::failure::ServerFailure;
 use crate::identity::Identities;
 use crate::keys::{display_name, LockKeys};
+use crate::lock::LostReason;
 use crate::quorum;
 use crate::scripts::{parse_inspect, Compared, Holder, ScriptCall};
 use crate::server::Server;
@@ -187,17 +188,30 @@ impl Engine {
     /// `leave`, the token also gives up its place in the wait queue (a holder's release, a
     /// waiter that stops waiting), without it keeps it (a failed attempt's undo).
     pub async fn release(&self, t: &Target, timeout: Duration, leave: bool) -> Result<()> {
+        self.release_reporting(t, timeout, leave)
+            .await
+            .map_err(|f| f.error)
+    }
+
+    /// [`release`](Self::release), saying why the lock was lost when no quorum held it.
+    pub async fn release_reporting(
+        &self,
+        t: &Target,
+        timeout: Duration,
+        leave: bool,
+    ) -> std::result::Result<(), Failed> {
         let start = Instant::now();
         let call = ScriptCall::release(&t.keys, &t.token, leave);
         let outcomes = self.on_all(&call, timeout).await;
         let judged = self.judge("release", &t.name, &outcomes);
         trace_outcome("release", &t.name, &outcomes, start, &judged);
-        judged
+        judged.map_err(|error| Failed::judged(error, &outcomes))
     }
 
     /// Compare-and-PEXPIRE on every server. On success returns the new end of validity. When
-    /// no quorum holds it any more, the token is deleted where it survived.
-    pub async fn extend(&self, t: &Target, ttl: Duration) -> Result<Instant> {
+    /// no quorum holds it any more, the token is deleted where it survived, and the failure
+    /// says why the lock was lost.
+    pub async fn extend(&self, t: &Target, ttl: Duration) -> std::result::Result<Instant, Failed> {
         let ttl = Duration::from_millis(timing::check_ttl(ttl)?);
         let start = Instant::now();
         let timeout = self.server_timeout(ttl);
@@ -206,21 +220,52 @@ impl Engine {
             .await;
         let judged = self.judge("extend", &t.name, &outcomes);
         trace_outcome("extend", &t.name, &outcomes, start, &judged);
-        if let Err(e) = judged {
-            if e.kind() == ErrorKind::NotHeld {
+        if let Err(error) = judged {
+            let failed = Failed::judged(error, &outcomes);
+            if failed.lost.is_some() {
                 let _ = self.release(t, timeout, true).await;
             }
-            return Err(e);
+            return Err(failed);
         }
         match quorum::validity(ttl, start.elapsed(), self.drift_factor()) {
             Some(v) => Ok(Instant::now() + v),
-            None => Err(Error::NotHeld(format!(
-                "extend of lock {}: took {} ms, longer than the ttl of {} ms allows",
-                display_name(&t.name),
-                start.elapsed().as_millis(),
-                ttl.as_millis()
-            ))),
+            None => Err(Failed {
+                error: Error::NotHeld(format!(
+                    "extend of lock {}: took {} ms, longer than the ttl of {} ms allows",
+                    display_name(&t.name),
+                    start.elapsed().as_millis(),
+                    ttl.as_millis()
+                )),
+                lost: Some(LostReason::Expired),
+            }),
         }
+    }
+}
+
+/// A failed extend or release: the error, and why the lock is lost when it is (`NotHeld`).
+pub struct Failed {
+    pub error: Error,
+    pub lost: Option<LostReason>,
+}
+
+impl Failed {
+    /// The judged outcome of a compare-and-X call: a `NotHeld` is `Taken` when some server
+    /// holds another token, else `Expired`.
+    fn judged(error: Error, outcomes: &[Outcome]) -> Failed {
+        let lost = (error.kind() == ErrorKind::NotHeld).then(|| {
+            if outcomes.iter().any(|o| matches!(o, Ok(Compared::Other))) {
+                LostReason::Taken
+            } else {
+                LostReason::Expired
+            }
+        });
+        Failed { error, lost }
+    }
+}
+
+impl From<Error> for Failed {
+    fn from(error: Error) -> Failed {
+        Failed { error, lost: None }
     }
 }
 

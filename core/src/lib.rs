@@ -58,7 +58,7 @@ pub use acquire::AcquireOptions;
 pub use config::{Builder, Config, ReplicaAck, DEFAULT_DRIFT_FACTOR, MAX_SERVERS};
 pub use error::{Error, ErrorKind, Result};
 pub use keys::display_name;
-pub use lock::Lock;
+pub use lock::{Lock, LostReason, LostView};
 pub use manager::LockManager;
 pub use timing::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, DEFAULT_TTL};
 #[doc(hidden)]

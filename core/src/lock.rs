@@ -15,8 +15,46 @@ use crate::timing::{self, BACKGROUND_CLEANUP_TIMEOUT};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
     Held,
-    Lost,
+    Lost(LostReason),
     Released,
+}
+
+/// Why a lock was lost: what [`Lock::lost`], [`Lock::lost_reason`] and
+/// [`Lock::on_lost`] report, and the `reason` field of the `lock lost` event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// Its validity ran out without a successful extension, or an extension found its key
+    /// gone (expired or deleted) on the servers.
+    Expired,
+    /// An extension found its key held under another token: someone else acquired it after
+    /// it expired, or overwrote it.
+    Taken,
+    /// Extensions could not reach a quorum of servers before its validity ran out.
+    Unreachable,
+}
+
+impl LostReason {
+    /// `"expired"`, `"taken"` or `"unreachable"`: the stable name the bindings expose.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LostReason::Expired => "expired",
+            LostReason::Taken => "taken",
+            LostReason::Unreachable => "unreachable",
+        }
+    }
+}
+
+impl std::fmt::Display for LostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LostReason::Expired => "its validity ran out (the key expired or was deleted)",
+            LostReason::Taken => "another token holds its key",
+            LostReason::Unreachable => {
+                "no quorum of servers could be reached to extend it before its validity ran out"
+            }
+        })
+    }
 }
 
 /// What a lock handle and its auto-extension task share.
@@ -36,6 +74,12 @@ struct State {
     ttl: Duration,
     valid_until: Instant,
     auto_extend: Option<AbortHandle>,
+    /// The last extension failed for want of servers (not because the lock was gone): if
+    /// validity now runs out, the lock was lost as [`LostReason::Unreachable`].
+    unreachable: bool,
+    /// Why the lock had been lost when it was released: known lost before, or found so by the
+    /// release itself.
+    released_lost: Option<LostReason>,
 }
 
 impl Holding {
@@ -51,19 +95,46 @@ impl Holding {
         self.state().valid_until
     }
 
+    /// Why the lock is lost if its validity has run out while it is still marked held.
+    fn expiry_reason(&self) -> LostReason {
+        if self.state().unreachable {
+            LostReason::Unreachable
+        } else {
+            LostReason::Expired
+        }
+    }
+
+    /// Why the lock is lost, if it is: marked lost, or held past its validity.
+    fn lost_reason(&self) -> Option<LostReason> {
+        match self.status() {
+            Status::Lost(why) => Some(why),
+            Status::Released => None,
+            Status::Held => (Instant::now() >= self.valid_until()).then(|| self.expiry_reason()),
+        }
+    }
+
+    /// Why the lock was lost, also after its release: see [`LostView`].
+    fn lost_reason_ever(&self) -> Option<LostReason> {
+        match self.status() {
+            Status::Released => self.state().released_lost,
+            _ => self.lost_reason(),
+        }
+    }
+
     /// Marks the lock lost if it is still held; returns whether it did.
-    fn mark_lost(&self) -> bool {
+    fn mark_lost(&self, why: LostReason) -> bool {
         self.status.send_if_modified(|s| {
             if *s != Status::Held {
                 return false;
             }
-            *s = Status::Lost;
+            *s = Status::Lost(why);
             // Emitted before the watchers of `lost()` are woken, so they find it.
             tracing::warn!(
                 target: "fencelock",
                 lock = %display_name(&self.target.name),
                 fencing_token = self.fencing_token,
                 held_ms = self.acquired_at.elapsed().as_millis() as u64,
+                reason = why.as_str(),
                 "lock lost"
             );
             true
@@ -80,19 +151,24 @@ impl Holding {
     }
 
     async fn extend(&self, ttl: Duration) -> Result<()> {
-        let result = self.engine.extend(&self.target, ttl).await;
-        match result {
+        match self.engine.extend(&self.target, ttl).await {
             Ok(valid_until) => {
                 let mut st = self.state();
                 st.ttl = ttl;
                 st.valid_until = st.valid_until.max(valid_until);
+                st.unreachable = false;
                 Ok(())
             }
-            Err(e) => {
-                if e.kind() == ErrorKind::NotHeld {
-                    self.mark_lost();
+            Err(failed) => {
+                match failed.lost {
+                    Some(why) => {
+                        self.mark_lost(why);
+                    }
+                    None => {
+                        self.state().unreachable = failed.error.kind() == ErrorKind::Unavailable
+                    }
                 }
-                Err(e)
+                Err(failed.error)
             }
         }
     }
@@ -136,6 +212,8 @@ impl Lock {
                     ttl,
                     valid_until: acquired.valid_until,
                     auto_extend: None,
+                    unreachable: false,
+                    released_lost: None,
                 }),
                 status: watch::channel(Status::Held).0,
             }),
@@ -178,36 +256,64 @@ impl Lock {
     /// Whether the lock is known to be lost: an extension found it gone or taken, no quorum
     /// could be reached before its validity ran out, or its validity simply ran out.
     pub fn is_lost(&self) -> bool {
-        match self.shared.status() {
-            Status::Lost => true,
-            Status::Released => false,
-            Status::Held => Instant::now() >= self.shared.valid_until(),
-        }
+        self.shared.lost_reason().is_some()
     }
 
-    /// Completes when the lock is lost (`true`), or when it is released or dropped first
-    /// (`false`). Its validity running out counts as lost, so without auto-extension this
-    /// completes at the end of the validity.
-    pub fn lost(&self) -> impl Future<Output = bool> + Send + 'static {
+    /// Why the lock is lost, or `None` while it is held (and once released or detached).
+    pub fn lost_reason(&self) -> Option<LostReason> {
+        self.shared.lost_reason()
+    }
+
+    /// Completes when the lock is lost (`Some` with why), or when it is released, detached or
+    /// dropped first (`None`). Its validity running out counts as lost, so without
+    /// auto-extension this completes at the end of the validity.
+    pub fn lost(&self) -> impl Future<Output = Option<LostReason>> + Send + 'static {
         let shared = Arc::clone(&self.shared);
         let mut rx = shared.status.subscribe();
         async move {
             loop {
                 match *rx.borrow_and_update() {
-                    Status::Lost => return true,
-                    Status::Released => return false,
+                    Status::Lost(why) => return Some(why),
+                    Status::Released => return None,
                     Status::Held => {}
                 }
                 let until = shared.valid_until();
                 if Instant::now() >= until {
-                    return shared.mark_lost() || shared.status() == Status::Lost;
+                    shared.mark_lost(shared.expiry_reason());
+                    continue; // marked now, or by someone else meanwhile, or released
                 }
                 tokio::select! {
-                    changed = rx.changed() => if changed.is_err() { return false },
+                    changed = rx.changed() => if changed.is_err() { return None },
                     _ = tokio::time::sleep_until(until.into()) => {}
                 }
             }
         }
+    }
+
+    /// A view of whether and why this lock was lost that outlives the handle: after a
+    /// [`release`](Lock::release) or the end of a scope it still tells a loss that was known
+    /// before, or that the release found.
+    pub fn lost_view(&self) -> LostView {
+        LostView {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Calls `f` once, with why, when the lock is lost; never when it is released, detached
+    /// or dropped first. `f` runs on a thread of the lock's runtime meant for blocking work
+    /// (never on the thread that called this, never while a fencelock call waits for it), so
+    /// it may take its time and may call fencelock. Each call registers one more callback.
+    pub fn on_lost(&self, f: impl FnOnce(LostReason) + Send + 'static) {
+        let Some(runtime) = &self.shared.runtime else {
+            return;
+        };
+        let lost = self.lost();
+        let pool = runtime.clone();
+        runtime.spawn(async move {
+            if let Some(why) = lost.await {
+                drop(pool.spawn_blocking(move || f(why)));
+            }
+        });
     }
 
     /// Extends the lock: its expiry on the servers becomes now + `ttl`, and its validity is
@@ -232,19 +338,30 @@ impl Lock {
 
     async fn release_inner(&self) -> Result<()> {
         let s = &self.shared;
+        let known = s.lost_reason();
         s.mark_released();
+        s.state().released_lost = known;
         let timeout = s.engine.server_timeout(s.state().ttl);
-        s.engine.release(&s.target, timeout, true).await
+        let released = s.engine.release_reporting(&s.target, timeout, true).await;
+        released.map_err(|failed| {
+            let mut st = s.state();
+            st.released_lost = st.released_lost.or(failed.lost);
+            failed.error
+        })
     }
 
     /// The end of a scoped use (`with_lock` and the bindings' scoped forms): releases, and
     /// reports a loss during the scope as [`Error::NotHeld`].
     pub async fn finish_scope(&self) -> Result<()> {
-        let was_lost = self.shared.status() == Status::Lost;
+        let lost = match self.shared.status() {
+            Status::Lost(why) => Some(why),
+            _ => None,
+        };
         let released = self.release_inner().await;
-        if was_lost {
+        if let Some(why) = lost {
             return Err(Error::NotHeld(format!(
-                "lock {} was lost while its scope ran: the work done under it was not protected",
+                "lock {} was lost while its scope ran ({why}): the work done under it was not \
+                 protected",
                 display_name(&self.shared.target.name)
             )));
         }
@@ -254,7 +371,8 @@ impl Lock {
     /// Keeps the lock alive in the background: extends it every ttl/3 until it is released,
     /// dropped or lost, and, with `max_hold`, for at most that long since acquisition (the
     /// last extension ends exactly there). A failed extension is retried while validity lasts;
-    /// `NotHeld`, or validity running out, marks the lock lost and fires [`lost`](Lock::lost).
+    /// `NotHeld`, or validity running out, marks the lock lost (with why) and fires
+    /// [`lost`](Lock::lost) and the [`on_lost`](Lock::on_lost) callbacks.
     ///
     /// The task runs on the runtime the lock was acquired on; calling this again replaces the
     /// previous task.
@@ -273,6 +391,30 @@ impl Lock {
                 t.abort();
             }
         }
+    }
+}
+
+/// Whether and why a lock was lost, readable after its handle is released or dropped
+/// ([`Lock::lost_view`]); the bindings keep one beside their lock objects.
+#[derive(Clone)]
+pub struct LostView {
+    shared: Arc<Holding>,
+}
+
+impl LostView {
+    /// Why the lock was lost: while it is held, as [`Lock::lost_reason`]; once released, the
+    /// loss known before the release or found by it; `None` when it was never lost (or was
+    /// detached).
+    pub fn reason(&self) -> Option<LostReason> {
+        self.shared.lost_reason_ever()
+    }
+}
+
+impl std::fmt::Debug for LostView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LostView")
+            .field("reason", &self.reason())
+            .finish()
     }
 }
 
@@ -312,14 +454,12 @@ async fn auto_extend_loop(shared: Arc<Holding>, max_hold: Option<Duration>) {
         }
         match shared.extend(this_ttl).await {
             Ok(()) => next = Instant::now() + timing::extend_every(ttl),
-            Err(e) if e.kind() == ErrorKind::NotHeld => {
-                shared.mark_lost();
-                return;
-            }
+            // Marked lost, with why, by the extension.
+            Err(e) if e.kind() == ErrorKind::NotHeld => return,
             Err(_) => {
                 let left = valid_until.saturating_duration_since(Instant::now());
                 if left.is_zero() {
-                    shared.mark_lost();
+                    shared.mark_lost(shared.expiry_reason());
                     return;
                 }
                 // Try again soon, well before validity runs out.

@@ -98,7 +98,10 @@ fn auto_extension_and_wait_lost_from_a_plain_thread() {
         "still held after 800 ms"
     );
     server.del(b"ae");
-    assert_eq!(lock.wait_lost(Some(MS(2000))).unwrap(), Some(true));
+    assert_eq!(
+        lock.wait_lost(Some(MS(2000))).unwrap(),
+        Some(Some(fencelock::LostReason::Expired))
+    );
     assert!(lock.is_lost());
     assert_eq!(lock.finish_scope().unwrap_err().kind(), ErrorKind::NotHeld);
 }

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fencelock::{AcquireOptions, ErrorKind, LockManager};
+use fencelock::{AcquireOptions, ErrorKind, LockManager, LostReason};
 use fencelock_testkit::{wait_until_async, RedisServer};
 
 /// Waits until the wait queue of lock `name` holds `n` places.
@@ -212,7 +212,7 @@ async fn auto_extension_outlives_the_ttl_and_signals_loss() {
 
     server.del(b"long-job"); // the key vanishes behind the holder's back
     let lost = tokio::time::timeout(MS(2000), lock.lost()).await;
-    assert_eq!(lost, Ok(true), "lost signal fired");
+    assert_eq!(lost, Ok(Some(LostReason::Expired)), "lost signal fired");
     assert!(lock.is_lost());
 }
 
@@ -223,7 +223,10 @@ async fn auto_extension_stops_at_the_maximum_hold_time() {
     let lock = m.acquire("bounded", MS(300), None).await.unwrap();
     lock.auto_extend(Some(MS(500)));
     let started = Instant::now();
-    assert_eq!(tokio::time::timeout(MS(3000), lock.lost()).await, Ok(true));
+    assert_eq!(
+        tokio::time::timeout(MS(3000), lock.lost()).await,
+        Ok(Some(LostReason::Expired))
+    );
     let held = started.elapsed();
     assert!(
         held >= MS(400) && held < MS(900),
