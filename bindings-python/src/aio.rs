@@ -25,10 +25,11 @@ use tokio::sync::RwLock;
 use tokio::task::AbortHandle;
 
 use crate::convert::{
-    acquire_options, name_arg, opt_token_arg, positive_seconds, token_arg, ttl_arg, wait_arg,
-    wait_limit, Servers, Text,
+    acquire_options, max_hold_arg, name_arg, opt_token_arg, positive_seconds, token_arg, ttl_arg,
+    wait_arg, wait_limit, Servers, Text,
 };
 use crate::errors::{Failure, LockError};
+use crate::lost::{Deliver, Keep};
 use crate::managed::{other_process, Live, Managed, ProcessLocal};
 use crate::options::{is_exception, lock_getters, HeldLock, LockFacts, Options, ScopeArgs};
 use crate::shutdown;
@@ -268,11 +269,16 @@ impl PyAsyncLockManager {
         ttl: f64,
         wait: Option<f64>,
         token: Option<Text>,
-        auto_extend: bool,
+        keep: Keep,
         try_once: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let wait = if try_once { Some(0.0) } else { wait };
-        let opts = acquire_options(ttl, wait_limit(wait)?, token.as_ref(), auto_extend)?;
+        let opts = acquire_options(ttl, wait_limit(wait)?, token.as_ref(), &keep)?;
+        // `on_lost` is scheduled on the loop that acquires.
+        let event_loop = match keep.on_lost {
+            Some(_) => Some(bridge(py)?.call_method0("running_loop")?.unbind()),
+            None => None,
+        };
         let live = self.live(py)?;
         let manager = live.manager.as_async().clone();
         let key = name.as_bytes().to_vec();
@@ -289,6 +295,9 @@ impl PyAsyncLockManager {
             let Some(lock) = lock else {
                 return Ok(py.None().into_bound(py));
             };
+            if let Some(event_loop) = event_loop {
+                keep.watch(&lock, &name, Deliver::Loop(event_loop));
+            }
             let lock = Bound::new(py, PyAsyncLock::new(lock, name, token.as_ref(), lock_live))?;
             Ok(lock.into_any())
         })
@@ -312,10 +321,15 @@ impl PyAsyncLockManager {
     /// Acquires ``name`` for ``ttl`` seconds; awaits the ``Lock``.
     ///
     /// ``wait``: ``None`` waits until acquired, a number of seconds gives up with
-    /// ``NotAcquired``, ``0`` tries once. ``token`` and ``auto_extend`` as in
-    /// ``fencelock.LockManager.acquire``. Cancelling the awaiting task abandons the
-    /// acquisition (nothing stays locked).
-    #[pyo3(signature = (name, ttl = 30.0, *, wait = None, token = None, auto_extend = false))]
+    /// ``NotAcquired``, ``0`` tries once. ``token``, ``auto_extend`` and ``max_hold`` as in
+    /// ``fencelock.LockManager.acquire``; ``on_lost`` too, but scheduled on the event loop
+    /// that acquired (a coroutine function's coroutine is run as a task). Cancelling the
+    /// awaiting task abandons the acquisition (nothing stays locked).
+    #[pyo3(signature = (
+        name, ttl = 30.0, *, wait = None, token = None, auto_extend = false, max_hold = None,
+        on_lost = None
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn acquire<'py>(
         &self,
         py: Python<'py>,
@@ -324,13 +338,19 @@ impl PyAsyncLockManager {
         #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
         #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
         auto_extend: bool,
+        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
+        on_lost: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.start_acquire(py, name, ttl, wait, token, auto_extend, false)
+        let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
+        self.start_acquire(py, name, ttl, wait, token, keep, false)
     }
 
     /// Tries once to acquire ``name``: awaits the ``Lock``, or ``None`` when another owner
     /// holds it (unreachable servers raise ``Unavailable``).
-    #[pyo3(signature = (name, ttl = 30.0, *, token = None, auto_extend = false))]
+    #[pyo3(signature = (
+        name, ttl = 30.0, *, token = None, auto_extend = false, max_hold = None, on_lost = None
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn try_acquire<'py>(
         &self,
         py: Python<'py>,
@@ -338,37 +358,45 @@ impl PyAsyncLockManager {
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
         auto_extend: bool,
+        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
+        on_lost: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.start_acquire(py, name, ttl, None, token, auto_extend, true)
+        let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
+        self.start_acquire(py, name, ttl, None, token, keep, true)
     }
 
     /// An async context manager that holds ``name`` while its block runs:
-    /// ``async with manager.lock("jobs") as lock: ...``. Auto-extends; raises ``LockLost`` at
-    /// exit if the lock was lost meanwhile (unless the block raised).
-    #[pyo3(signature = (name, ttl = 30.0, *, wait = None))]
+    /// ``async with manager.lock("jobs") as lock: ...``. Auto-extends (for at most
+    /// ``max_hold`` seconds when given; ``on_lost`` as for ``acquire``); raises ``LockLost``
+    /// at exit if the lock was lost meanwhile (unless the block raised).
+    #[pyo3(signature = (name, ttl = 30.0, *, wait = None, max_hold = None, on_lost = None))]
     fn lock(
         slf: Bound<'_, Self>,
         #[pyo3(from_py_with = name_arg)] name: Text,
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
+        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
+        on_lost: Option<Bound<'_, PyAny>>,
     ) -> PyResult<PyAsyncLockScope> {
         Ok(PyAsyncLockScope {
-            args: ScopeArgs::new(name, ttl, wait)?,
+            args: ScopeArgs::new(name, ttl, wait, max_hold, on_lost.as_ref())?,
             manager: slf.unbind(),
             entered: Mutex::new(None),
         })
     }
 
     /// A decorator for coroutine functions: each call runs inside
-    /// ``async with manager.lock(name, ttl, wait=wait)``.
-    #[pyo3(signature = (name, ttl = 30.0, *, wait = None))]
+    /// ``async with manager.lock(name, ttl, wait=wait, max_hold=max_hold, on_lost=on_lost)``.
+    #[pyo3(signature = (name, ttl = 30.0, *, wait = None, max_hold = None, on_lost = None))]
     fn locked<'py>(
         slf: &Bound<'py, Self>,
         #[pyo3(from_py_with = name_arg)] name: Text,
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
+        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
+        on_lost: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        ScopeArgs::new(name, ttl, wait)?.decorator(slf.as_any())
+        ScopeArgs::new(name, ttl, wait, max_hold, on_lost.as_ref())?.decorator(slf.as_any())
     }
 
     /// Whether ``name`` is held (awaitable ``bool``); see ``fencelock.LockManager.is_locked``.
@@ -492,7 +520,7 @@ impl PyAsyncLockScope {
             args.ttl,
             args.wait,
             None,
-            true,
+            args.keep.clone(),
             false,
         )?;
         // The scope records the lock only once the awaiting task has it: a task cancelled
@@ -574,13 +602,11 @@ impl PyAsyncLock {
             return ready(py, false.into_pyobject(py)?.to_owned().into_any());
         };
         let cell = Arc::clone(&held.cell);
-        let lost = Arc::clone(&self.facts.lost);
         let fut = async move {
             let taken = cell.write().await.take();
             match taken {
                 Some(lock) => {
                     let outcome = lock.finish_scope().await;
-                    LockFacts::note(&lost, &outcome);
                     match outcome {
                         Err(e) if !block_raised => Err(Failure::Core(e)),
                         _ => Ok(()),
@@ -621,13 +647,11 @@ impl PyAsyncLock {
         let held = self.held(py)?;
         let cell = Arc::clone(&held.cell);
         let released = format!("lock {} was already released", self.display_name());
-        let lost = Arc::clone(&self.facts.lost);
         let fut = async move {
             let taken = cell.write().await.take();
             match taken {
                 Some(lock) => {
                     let outcome = lock.release().await;
-                    LockFacts::note(&lost, &outcome);
                     outcome.map_err(Failure::Core)
                 }
                 None => Err(Failure::Usage(released)),

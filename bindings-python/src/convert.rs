@@ -166,18 +166,15 @@ pub fn wait_limit(wait: Option<f64>) -> PyResult<Option<Duration>> {
     }
 }
 
-/// The core's acquire options from the Python arguments (`auto_extend`: the core keeps the
-/// lock alive once acquired).
+/// The core's acquire options from the Python arguments (`keep`: whether and how long the
+/// core keeps the lock alive once acquired).
 pub fn acquire_options(
     ttl: f64,
     wait: Option<Duration>,
     token: Option<&Text>,
-    auto_extend: bool,
+    keep: &crate::lost::Keep,
 ) -> PyResult<AcquireOptions> {
-    let mut opts = AcquireOptions::new(positive_seconds("ttl", ttl)?).wait(wait);
-    if auto_extend {
-        opts = opts.auto_extend(None);
-    }
+    let mut opts = keep.apply(AcquireOptions::new(positive_seconds("ttl", ttl)?).wait(wait));
     if let Some(t) = token {
         opts = opts.token(t.as_bytes());
     }
@@ -278,6 +275,10 @@ pub fn ttl_arg(obj: &Bound<'_, PyAny>) -> PyResult<f64> {
 /// `wait=None`.
 pub fn wait_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
     optional(obj, |o| number("wait", o))
+}
+/// `max_hold=None`.
+pub fn max_hold_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+    optional(obj, |o| number("max_hold", o))
 }
 /// `retry_delay`.
 pub fn retry_delay_arg(obj: &Bound<'_, PyAny>) -> PyResult<f64> {

@@ -167,7 +167,12 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("LockError", py.get_type::<LockError>())?;
     m.add("NotAcquired", not_acquired(py)?)?;
-    m.add("LockLost", py.get_type::<LockLost>())?;
+    let lost = py.get_type::<LockLost>();
+    // Set on the error an `on_lost` callback receives (see `lost.rs`); None on the others.
+    for attr in ["reason", "name", "fencing_token"] {
+        lost.setattr(attr, py.None())?;
+    }
+    m.add("LockLost", lost)?;
     m.add("Unavailable", unavailable(py)?)?;
     m.add("ServerError", py.get_type::<ServerError>())?;
     m.add_function(wrap_pyfunction!(_error_kinds, m)?)?;

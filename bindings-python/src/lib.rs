@@ -11,6 +11,7 @@ mod aio;
 mod convert;
 mod errors;
 mod events;
+mod lost;
 mod managed;
 mod options;
 mod shutdown;

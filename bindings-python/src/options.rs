@@ -3,8 +3,6 @@
 //! ([`ScopeArgs`]), and a lock's facts and getters ([`LockFacts`], [`lock_getters!`]).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use fencelock::Builder;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -17,6 +15,7 @@ use crate::convert::{
     server_timeout_arg, tls_ca_file_arg, tls_client_cert_arg, tls_client_key_arg, tls_insecure_arg,
     wait_limit, Servers, Text,
 };
+use crate::lost::Keep;
 use crate::managed::py_repr;
 
 /// The manager constructors' keyword arguments, in the order the docs list them.
@@ -167,14 +166,28 @@ pub struct ScopeArgs {
     pub name: Text,
     pub ttl: f64,
     pub wait: Option<f64>,
+    /// Auto-extended, up to `max_hold`, with `on_lost`.
+    pub keep: Keep,
 }
 
 impl ScopeArgs {
-    /// Checks the TTL and the wait limit.
-    pub fn new(name: Text, ttl: f64, wait: Option<f64>) -> PyResult<ScopeArgs> {
+    /// Checks the TTL, the wait limit, `max_hold` and `on_lost`.
+    pub fn new(
+        name: Text,
+        ttl: f64,
+        wait: Option<f64>,
+        max_hold: Option<f64>,
+        on_lost: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<ScopeArgs> {
         positive_seconds("ttl", ttl)?;
         wait_limit(wait)?;
-        Ok(ScopeArgs { name, ttl, wait })
+        let keep = Keep::scoped(max_hold, on_lost)?;
+        Ok(ScopeArgs {
+            name,
+            ttl,
+            wait,
+            keep,
+        })
     }
 
     /// `<CLASS name=... ttl=...>`, the scope objects' repr.
@@ -189,7 +202,14 @@ impl ScopeArgs {
         let py = manager.py();
         py.import("fencelock._decorate")?.call_method1(
             "locked",
-            (manager, self.name.to_object(py), self.ttl, self.wait),
+            (
+                manager,
+                self.name.to_object(py),
+                self.ttl,
+                self.wait,
+                self.keep.max_hold_secs(),
+                self.keep.on_lost_obj(py),
+            ),
         )
     }
 }
@@ -205,9 +225,9 @@ pub struct LockFacts {
     pub name: Text,
     pub token: Text,
     pub fencing_token: u64,
-    /// Set when a release or the end of a scope found the lock lost: `lost` stays true after
-    /// the core lock is gone (a released lock is otherwise not lost).
-    pub lost: Arc<AtomicBool>,
+    /// Whether and why the lock was lost, also after its release (a release or the end of a
+    /// scope that found it lost keeps `lost` true).
+    pub lost: fencelock::LostView,
 }
 
 impl LockFacts {
@@ -216,14 +236,7 @@ impl LockFacts {
             token: Text::token(token, lock.token()),
             fencing_token: lock.fencing_token(),
             name,
-            lost: Arc::default(),
-        }
-    }
-
-    /// Records the outcome of a release: `NotHeld` means the lock had been lost.
-    pub fn note<T>(lost: &AtomicBool, outcome: &Result<T, fencelock::Error>) {
-        if matches!(outcome, Err(e) if e.kind() == fencelock::ErrorKind::NotHeld) {
-            lost.store(true, Ordering::Relaxed);
+            lost: lock.lost_view(),
         }
     }
 
@@ -247,11 +260,10 @@ pub trait HeldLock {
         let state = if !self.in_this_process() {
             "other process".to_owned()
         } else {
-            match self.peek_core(|l| (l.is_lost(), l.validity())) {
-                None if self.facts().lost.load(Ordering::Relaxed) => "lost".to_owned(),
-                None => "released".to_owned(),
-                Some((true, _)) => "lost".to_owned(),
-                Some((false, v)) => format!("validity={:.3}s", v.as_secs_f64()),
+            match (self.facts().lost.reason(), self.peek_core(|l| l.validity())) {
+                (Some(why), _) => format!("lost={}", why.as_str()),
+                (None, None) => "released".to_owned(),
+                (None, Some(v)) => format!("validity={:.3}s", v.as_secs_f64()),
             }
         };
         let facts = self.facts();
@@ -304,9 +316,22 @@ macro_rules! lock_getters {
             /// end of a ``with`` block found it lost. False once released while held.
             #[getter]
             fn lost(&self) -> bool {
-                let facts = $crate::options::HeldLock::facts(self);
-                facts.lost.load(std::sync::atomic::Ordering::Relaxed)
-                    || $crate::options::HeldLock::peek_core(self, |l| l.is_lost()).unwrap_or(false)
+                $crate::options::HeldLock::facts(self)
+                    .lost
+                    .reason()
+                    .is_some()
+            }
+
+            /// Why the lock was lost: ``"expired"`` (its validity ran out, or the key was
+            /// found gone), ``"taken"`` (another token holds the key), ``"unreachable"`` (no
+            /// quorum of servers could be reached to extend it before its validity ran
+            /// out); ``None`` while it is held, or released without a loss.
+            #[getter]
+            fn lost_reason(&self) -> Option<&'static str> {
+                $crate::options::HeldLock::facts(self)
+                    .lost
+                    .reason()
+                    .map(fencelock::LostReason::as_str)
             }
         }
     };

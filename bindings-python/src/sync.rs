@@ -11,10 +11,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::convert::{
-    acquire_options, name_arg, opt_token_arg, positive_seconds, token_arg, ttl_arg, wait_arg,
-    wait_limit, Servers, Text,
+    acquire_options, max_hold_arg, name_arg, opt_token_arg, positive_seconds, token_arg, ttl_arg,
+    wait_arg, wait_limit, Servers, Text,
 };
 use crate::errors::{to_py, Failure, LockError};
+use crate::lost::{Deliver, Keep};
 use crate::managed::{other_process, Managed, ProcessLocal, SIGNAL_POLL};
 use crate::options::{is_exception, lock_getters, HeldLock, LockFacts, Options, ScopeArgs};
 use crate::shutdown;
@@ -118,12 +119,16 @@ impl PyLockManager {
         ttl: f64,
         wait: Option<f64>,
         token: Option<Text>,
-        auto_extend: bool,
+        keep: &Keep,
     ) -> PyResult<Result<PyLock, AcquireError>> {
-        let opts = acquire_options(ttl, wait_limit(wait)?, token.as_ref(), auto_extend)?;
+        let opts = acquire_options(ttl, wait_limit(wait)?, token.as_ref(), keep)?;
         let manager = self.live(py)?;
-        Ok(acquire_blocking(py, &manager, name.as_bytes(), &opts)
-            .map(|lock| PyLock::new(lock, name, token.as_ref())))
+        Ok(
+            acquire_blocking(py, &manager, name.as_bytes(), &opts).map(|lock| {
+                keep.watch(lock.as_async(), &name, Deliver::Thread);
+                PyLock::new(lock, name, token.as_ref())
+            }),
+        )
     }
 }
 
@@ -148,12 +153,21 @@ impl PyLockManager {
     /// ``token``: your own token (str or bytes) instead of a random one; acquiring again
     /// with the same token resets the TTL (re-entrant). ``auto_extend``: keep the lock alive
     /// in the background (extends every ttl/3) until released; ``lock.lost`` turns true if
-    /// it is lost anyway.
+    /// it is lost anyway. ``max_hold`` (seconds, with ``auto_extend``): stop extending that
+    /// long after acquisition, so the lock expires then at the latest. ``on_lost``: a callable
+    /// called once, from a background thread, with a ``LockLost`` error (``reason``:
+    /// ``"expired"``, ``"taken"`` or ``"unreachable"``; ``name``, ``fencing_token``) if the
+    /// lock is lost while held; never after a release. What it raises is logged on the
+    /// ``fencelock`` logger.
     ///
     /// Raises ``NotAcquired`` (wait limit passed), ``Unavailable`` (too few servers answer),
     /// ``ServerError``, ``ValueError``/``TypeError`` for bad arguments. The GIL is released
     /// while waiting.
-    #[pyo3(signature = (name, ttl = 30.0, *, wait = None, token = None, auto_extend = false))]
+    #[pyo3(signature = (
+        name, ttl = 30.0, *, wait = None, token = None, auto_extend = false, max_hold = None,
+        on_lost = None
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn acquire(
         &self,
         py: Python<'_>,
@@ -162,8 +176,11 @@ impl PyLockManager {
         #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
         #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
         auto_extend: bool,
+        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
+        on_lost: Option<Bound<'_, PyAny>>,
     ) -> PyResult<PyLock> {
-        self.acquire_inner(py, name, ttl, wait, token, auto_extend)?
+        let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
+        self.acquire_inner(py, name, ttl, wait, token, &keep)?
             .map_err(|e| e.into_py(py))
     }
 
@@ -171,7 +188,10 @@ impl PyLockManager {
     ///
     /// Unreachable servers raise ``Unavailable`` rather than returning ``None``. Arguments
     /// as for ``acquire``.
-    #[pyo3(signature = (name, ttl = 30.0, *, token = None, auto_extend = false))]
+    #[pyo3(signature = (
+        name, ttl = 30.0, *, token = None, auto_extend = false, max_hold = None, on_lost = None
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn try_acquire(
         &self,
         py: Python<'_>,
@@ -179,8 +199,11 @@ impl PyLockManager {
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
         auto_extend: bool,
+        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
+        on_lost: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Option<PyLock>> {
-        match self.acquire_inner(py, name, ttl, Some(0.0), token, auto_extend)? {
+        let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
+        match self.acquire_inner(py, name, ttl, Some(0.0), token, &keep)? {
             Ok(lock) => Ok(Some(lock)),
             // As the core's try_acquire: "held by another" is no lock, anything else raises.
             Err(AcquireError::Failed(Failure::Core(e))) if e.kind() == ErrorKind::NotAcquired => {
@@ -194,33 +217,38 @@ impl PyLockManager {
     /// ``with manager.lock("jobs") as lock: ...``.
     ///
     /// Entering acquires (``wait`` as for ``acquire``; ``None`` waits until acquired) with
-    /// auto-extension on; leaving releases. If the lock was lost while the block ran, leaving
+    /// auto-extension on (for at most ``max_hold`` seconds when given; ``on_lost`` as for
+    /// ``acquire``); leaving releases. If the lock was lost while the block ran, leaving
     /// raises ``LockLost`` (unless the block itself raised: that exception propagates).
-    #[pyo3(signature = (name, ttl = 30.0, *, wait = None))]
+    #[pyo3(signature = (name, ttl = 30.0, *, wait = None, max_hold = None, on_lost = None))]
     fn lock(
         slf: Bound<'_, Self>,
         #[pyo3(from_py_with = name_arg)] name: Text,
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
+        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
+        on_lost: Option<Bound<'_, PyAny>>,
     ) -> PyResult<PyLockScope> {
         Ok(PyLockScope {
-            args: ScopeArgs::new(name, ttl, wait)?,
+            args: ScopeArgs::new(name, ttl, wait, max_hold, on_lost.as_ref())?,
             manager: slf.unbind(),
             entered: Mutex::new(None),
         })
     }
 
     /// A decorator that runs the function while holding ``name``, as ``with
-    /// manager.lock(name, ttl, wait=wait)``. For coroutine functions use
-    /// ``fencelock.asyncio.LockManager.locked``.
-    #[pyo3(signature = (name, ttl = 30.0, *, wait = None))]
+    /// manager.lock(name, ttl, wait=wait, max_hold=max_hold, on_lost=on_lost)``. For
+    /// coroutine functions use ``fencelock.asyncio.LockManager.locked``.
+    #[pyo3(signature = (name, ttl = 30.0, *, wait = None, max_hold = None, on_lost = None))]
     fn locked<'py>(
         slf: &Bound<'py, Self>,
         #[pyo3(from_py_with = name_arg)] name: Text,
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
+        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
+        on_lost: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        ScopeArgs::new(name, ttl, wait)?.decorator(slf.as_any())
+        ScopeArgs::new(name, ttl, wait, max_hold, on_lost.as_ref())?.decorator(slf.as_any())
     }
 
     /// Whether ``name`` is held: a quorum of the servers hold its key under one token (taken
@@ -310,7 +338,8 @@ impl PyLockScope {
         let lock = self
             .manager
             .get()
-            .acquire(py, a.name.clone(), a.ttl, a.wait, None, true)?;
+            .acquire_inner(py, a.name.clone(), a.ttl, a.wait, None, &a.keep)?
+            .map_err(|e| e.into_py(py))?;
         let lock = Py::new(py, lock)?;
         if let Ok(mut e) = self.entered.lock() {
             *e = Some(lock.clone_ref(py));
@@ -396,7 +425,6 @@ impl PyLock {
             Some(lock) => lock.finish_scope(),
             None => Ok(()),
         });
-        LockFacts::note(&self.facts.lost, &result);
         match result {
             Err(e) if !block_raised => Err(to_py(py, e)),
             _ => Ok(()),
@@ -436,7 +464,6 @@ impl PyLock {
         shutdown::detach(py, || match Self::write(cell).take() {
             Some(lock) => {
                 let outcome = lock.release();
-                LockFacts::note(&self.facts.lost, &outcome);
                 outcome.map_err(Failure::Core)
             }
             None => Err(self.released()),

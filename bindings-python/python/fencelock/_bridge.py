@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+import logging
 import threading
 from collections.abc import Coroutine
 from typing import Any, Awaitable, Callable, Generator, TypeVar
@@ -78,3 +80,58 @@ def completions(loop: Any, make: Callable[[], Any]) -> Any:
         # One running loop per thread: a new loop on this thread replaces the last one's.
         current = _local.completions = (loop, queue)
     return current[1]
+
+
+_log = logging.getLogger("fencelock")
+# Tasks of coroutine on_lost callbacks: held until done (the loop keeps only weak references).
+_on_lost_tasks: "set[asyncio.Future[Any]]" = set()
+
+
+def _callback_failed(error: Any) -> None:
+    _log.exception("the on_lost callback of lock %r raised", getattr(error, "name", None))
+
+
+def call_on_lost(callback: Callable[[Any], Any], error: Any) -> None:
+    """The sync API's ``on_lost``: called on the background thread that noticed the loss;
+    whatever it raises is logged, never lost silently."""
+    try:
+        callback(error)
+    except BaseException:
+        _callback_failed(error)
+
+
+def schedule_on_lost(loop: Any, callback: Callable[[Any], Any], error: Any) -> None:
+    """The asyncio API's ``on_lost``: run on the event loop that acquired the lock (a
+    coroutine it returns runs as a task); what it raises is logged."""
+    try:
+        loop.call_soon_threadsafe(_run_on_lost, callback, error)
+    except RuntimeError:  # the loop is closed: nobody is left to tell but the log
+        _log.warning(
+            "lock %r was lost (%s) after its event loop closed; on_lost was not called",
+            getattr(error, "name", None),
+            getattr(error, "reason", None),
+        )
+
+
+def _run_on_lost(callback: Callable[[Any], Any], error: Any) -> None:
+    try:
+        result = callback(error)
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(result)
+            _on_lost_tasks.add(task)
+            task.add_done_callback(lambda t: _on_lost_done(t, error))
+    except Exception:
+        _callback_failed(error)
+
+
+def _on_lost_done(task: "asyncio.Future[Any]", error: Any) -> None:
+    _on_lost_tasks.discard(task)
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None:
+        _log.error(
+            "the on_lost callback of lock %r raised",
+            getattr(error, "name", None),
+            exc_info=(type(exc), exc, exc.__traceback__),
+        )

@@ -9,8 +9,16 @@ from typing import Any, Callable, Optional, TypeVar, Union
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def locked(manager: Any, name: Union[str, bytes], ttl: float, wait: Optional[float]) -> Callable[[F], F]:
-    """Returns a decorator that runs the function inside ``manager.lock(name, ttl, wait=wait)``.
+def locked(
+    manager: Any,
+    name: Union[str, bytes],
+    ttl: float,
+    wait: Optional[float],
+    max_hold: Optional[float] = None,
+    on_lost: Optional[Callable[[Any], Any]] = None,
+) -> Callable[[F], F]:
+    """Returns a decorator that runs the function inside ``manager.lock(name, ttl, wait=wait,
+    max_hold=max_hold, on_lost=on_lost)``.
 
     With the synchronous manager it takes plain functions; with the asyncio manager,
     coroutine functions (the lock is then held across the awaits of the call).
@@ -27,7 +35,7 @@ def locked(manager: Any, name: Union[str, bytes], ttl: float, wait: Optional[flo
 
             @functools.wraps(fn)
             async def run_async(*args: Any, **kwargs: Any) -> Any:
-                async with manager.lock(name, ttl, wait=wait):
+                async with manager.lock(name, ttl, wait=wait, max_hold=max_hold, on_lost=on_lost):
                     return await fn(*args, **kwargs)
 
             return run_async  # type: ignore[return-value]
@@ -40,7 +48,7 @@ def locked(manager: Any, name: Union[str, bytes], ttl: float, wait: Optional[flo
 
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
-            with manager.lock(name, ttl, wait=wait):
+            with manager.lock(name, ttl, wait=wait, max_hold=max_hold, on_lost=on_lost):
                 return fn(*args, **kwargs)
 
         return run  # type: ignore[return-value]

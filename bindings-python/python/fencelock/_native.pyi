@@ -4,7 +4,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from types import TracebackType
-from typing import Any, Optional, TypeVar, Union, final
+from typing import Any, Literal, Optional, TypeVar, Union, final
 
 if sys.version_info >= (3, 11):
     from typing import Self
@@ -16,6 +16,8 @@ _Text = Union[str, bytes, bytearray]
 _Returned = Union[str, bytes]
 _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 _Event = tuple[str, str, list[tuple[str, str]]]
+_LostReason = Literal["expired", "taken", "unreachable"]
+_OnLost = Callable[["LockLost"], object]
 
 __all__ = [
     "__version__",
@@ -50,6 +52,13 @@ class NotAcquired(LockError, TimeoutError):
 
 class LockLost(LockError):
     """The lock is no longer held (expired, deleted or taken by another owner)."""
+
+    reason: Optional[Literal["expired", "taken", "unreachable"]]
+    """On the error an ``on_lost`` callback receives: why the lock was lost; else None."""
+    name: Optional[_Returned]
+    """On the error an ``on_lost`` callback receives: the lock's name; else None."""
+    fencing_token: Optional[int]
+    """On the error an ``on_lost`` callback receives: the lost lock's fencing token."""
 
 class Unavailable(LockError, ConnectionError):
     """Too few Redis servers answered to reach a quorum."""
@@ -86,6 +95,8 @@ class LockManager:
         wait: Optional[float] = None,
         token: Optional[_Text] = None,
         auto_extend: bool = False,
+        max_hold: Optional[float] = None,
+        on_lost: Optional[_OnLost] = None,
     ) -> Lock:
         """Acquires ``name`` for ``ttl`` seconds, waiting up to ``wait`` (None: no limit)."""
     def try_acquire(
@@ -95,12 +106,28 @@ class LockManager:
         *,
         token: Optional[_Text] = None,
         auto_extend: bool = False,
+        max_hold: Optional[float] = None,
+        on_lost: Optional[_OnLost] = None,
     ) -> Optional[Lock]:
         """Tries once: the lock, or None when another owner holds it."""
-    def lock(self, name: _Text, ttl: float = 30.0, *, wait: Optional[float] = None) -> LockScope:
+    def lock(
+        self,
+        name: _Text,
+        ttl: float = 30.0,
+        *,
+        wait: Optional[float] = None,
+        max_hold: Optional[float] = None,
+        on_lost: Optional[_OnLost] = None,
+    ) -> LockScope:
         """A context manager holding ``name`` (auto-extended) while its block runs."""
     def locked(
-        self, name: _Text, ttl: float = 30.0, *, wait: Optional[float] = None
+        self,
+        name: _Text,
+        ttl: float = 30.0,
+        *,
+        wait: Optional[float] = None,
+        max_hold: Optional[float] = None,
+        on_lost: Optional[_OnLost] = None,
     ) -> Callable[[_F], _F]:
         """A decorator running the function inside ``self.lock(name, ttl, wait=wait)``."""
     def is_locked(self, name: _Text) -> bool:
@@ -145,6 +172,9 @@ class Lock:
     @property
     def lost(self) -> bool:
         """Whether the lock is known to be lost."""
+    @property
+    def lost_reason(self) -> Optional[_LostReason]:
+        """Why the lock was lost (``"expired"``, ``"taken"``, ``"unreachable"``), else None."""
     def release(self) -> None:
         """Releases the lock."""
     def extend(self, ttl: float) -> None:
@@ -186,6 +216,8 @@ class AsyncLockManager:
         wait: Optional[float] = None,
         token: Optional[_Text] = None,
         auto_extend: bool = False,
+        max_hold: Optional[float] = None,
+        on_lost: Optional[Callable[["LockLost"], object]] = None,
     ) -> Coroutine[Any, Any, AsyncLock]:
         """Acquires ``name`` for ``ttl`` seconds, waiting up to ``wait`` (None: no limit)."""
     def try_acquire(
@@ -195,14 +227,28 @@ class AsyncLockManager:
         *,
         token: Optional[_Text] = None,
         auto_extend: bool = False,
+        max_hold: Optional[float] = None,
+        on_lost: Optional[Callable[["LockLost"], object]] = None,
     ) -> Coroutine[Any, Any, Optional[AsyncLock]]:
         """Tries once: the lock, or None when another owner holds it."""
     def lock(
-        self, name: _Text, ttl: float = 30.0, *, wait: Optional[float] = None
+        self,
+        name: _Text,
+        ttl: float = 30.0,
+        *,
+        wait: Optional[float] = None,
+        max_hold: Optional[float] = None,
+        on_lost: Optional[Callable[["LockLost"], object]] = None,
     ) -> AsyncLockScope:
         """An async context manager holding ``name`` while its block runs."""
     def locked(
-        self, name: _Text, ttl: float = 30.0, *, wait: Optional[float] = None
+        self,
+        name: _Text,
+        ttl: float = 30.0,
+        *,
+        wait: Optional[float] = None,
+        max_hold: Optional[float] = None,
+        on_lost: Optional[_OnLost] = None,
     ) -> Callable[[_F], _F]:
         """A decorator for coroutine functions, as ``async with self.lock(...)``."""
     def is_locked(self, name: _Text) -> Coroutine[Any, Any, bool]:
@@ -247,6 +293,9 @@ class AsyncLock:
     @property
     def lost(self) -> bool:
         """Whether the lock is known to be lost."""
+    @property
+    def lost_reason(self) -> Optional[_LostReason]:
+        """Why the lock was lost (``"expired"``, ``"taken"``, ``"unreachable"``), else None."""
     def release(self) -> Coroutine[Any, Any, None]:
         """Releases the lock."""
     def extend(self, ttl: float) -> Coroutine[Any, Any, None]:
