@@ -81,6 +81,40 @@ typedef uint32_t fl_status;
 #endif // __cplusplus
 
 /**
+ * Why a lock was lost. The numbers are stable.
+ */
+enum fl_lost_reason
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Not lost: held, released while held, or detached.
+   */
+  FL_LOST_NONE = 0,
+  /**
+   * Its validity ran out without a successful extension, or the key was found gone
+   * (expired or deleted).
+   */
+  FL_LOST_EXPIRED = 1,
+  /**
+   * Another token holds the key: someone acquired it after it expired, or overwrote it.
+   */
+  FL_LOST_TAKEN = 2,
+  /**
+   * No quorum of servers could be reached to extend it before its validity ran out.
+   */
+  FL_LOST_UNREACHABLE = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum fl_lost_reason fl_lost_reason;
+#else
+typedef uint32_t fl_lost_reason;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * Severity of a fencelock event, most verbose first. The numbers are stable.
  */
 enum fl_event_level
@@ -159,9 +193,11 @@ typedef struct fl_manager_options fl_manager_options;
 typedef bool (*fl_interrupt_callback)(void *user_data);
 
 /**
- * The function `fl_with_lock` runs while it holds the lock. `lock` is valid only during the
- * call: read it (`fl_lock_fencing_token`, `fl_lock_is_lost`, ...) but do not release, detach
- * or free it, and do not keep the pointer. `user_data` is `fl_with_lock`'s argument.
+ * The function `fl_with_lock` runs while it holds the lock, and the one `fl_lock_on_lost`
+ * calls when the lock is lost. `lock` is valid only during the call: read it
+ * (`fl_lock_fencing_token`, `fl_lock_is_lost`, `fl_lock_lost_reason`, ...) but do not
+ * release, detach or free it, and do not keep the pointer. `user_data` is the argument
+ * given with the callback.
  */
 typedef void (*fl_lock_callback)(const struct fl_lock *lock, void *user_data);
 
@@ -533,7 +569,8 @@ fl_status fl_lock_validity_ms(const struct fl_lock *lock, uint64_t *out);
 /**
  * Whether the lock is known to be lost: an extension (explicit, or `fl_with_lock`'s
  * automatic one) found it gone or taken, no quorum could be reached before its validity ran
- * out, or its validity simply ran out. False once released or detached.
+ * out, or its validity simply ran out. It stays true after an `fl_lock_release` that found
+ * it lost; false once released while held, or detached. `fl_lock_lost_reason` says why.
  *
  * Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL.
  */
@@ -562,6 +599,35 @@ void fl_lock_free(struct fl_lock *lock);
  * as above.
  */
 fl_status fl_with_lock(const struct fl_manager *manager, const char *name, uint64_t ttl_ms, int64_t wait_ms, fl_lock_callback callback, void *user_data);
+
+/**
+ * Called once, on a thread of the library's, if the lock is lost while held:
+ * `callback(lock, user_data)`, where `lock` is the handle (read it with `fl_lock_lost_reason`,
+ * `fl_lock_name`, `fl_lock_fencing_token`; do not release, detach or free it from the callback).
+ * Never called after the lock was released or detached, nor once `fl_lock_free` returned:
+ * `fl_lock_free` waits for a callback that is running. The callback may block and may call
+ * other fencelock functions (acquire the lock again, for example); `user_data` must stay
+ * valid until it was called or the handle was freed. Calling this again replaces the
+ * callback (before it was called).
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for a NULL lock or callback, a lock already released or
+ * detached, or a call from inside this lock's own callback.
+ */
+fl_status fl_lock_on_lost(struct fl_lock *lock, fl_lock_callback callback, void *user_data);
+
+/**
+ * Why the lock was lost (`FL_LOST_NONE` while held, after a release while held, or after a
+ * detach); also after an `fl_lock_release` that found it lost.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL.
+ */
+fl_status fl_lock_lost_reason(const struct fl_lock *lock, fl_lost_reason *out);
+
+/**
+ * A static name for a reason: `"none"`, `"expired"`, `"taken"`, `"unreachable"`
+ * (`"unknown"` for any other number).
+ */
+const char *fl_lost_reason_str(uint32_t reason);
 
 /**
  * Registers `callback` to receive fencelock's events at `min_level` (an `fl_event_level`) or

@@ -35,6 +35,8 @@ mod manager;
 
 mod lock;
 
+mod lost;
+
 mod events;
 
 mod ffi;
@@ -51,6 +53,7 @@ pub use lock::{
     fl_lock_release, fl_lock_token, fl_lock_try_acquire, fl_lock_validity_ms, fl_manager_is_locked,
     fl_manager_remaining_ms, fl_release_by_token, fl_with_lock,
 };
+pub use lost::{fl_lock_lost_reason, fl_lock_on_lost, fl_lost_reason, fl_lost_reason_str};
 pub use manager::{fl_manager, fl_manager_free, fl_manager_new};
 pub use options::{
     fl_manager_options, fl_manager_options_free, fl_manager_options_new,

@@ -27,6 +27,10 @@ pub struct fl_lock {
     name: CString,
     token: CString,
     fencing_token: u64,
+    /// Whether and why it was lost, also after a release.
+    pub(crate) lost: fencelock::LostView,
+    /// The `fl_lock_on_lost` callback.
+    pub(crate) on_lost: std::sync::Arc<crate::lost::Hook>,
 }
 
 impl fl_lock {
@@ -39,15 +43,17 @@ impl fl_lock {
             name: c(lock.name(), "lock name")?,
             token: c(lock.token(), "token")?,
             fencing_token: lock.fencing_token(),
+            lost: lock.lost_view(),
+            on_lost: Default::default(),
             lock: Mutex::new(Some(lock)),
         })
     }
 
-    fn guard(&self) -> MutexGuard<'_, Option<Lock>> {
+    pub(crate) fn guard(&self) -> MutexGuard<'_, Option<Lock>> {
         self.lock.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn released(&self) -> Error {
+    pub(crate) fn released(&self) -> Error {
         Error::InvalidArgument(format!(
             "lock {} was already released or detached",
             display_name(self.name.as_bytes())
@@ -55,9 +61,11 @@ impl fl_lock {
     }
 }
 
-/// The function `fl_with_lock` runs while it holds the lock. `lock` is valid only during the
-/// call: read it (`fl_lock_fencing_token`, `fl_lock_is_lost`, ...) but do not release, detach
-/// or free it, and do not keep the pointer. `user_data` is `fl_with_lock`'s argument.
+/// The function `fl_with_lock` runs while it holds the lock, and the one `fl_lock_on_lost`
+/// calls when the lock is lost. `lock` is valid only during the call: read it
+/// (`fl_lock_fencing_token`, `fl_lock_is_lost`, `fl_lock_lost_reason`, ...) but do not
+/// release, detach or free it, and do not keep the pointer. `user_data` is the argument
+/// given with the callback.
 pub type fl_lock_callback =
     Option<unsafe extern "C" fn(lock: *const fl_lock, user_data: *mut c_void)>;
 
@@ -66,7 +74,7 @@ fn manager<'a>(m: *const fl_manager) -> Result<&'a fl_manager> {
     unsafe { ffi::obj(m, "manager") }
 }
 
-fn lock_ref<'a>(l: *const fl_lock) -> Result<&'a fl_lock> {
+pub(crate) fn lock_ref<'a>(l: *const fl_lock) -> Result<&'a fl_lock> {
     // SAFETY: NULL or a live lock handle, by contract.
     unsafe { ffi::obj(l, "lock") }
 }
@@ -439,7 +447,8 @@ pub unsafe extern "C" fn fl_lock_validity_ms(lock: *const fl_lock, out: *mut u64
 
 /// Whether the lock is known to be lost: an extension (explicit, or `fl_with_lock`'s
 /// automatic one) found it gone or taken, no quorum could be reached before its validity ran
-/// out, or its validity simply ran out. False once released or detached.
+/// out, or its validity simply ran out. It stays true after an `fl_lock_release` that found
+/// it lost; false once released while held, or detached. `fl_lock_lost_reason` says why.
 ///
 /// Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL.
 #[no_mangle]
@@ -447,7 +456,7 @@ pub unsafe extern "C" fn fl_lock_is_lost(lock: *const fl_lock, out: *mut bool) -
     boundary(|| {
         let l = lock_ref(lock)?;
         let out = ffi::out(out, "out")?;
-        *out = l.guard().as_ref().is_some_and(|h| h.is_lost());
+        *out = l.lost.reason().is_some();
         Ok(())
     })
 }
@@ -458,6 +467,7 @@ pub unsafe extern "C" fn fl_lock_is_lost(lock: *const fl_lock, out: *mut bool) -
 /// behaviour (the caller's contract).
 #[no_mangle]
 pub unsafe extern "C" fn fl_lock_free(lock: *mut fl_lock) {
+    // The handle's drop first waits for its `fl_lock_on_lost` callback if one is running.
     boundary_or((), || {
         if !lock.is_null() {
             // SAFETY: made by this library and not freed before, by contract.

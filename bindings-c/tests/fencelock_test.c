@@ -753,6 +753,100 @@ static void test_lost_lock_is_reported(void) {
     fl_manager_free(m);
 }
 
+/* What an fl_lock_on_lost callback saw. */
+struct lost_seen {
+    atomic_int calls;
+    atomic_int reason;
+    atomic_int on_caller_thread;
+    pthread_t caller;
+    uint64_t fencing;
+};
+
+static void on_lost_cb(const fl_lock *lock, void *user_data) {
+    struct lost_seen *s = user_data;
+    fl_lost_reason why = FL_LOST_NONE;
+    fl_lock_lost_reason(lock, &why);
+    fl_lock_fencing_token(lock, &s->fencing);
+    atomic_store(&s->reason, (int)why);
+    atomic_store(&s->on_caller_thread, pthread_equal(pthread_self(), s->caller) ? 1 : 0);
+    atomic_fetch_add(&s->calls, 1);
+}
+
+/* Polls until the callback was called (or 5 s passed). */
+static void wait_called(struct lost_seen *s) {
+    long long t0 = now_ms();
+    while (atomic_load(&s->calls) == 0 && now_ms() - t0 < 5000) sleep_ms(10);
+}
+
+static void test_on_lost_callback_reports_why_once(void) {
+    fl_manager *m = single_manager();
+    fl_lock *l = NULL;
+    const char *name = fresh_name("on-lost");
+    char val[64];
+    struct lost_seen seen = {0};
+    fl_lost_reason why = FL_LOST_EXPIRED;
+    uint64_t fencing = 0;
+    seen.caller = pthread_self();
+
+    /* Taken behind an auto-extended holder: called once, on another thread, with TAKEN. */
+    CHECK_ST(fl_lock_acquire(m, name, 600, 0, &l), FL_OK);
+    CHECK_ST(fl_lock_auto_extend(l, 0), FL_OK);
+    CHECK_ST(fl_lock_on_lost(l, on_lost_cb, &seen), FL_OK);
+    CHECK_ST(fl_lock_lost_reason(l, &why), FL_OK);
+    CHECK(why == FL_LOST_NONE);
+    CHECK(raw3(ports[0], val, sizeof val, "SET", name, "someone-else") == '+');
+    wait_called(&seen);
+    CHECK(atomic_load(&seen.calls) == 1);
+    CHECK(atomic_load(&seen.reason) == FL_LOST_TAKEN);
+    CHECK(atomic_load(&seen.on_caller_thread) == 0);
+    CHECK_ST(fl_lock_fencing_token(l, &fencing), FL_OK);
+    CHECK(seen.fencing == fencing);
+    sleep_ms(300);
+    CHECK(atomic_load(&seen.calls) == 1); /* once */
+    CHECK_ST(fl_lock_release(l), FL_NOT_HELD);
+    CHECK_ST(fl_lock_lost_reason(l, &why), FL_OK);
+    CHECK(why == FL_LOST_TAKEN); /* still known after the release */
+    CHECK(strcmp(fl_lost_reason_str(why), "taken") == 0);
+    CHECK_INVALID(fl_lock_on_lost(l, on_lost_cb, &seen), "already released");
+    fl_lock_free(l);
+
+    /* Registered after the loss (validity already ran out): still called, with EXPIRED. */
+    memset(&seen, 0, sizeof seen);
+    seen.caller = pthread_self();
+    l = NULL;
+    CHECK_ST(fl_lock_acquire(m, fresh_name("on-lost-late"), 100, 0, &l), FL_OK);
+    sleep_ms(250);
+    CHECK_ST(fl_lock_on_lost(l, on_lost_cb, &seen), FL_OK);
+    wait_called(&seen);
+    CHECK(atomic_load(&seen.calls) == 1);
+    CHECK(atomic_load(&seen.reason) == FL_LOST_EXPIRED);
+    fl_lock_free(l);
+
+    /* Released, or freed, first: never called. */
+    memset(&seen, 0, sizeof seen);
+    l = NULL;
+    CHECK_ST(fl_lock_acquire(m, fresh_name("on-lost-released"), 200, 0, &l), FL_OK);
+    CHECK_ST(fl_lock_on_lost(l, on_lost_cb, &seen), FL_OK);
+    CHECK_ST(fl_lock_release(l), FL_OK);
+    fl_lock_free(l);
+    l = NULL;
+    CHECK_ST(fl_lock_acquire(m, fresh_name("on-lost-freed"), 200, 0, &l), FL_OK);
+    CHECK_ST(fl_lock_on_lost(l, on_lost_cb, &seen), FL_OK);
+    fl_lock_free(l);
+    sleep_ms(500); /* past both TTLs */
+    CHECK(atomic_load(&seen.calls) == 0);
+
+    CHECK_INVALID(fl_lock_on_lost(NULL, on_lost_cb, &seen), "lock is NULL");
+    l = NULL;
+    CHECK_ST(fl_lock_acquire(m, fresh_name("on-lost-null"), 1000, 0, &l), FL_OK);
+    CHECK_INVALID(fl_lock_on_lost(l, NULL, &seen), "callback is NULL");
+    CHECK_INVALID(fl_lock_lost_reason(l, NULL), "out");
+    CHECK(strcmp(fl_lost_reason_str(99), "unknown") == 0);
+    CHECK_ST(fl_lock_release(l), FL_OK);
+    fl_lock_free(l);
+    fl_manager_free(m);
+}
+
 static void test_redis_error_and_unavailable(void) {
     fl_manager *m = single_manager(), *dead = NULL;
     fl_lock *l = SENTINEL;
@@ -1497,6 +1591,7 @@ int main(void) {
     run_test("auto_extend_keeps_an_explicit_lock_alive", test_auto_extend_keeps_an_explicit_lock_alive);
     run_test("lock_outlives_its_manager", test_lock_outlives_its_manager);
     run_test("lost_lock_is_reported", test_lost_lock_is_reported);
+    run_test("on_lost_callback_reports_why_once", test_on_lost_callback_reports_why_once);
     run_test("redis_error_and_unavailable", test_redis_error_and_unavailable);
     run_test("tls_options", test_tls_options);
     run_test("connect_timeout_option", test_connect_timeout_option);

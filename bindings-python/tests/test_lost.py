@@ -171,3 +171,20 @@ def test_asyncio_on_lost_runs_on_the_event_loop(server: RedisServer, name: str) 
                 await m.acquire(name, max_hold=1)
 
     asyncio.run(main())
+
+
+def test_on_lost_may_call_the_manager(manager: fencelock.LockManager, name: str) -> None:
+    # The callback's thread is outside fencelock's runtime: a blocking call from it works.
+    out: "queue.Queue[object]" = queue.Queue()
+
+    def retake(error: fencelock.LockLost) -> None:
+        try:
+            again = manager.acquire(name, 1.0, wait=2.0)
+            out.put(again.fencing_token)
+            again.release()
+        except BaseException as e:  # reported to the test, not only logged
+            out.put(e)
+
+    lock = manager.acquire(name, 0.3, on_lost=retake)
+    fencing = out.get(timeout=5)
+    assert isinstance(fencing, int) and fencing > lock.fencing_token, fencing

@@ -280,6 +280,10 @@ impl Lock {
     pub fn lost_reason(&self) -> Option<crate::LostReason> {
         self.inner.lost_reason()
     }
+    /// See [`crate::Lock::lost_view`].
+    pub fn lost_view(&self) -> crate::LostView {
+        self.inner.lost_view()
+    }
     /// See [`crate::Lock::on_lost`].
     pub fn on_lost(&self, f: impl FnOnce(crate::LostReason) + Send + 'static) {
         self.inner.on_lost(f)

@@ -300,9 +300,10 @@ impl Lock {
     }
 
     /// Calls `f` once, with why, when the lock is lost; never when it is released, detached
-    /// or dropped first. `f` runs on a thread of the lock's runtime meant for blocking work
-    /// (never on the thread that called this, never while a fencelock call waits for it), so
-    /// it may take its time and may call fencelock. Each call registers one more callback.
+    /// or dropped first. `f` runs on a thread of its own, outside any async runtime (never on
+    /// the thread that called this, never while a fencelock call waits for it), so it may
+    /// take its time and may call fencelock, the blocking API included. Each call registers
+    /// one more callback.
     pub fn on_lost(&self, f: impl FnOnce(LostReason) + Send + 'static) {
         let Some(runtime) = &self.shared.runtime else {
             return;
@@ -311,7 +312,7 @@ impl Lock {
         let pool = runtime.clone();
         runtime.spawn(async move {
             if let Some(why) = lost.await {
-                drop(pool.spawn_blocking(move || f(why)));
+                call_outside_runtime(&pool, move || f(why));
             }
         });
     }
@@ -425,6 +426,27 @@ impl Lock {
     /// Auto-extension stops; dropping the handle afterwards releases nothing.
     pub fn detach(self) {
         self.shared.mark_released();
+    }
+}
+
+/// Runs `f` on a new thread, outside the runtime's context (the blocking API refuses to run
+/// inside one); if no thread can be started, on the runtime's blocking pool instead.
+fn call_outside_runtime(runtime: &tokio::runtime::Handle, f: impl FnOnce() + Send + 'static) {
+    let f = Arc::new(StdMutex::new(Some(f)));
+    let on_thread = Arc::clone(&f);
+    let started = std::thread::Builder::new()
+        .name("fencelock-on-lost".into())
+        .spawn(move || {
+            let f = on_thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(f) = f {
+                f();
+            }
+        });
+    if started.is_err() {
+        let f = f.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(f) = f {
+            drop(runtime.spawn_blocking(f));
+        }
     }
 }
 

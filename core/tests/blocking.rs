@@ -118,3 +118,20 @@ fn blocking_inside_an_async_runtime_is_refused_not_a_panic() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(e.message().contains("async runtime"), "{e}");
 }
+
+#[test]
+fn on_lost_may_use_the_blocking_api() {
+    // The callback runs outside the runtime: taking the lock back from there works.
+    let server = RedisServer::start();
+    let m = std::sync::Arc::new(LockManager::new([server.url()]).unwrap());
+    let lock = m.acquire("retake", MS(300), None).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let again = std::sync::Arc::clone(&m);
+    lock.on_lost(move |why| {
+        let retaken = again.acquire("retake", MS(1000), Some(MS(2000)));
+        let _ = tx.send((why, retaken.map(|l| l.release())));
+    });
+    let (why, retaken) = rx.recv_timeout(MS(5000)).expect("on_lost was called");
+    assert_eq!(why, fencelock::LostReason::Expired);
+    assert!(matches!(retaken, Ok(Ok(()))), "{retaken:?}");
+}
