@@ -86,7 +86,7 @@ impl Hook {
             IN_CALLBACK.with(|c| c.set(true));
             // SAFETY: a C function pointer given by the caller, with its data, and the handle
             // it was registered on, alive: its drop waits for this lock to be let go.
-            let _ = boundary_or((), || unsafe { (r.callback)(r.lock, r.user_data) });
+            boundary_or((), || unsafe { (r.callback)(r.lock, r.user_data) });
             IN_CALLBACK.with(|c| c.set(false));
         }
     }
