@@ -38,6 +38,14 @@ export declare class Lock {
   get signal(): AbortSignal
   /** Extends the lock to `ttl` ms from now (default: the TTL of the last acquire or extend). */
   extend(ttl?: number): Promise<void>
+  /**
+   * Gives up this object's hold without releasing the lock: it stays held on the servers
+   * until its TTL runs out or someone releases it by name and token
+   * (`manager.release(name, token)`, from this process or another: the request-id
+   * pattern). Auto-extension stops, `signal` never aborts for it; the object then reads as
+   * released. Throws `LockReleasedError` if it was already released or detached.
+   */
+  detach(): void
   /** Releases the lock on every server. */
   release(): Promise<void>
 }

@@ -186,6 +186,35 @@ impl JsLock {
         )
     }
 
+    /// Gives up this object's hold without releasing the lock: it stays held on the servers
+    /// until its TTL runs out or someone releases it by name and token
+    /// (`manager.release(name, token)`, from this process or another: the request-id
+    /// pattern). Auto-extension stops, `signal` never aborts for it; the object then reads as
+    /// released. Throws `LockReleasedError` if it was already released or detached.
+    #[napi(catch_unwind)]
+    pub fn detach(&mut self, env: Env) -> Result<()> {
+        if self.finishing {
+            return Err(self.released("detach").into_js(&env, None));
+        }
+        self.finishing = true;
+        match self.slot.try_write() {
+            Ok(mut guard) => match guard.take() {
+                Some(lock) => lock.detach(),
+                None => return Err(self.released("detach").into_js(&env, None)),
+            },
+            Err(_) => {
+                // An extend is in flight: detach once it is done.
+                let slot = Arc::clone(&self.slot);
+                self.runtime.spawn(async move {
+                    if let Some(lock) = slot.write_owned().await.take() {
+                        lock.detach();
+                    }
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Releases the lock on every server.
     #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn release<'e>(&mut self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {

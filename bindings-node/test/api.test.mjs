@@ -326,6 +326,20 @@ describe('LockManager and Lock', () => {
     assert.equal(lock.lost, true)
   })
 
+  it('detach gives up the object without releasing: the lock is released by name and token', async () => {
+    const lock = await mgr.acquire('detached', { ttl: 10_000, autoExtend: true })
+    const token = lock.token
+    lock.detach()
+    assert.equal(await server.get('detached'), token, 'still held on the server')
+    assert.equal(lock.lost, false)
+    assert.equal(lock.validity, 0)
+    assert.throws(() => lock.detach(), { code: 'ERR_LOCK_RELEASED' })
+    await assert.rejects(lock.release(), { code: 'ERR_LOCK_RELEASED' })
+    assert.ok((await server.pttl('detached')) <= 10_000, 'auto-extension stopped with it')
+    await other.release('detached', token)
+    assert.equal(await server.get('detached'), null)
+  })
+
   it('names and tokens may be Buffers, and a token makes acquire re-entrant', async () => {
     const name = Buffer.from([0x66, 0x00, 0xff])
     const token = Buffer.from('my-token')

@@ -110,6 +110,17 @@ describe('the npm package', () => {
     assert.match(out, /stored value: written by B/)
   })
 
+  it('examples/node/request-id.js hands a lock to a second process by request id', () => {
+    const out = run(process.execPath, [path.join(examples, 'request-id.js')])
+    assert.match(out, /process 1: tryGetLock\(order:42, request id, 30000\) -> true/)
+    assert.match(out, /another request: tryGetLock -> false/)
+    assert.match(out, /another request: releaseLock with its own id -> false/)
+    assert.match(out, /is it still locked\? true/)
+    assert.match(out, /process 2: releaseLock\(order:42, [0-9a-f-]{36}\) -> true/)
+    assert.match(out, /after process 2: locked=false/)
+    assert.match(out, /process 1 releasing again -> false/)
+  })
+
   it('examples/node/events.js prints the events of its lock', () => {
     const out = run(process.execPath, [path.join(examples, 'events.js')])
     assert.match(out, /servers: 127\.0\.0\.1:\d+/)

@@ -660,6 +660,26 @@ impl PyAsyncLock {
         spawn(py, &held.live, OnCancel::Finish, fut, none)
     }
 
+    /// Gives up this object's hold without releasing the lock (not awaitable): as
+    /// ``fencelock.Lock.detach``. Raises ``LockError`` if it was already released or detached.
+    fn detach(&self, py: Python<'_>) -> PyResult<()> {
+        let held = self.held(py)?;
+        let cell = Arc::clone(&held.cell);
+        // Waits (without the GIL) for an extend in flight on this lock, which is bounded.
+        let taken = shutdown::detach(py, move || cell.blocking_write().take());
+        match taken {
+            Some(lock) => {
+                lock.detach();
+                Ok(())
+            }
+            None => Err(Failure::Usage(format!(
+                "lock {} was already released",
+                self.display_name()
+            ))
+            .into_py(py)),
+        }
+    }
+
     /// Extends the lock to expire ``ttl`` seconds from now (awaitable). Raises ``LockLost``
     /// if no quorum still holds it, ``ValueError`` for a bad ttl, ``LockError`` if released.
     fn extend<'py>(

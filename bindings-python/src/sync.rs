@@ -471,6 +471,23 @@ impl PyLock {
         .map_err(|f| f.into_py(py))
     }
 
+    /// Gives up this object's hold without releasing the lock: it stays held on the servers
+    /// until its TTL runs out or someone releases it by name and token
+    /// (``manager.release(name, token)``, from this process or another: the request-id
+    /// pattern). Auto-extension and ``on_lost`` stop; the object then reads as released.
+    /// Raises ``LockError`` if it was already released or detached.
+    fn detach(&self, py: Python<'_>) -> PyResult<()> {
+        let cell = self.cell().map_err(|f| f.into_py(py))?;
+        shutdown::detach(py, || match Self::write(cell).take() {
+            Some(lock) => {
+                lock.detach();
+                Ok(())
+            }
+            None => Err(self.released()),
+        })
+        .map_err(|f| f.into_py(py))
+    }
+
     /// Extends the lock: it expires ``ttl`` seconds from now, and ``validity`` is recomputed.
     /// Raises ``LockLost`` if no quorum still holds it (it is then marked lost),
     /// ``Unavailable``, ``ValueError`` for a bad ttl, ``LockError`` if already released.

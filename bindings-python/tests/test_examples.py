@@ -21,6 +21,10 @@ EXPECTED = {
     "fencing.py": ["client 1's late write was refused", "stored: balance=100 (client 2)", "client 1's lock lost: True"],
     "logging_events.py": ['DEBUG fencelock: acquired lock="report"', "working under the lock",
                           'WARNING fencelock: lock lost lock="fragile"', "lock lost: True"],
+    "request_id.py": ["process 1: try_get_lock('order:42', request id, 30000) -> True", "another request: try_get_lock -> False",
+                      "another request: release_lock with its own id -> False", "is it still locked? True",
+                      "process 2: release_lock('order:42',", ") -> True", "after process 2: locked=False",
+                      "process 1 releasing again -> False"],
     "async_lock.py": ["['reserved a', 'reserved b', 'reserved c']", "holding 'inventory'", "the other task gave up waiting"],
 }
 

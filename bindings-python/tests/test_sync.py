@@ -434,3 +434,38 @@ def test_a_wait_limit_holds_on_a_hung_server(server: RedisServer) -> None:
         server.cont()
         m.close()
     assert took < 0.3 + 2 + 1.5, f"returned after {took:.1f} s"
+
+
+def test_detach_keeps_the_lock_held_for_a_release_by_token(manager: fencelock.LockManager, server: RedisServer, name: str) -> None:
+    lock = manager.acquire(name, 10.0, auto_extend=True)
+    lock.detach()
+    assert server.client().get(name) == lock.token.encode()
+    assert lock.lost is False and lock.validity == 0.0
+    with pytest.raises(fencelock.LockError, match="already released"):
+        lock.detach()
+    with pytest.raises(fencelock.LockError, match="already released"):
+        lock.release()
+    del lock  # a detached lock's collection releases nothing
+    import gc
+
+    gc.collect()
+    assert manager.is_locked(name)
+
+
+def test_asyncio_detach(server: RedisServer, name: str) -> None:
+    import asyncio
+
+    import fencelock.asyncio as fa
+
+    async def main() -> None:
+        async with fa.LockManager(server.url) as m:
+            lock = await m.acquire(name, 10.0)
+            token = lock.token
+            lock.detach()
+            assert await m.is_locked(name)
+            with pytest.raises(fencelock.LockError):
+                await lock.release()
+            await m.release(name, token)
+            assert not await m.is_locked(name)
+
+    asyncio.run(main())

@@ -177,6 +177,9 @@ class Lock:
         """Why the lock was lost (``"expired"``, ``"taken"``, ``"unreachable"``), else None."""
     def release(self) -> None:
         """Releases the lock."""
+    def detach(self) -> None:
+        """Gives up this object's hold without releasing the lock (it expires or is released
+        by name and token)."""
     def extend(self, ttl: float) -> None:
         """Makes the lock expire ``ttl`` seconds from now."""
     def __enter__(self) -> Self: ...
@@ -298,6 +301,9 @@ class AsyncLock:
         """Why the lock was lost (``"expired"``, ``"taken"``, ``"unreachable"``), else None."""
     def release(self) -> Coroutine[Any, Any, None]:
         """Releases the lock."""
+    def detach(self) -> None:
+        """Gives up this object's hold without releasing the lock (it expires or is released
+        by name and token)."""
     def extend(self, ttl: float) -> Coroutine[Any, Any, None]:
         """Makes the lock expire ``ttl`` seconds from now."""
     def __aenter__(self) -> Coroutine[Any, Any, Self]: ...
