@@ -4,7 +4,32 @@
 // classes (JavaScript must `extend Error`), the `Symbol.asyncDispose` aliases and `using()`,
 // the scoped form built from native calls.
 
-const native = require('./native.js')
+const native = loadNative()
+
+/**
+ * The native module, or an error that says which platform this is and which package would
+ * carry its addon (instead of the loader's list of every path it tried, kept as `cause`).
+ */
+function loadNative() {
+  try {
+    return require('./native.js')
+  } catch (err) {
+    const { currentPlatform, publishedPlatforms } = require('./platforms.js')
+    const here = currentPlatform()
+    const published = publishedPlatforms()
+    const pkg = `fencelock-${here}`
+    const why = published.includes(here)
+      ? `its package ${pkg} is not installed (npm skips optional dependencies with --omit=optional ` +
+        `or --no-optional, and a lockfile made on another platform may lack it): run ` +
+        `\`npm install ${pkg}@${require('./package.json').version}\``
+      : `fencelock publishes no package for it (there would be ${pkg}); the platforms with one are ` +
+        `${published.join(', ')}. Build the addon from the fencelock sources with a Rust toolchain ` +
+        '(bindings-node: `npm ci && npm run build`) and set NAPI_RS_NATIVE_LIBRARY_PATH to the .node file'
+    const e = new Error(`fencelock has no native module for this platform (${here}): ${why}.`, { cause: err })
+    e.code = 'ERR_FENCELOCK_NO_NATIVE_MODULE'
+    throw e
+  }
+}
 
 const { Lock, LockManager } = native
 

@@ -26,6 +26,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/** The version of fencelock this header belongs to (fl_version() is the library's). */
+#define FENCELOCK_VERSION "0.1.0"
+#define FENCELOCK_VERSION_MAJOR 0
+#define FENCELOCK_VERSION_MINOR 1
+#define FENCELOCK_VERSION_PATCH 0
+
+
 /**
  * The result of every fallible call. The numbers are stable: a value never changes meaning
  * and is never reused. Read it as an integer (`fl_status` is a `uint32_t`): a newer library

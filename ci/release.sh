@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Builds every artifact this machine can build into dist/, with the one version of the
+# workspace (Cargo.toml [workspace.package] version; pyproject.toml, package.json and the C
+# header's FENCELOCK_VERSION follow it, and this script stops if they drift):
+#
+#   fencelock-V-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl   Python, glibc 2.17
+#   fencelock-V.tar.gz                        Python sdist (builds with a Rust toolchain and pip)
+#   fencelock-V.tgz                           npm: the main package (optionalDependencies on
+#                                             the platform packages of package.json napi.targets)
+#   fencelock-linux-x64-gnu-V.tgz             npm: the linux-x64-gnu addon, glibc 2.17
+#   fencelock-V-x86_64-linux-gnu.tar.gz       C: header, libfencelock.so (SONAME, symlinks),
+#                                             libfencelock.a, relocatable fencelock.pc
+#   SHA256SUMS                                over all of the above
+#
+# Linux x86-64 binaries are linked against glibc 2.17 with zig (ziglang and cargo-zigbuild
+# from PyPI, installed into target/venv-release), so they run on every Linux of the last ten
+# years (RHEL 7 and later, Debian 8 and later, Amazon Linux 2). Other platforms are built on
+# their own machines with the same commands; their packages' names are in package.json.
+#
+# Usage: ci/release.sh [--out DIR]   (default dist/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+OUT="$ROOT/dist"
+if [ "${1:-}" = "--out" ]; then OUT="$(mkdir -p "$2" && cd "$2" && pwd)"; fi
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+TRIPLE=x86_64-unknown-linux-gnu
+GLIBC=2.17
+PYTHON="${PYTHON:-python3}"
+
+version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' Cargo.toml)
+[ -n "$version" ] || { echo "no [workspace.package] version in Cargo.toml" >&2; exit 1; }
+echo "fencelock $version"
+
+# --- one version everywhere
+drift=()
+pkg_version=$(node -p "require('./bindings-node/package.json').version")
+[ "$pkg_version" = "$version" ] || drift+=("bindings-node/package.json has $pkg_version")
+grep -q '^dynamic = \["version"\]' bindings-python/pyproject.toml \
+  || drift+=("bindings-python/pyproject.toml must take its version from Cargo.toml (dynamic)")
+header_version=$(sed -n 's/^#define FENCELOCK_VERSION "\(.*\)"/\1/p' bindings-c/include/fencelock.h)
+[ "$header_version" = "$version" ] || drift+=("bindings-c/include/fencelock.h has FENCELOCK_VERSION $header_version")
+for crate in core bindings-python bindings-node bindings-c; do
+  grep -q '^version.workspace = true' "$crate/Cargo.toml" || drift+=("$crate/Cargo.toml does not use the workspace version")
+done
+if [ ${#drift[@]} -gt 0 ]; then
+  printf 'version drift from Cargo.toml (%s):\n' "$version" >&2
+  printf '  %s\n' "${drift[@]}" >&2
+  exit 1
+fi
+
+# --- the tools: maturin, zig and cargo-zigbuild, pinned, in a virtualenv of their own
+venv="$CARGO_TARGET_DIR/venv-release"
+if [ ! -x "$venv/bin/cargo-zigbuild" ]; then
+  rm -rf "$venv"
+  "$PYTHON" -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check \
+    "maturin==1.16.0" "ziglang==0.13.0" "cargo-zigbuild==0.20.1"
+fi
+export PATH="$venv/bin:$PATH"
+# cargo-zigbuild finds zig through this (ziglang ships it as a Python module).
+export CARGO_ZIGBUILD_ZIG_PATH="$venv/bin/python3 -m ziglang"
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+stage="$CARGO_TARGET_DIR/release-staging"
+rm -rf "$stage"
+mkdir -p "$stage"
+
+# --- Python: abi3 wheel for manylinux2014 (glibc 2.17), and the sdist
+echo "--- python wheel (manylinux2014) and sdist"
+# (A target directory of its own: maturin's zig setup and cargo-zigbuild's differ, and would
+# rebuild each other's dependencies in a shared one.)
+(cd bindings-python && CARGO_TARGET_DIR="$CARGO_TARGET_DIR/zig-python" maturin build --locked \
+  --release --zig --compatibility manylinux2014 --target "$TRIPLE" --out "$OUT")
+(cd bindings-python && maturin sdist --out "$OUT")
+
+# --- Node: the linux-x64-gnu addon (glibc 2.17) and the two npm packages
+echo "--- npm packages"
+cargo zigbuild --locked --release -p fencelock-node --target "$TRIPLE.$GLIBC"
+node ci/npm-packages.js "$stage/npm" "$CARGO_TARGET_DIR/$TRIPLE/release/libfencelock_node.so"
+for dir in "$stage"/npm/*/; do
+  (cd "$dir" && npm pack --silent --pack-destination "$OUT" >/dev/null)
+done
+
+# --- C: the release archive
+echo "--- C archive"
+cargo zigbuild --locked --release -p fencelock-c --lib --target "$TRIPLE.$GLIBC"
+name="fencelock-$version-x86_64-linux-gnu"
+make -s -C bindings-c install SKIP_BUILD=1 RELOCATABLE=1 \
+  OUT="$CARGO_TARGET_DIR/$TRIPLE/release" PREFIX="$stage/c/$name"
+cp LICENSE* "$stage/c/$name/" 2>/dev/null || true
+cp bindings-c/RELEASE-README.md "$stage/c/$name/README.md"
+tar -C "$stage/c" --owner=0 --group=0 --numeric-owner -czf "$OUT/$name.tar.gz" "$name"
+
+# --- checksums
+(cd "$OUT" && sha256sum -- * > SHA256SUMS)
+echo "--- dist/"
+(cd "$OUT" && ls -l)

@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# Distribution: ci/release.sh builds dist/, then every artifact is installed the way users
+# install it, through real registries started on loopback for the test, in clean places with
+# no Rust toolchain on the PATH:
+#   - a pypiserver index holding the wheel and sdist: `pip install fencelock` into a new
+#     virtualenv, import, one acquire/release against a redis-server; auditwheel says
+#     manylinux2014;
+#   - a verdaccio registry holding both npm packages: `npm install fencelock` in an empty
+#     directory pulls the linux-x64-gnu package; require and import, one acquire/release,
+#     `tsc --noEmit` on a typed file;
+#   - the C archive unpacked to a temporary prefix: an example compiled with pkg-config,
+#     shared and static, and run;
+#   - bad cases: a loader told it runs on another platform names the package to install; a
+#     corrupted artifact fails the SHA256SUMS check.
+# Every server this stage starts (redis-server, pypiserver, verdaccio) is stopped by its PID.
+set -euo pipefail
+cd "$FENCELOCK_ROOT"
+PYTHON="${PYTHON:-python3}"
+
+dist="$CARGO_TARGET_DIR/dist-ci"
+ci/release.sh --out "$dist"
+version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' Cargo.toml)
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() {
+  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+wait_http() { # URL: up to 60 s
+  for _ in $(seq 600); do
+    curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "nothing answers at $1" >&2
+  return 1
+}
+
+# A PATH without cargo or rustc: what a user without a Rust toolchain has.
+clean_path=""
+IFS=: read -ra parts <<< "$PATH"
+for d in "${parts[@]}"; do
+  [ -x "$d/cargo" ] || [ -x "$d/rustc" ] || clean_path="${clean_path:+$clean_path:}$d"
+done
+if PATH="$clean_path" command -v cargo >/dev/null 2>&1; then
+  echo "cargo still on the clean PATH" >&2; exit 1
+fi
+
+redis_port=$(free_port)
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
+  --logfile "$work/redis.log" &
+pids+=($!)
+for _ in $(seq 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+url="redis://127.0.0.1:$redis_port"
+
+echo "--- checksums"
+(cd "$dist" && sha256sum -c --quiet SHA256SUMS)
+ls "$dist"
+
+echo "--- Python: pip install from a pypiserver index"
+tools="$CARGO_TARGET_DIR/venv-dist-tools"
+if [ ! -x "$tools/bin/pypi-server" ]; then
+  rm -rf "$tools"
+  "$PYTHON" -m venv "$tools"
+  "$tools/bin/pip" install -q --disable-pip-version-check "pypiserver==2.4.2" "auditwheel==6.8.2"
+fi
+mkdir -p "$work/pypi"
+cp "$dist"/*.whl "$dist"/fencelock-"$version".tar.gz "$work/pypi/"
+pypi_port=$(free_port)
+"$tools/bin/pypi-server" run -i 127.0.0.1 -p "$pypi_port" --disable-fallback "$work/pypi" \
+  > "$work/pypiserver.log" 2>&1 &
+pids+=($!)
+wait_http "http://127.0.0.1:$pypi_port/simple/"
+"$PYTHON" -m venv "$work/venv"
+PATH="$clean_path" "$work/venv/bin/pip" install -q --disable-pip-version-check \
+  --index-url "http://127.0.0.1:$pypi_port/simple/" --only-binary fencelock fencelock
+(cd "$work" && PATH="$clean_path" FENCELOCK_URL="$url" "$work/venv/bin/python" - <<'EOF'
+import os
+import fencelock
+where = fencelock._native.__file__
+assert "/venv/" in where, where
+with fencelock.LockManager(os.environ["FENCELOCK_URL"]) as m:
+    lock = m.acquire("dist-python", 5)
+    assert lock.fencing_token > 0
+    lock.release()
+print(f"python: fencelock {fencelock.__version__} from {where}: acquire/release ok")
+EOF
+)
+installed_version=$("$work/venv/bin/python" -c 'import fencelock; print(fencelock.__version__)')
+[ "$installed_version" = "$version" ] || { echo "installed $installed_version, built $version" >&2; exit 1; }
+audit=$("$tools/bin/auditwheel" show "$dist"/*.whl)
+echo "$audit"
+echo "$audit" | grep -q 'manylinux_2_17_x86_64' || { echo "the wheel is not manylinux2014" >&2; exit 1; }
+
+echo "--- Python: the sdist builds with a Rust toolchain and pip alone"
+# (Debug profile and the workspace's target directory: the same build as a user's, faster.)
+"$PYTHON" -m venv "$work/venv-sdist"
+MATURIN_PEP517_ARGS="--profile dev" "$work/venv-sdist/bin/pip" wheel -q --disable-pip-version-check \
+  --no-deps -w "$work/sdist-wheel" "$dist/fencelock-$version.tar.gz"
+"$work/venv-sdist/bin/pip" install -q --disable-pip-version-check --no-deps "$work"/sdist-wheel/*.whl
+(cd "$work" && "$work/venv-sdist/bin/python" -c 'import fencelock; print("sdist: built and imported fencelock", fencelock.__version__)')
+
+echo "--- Node: npm install from a verdaccio registry"
+verdaccio_dir="$CARGO_TARGET_DIR/verdaccio"
+if [ ! -x "$verdaccio_dir/node_modules/.bin/verdaccio" ]; then
+  rm -rf "$verdaccio_dir"
+  mkdir -p "$verdaccio_dir"
+  # Verdaccio 5: version 6 needs Node.js 22. The override stands in for the `node-fetch@cjs`
+  # dist-tag (2.7.0) that one of its dependencies asks for and some registries lack.
+  echo '{ "name": "verdaccio-for-ci", "private": true, "overrides": { "node-fetch": "2.7.0" } }' \
+    > "$verdaccio_dir/package.json"
+  (cd "$verdaccio_dir" && npm install --no-audit --no-fund --loglevel=error "verdaccio@5.33.0")
+fi
+npm_port=$(free_port)
+mkdir -p "$work/verdaccio/storage"
+cat > "$work/verdaccio/config.yaml" <<EOF
+storage: $work/verdaccio/storage
+auth:
+  htpasswd:
+    file: $work/verdaccio/htpasswd
+    max_users: 1
+uplinks:
+  npmjs:
+    url: https://registry.npmjs.org/
+packages:
+  'fencelock':
+    access: \$all
+    publish: \$authenticated
+  'fencelock-*':
+    access: \$all
+    publish: \$authenticated
+  '**':
+    access: \$all
+    proxy: npmjs
+logs: { type: stdout, format: pretty, level: warn }
+EOF
+"$verdaccio_dir/node_modules/.bin/verdaccio" --config "$work/verdaccio/config.yaml" \
+  --listen "127.0.0.1:$npm_port" > "$work/verdaccio.log" 2>&1 &
+pids+=($!)
+registry="http://127.0.0.1:$npm_port/"
+wait_http "${registry}-/ping"
+token=$(curl -fsS -X PUT -H 'content-type: application/json' \
+  -d '{"name":"ci","password":"ci-publish-only"}' "${registry}-/user/org.couchdb.user:ci" \
+  | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).token))')
+npmrc="$work/npmrc"
+printf 'registry=%s\n//127.0.0.1:%s/:_authToken=%s\n' "$registry" "$npm_port" "$token" > "$npmrc"
+for tgz in "$dist"/fencelock-linux-x64-gnu-"$version".tgz "$dist"/fencelock-"$version".tgz; do
+  NPM_CONFIG_USERCONFIG="$npmrc" npm publish --silent "$tgz"
+done
+app="$work/app"
+mkdir -p "$app"
+(cd "$app" && npm init -y >/dev/null \
+  && PATH="$clean_path" NPM_CONFIG_USERCONFIG="$npmrc" npm install --silent --no-audit --no-fund \
+       "fencelock@$version" typescript@5.9.3 @types/node@20)
+[ -f "$app/node_modules/fencelock-linux-x64-gnu/fencelock.linux-x64-gnu.node" ] \
+  || { echo "npm did not install fencelock-linux-x64-gnu" >&2; exit 1; }
+if ls "$app"/node_modules/fencelock/*.node >/dev/null 2>&1; then
+  echo "the main package carries an addon; it should come from its platform package" >&2; exit 1
+fi
+(cd "$app" && PATH="$clean_path" FENCELOCK_URL="$url" node -e "
+const { LockManager } = require('fencelock')
+;(async () => {
+  const m = new LockManager(process.env.FENCELOCK_URL)
+  const lock = await m.acquire('dist-node', { ttl: 5000 })
+  await lock.release()
+  await m.close()
+  console.log('node require: acquire/release ok, addon from', require.resolve('fencelock-linux-x64-gnu'))
+})().catch((e) => { console.error(e); process.exit(1) })")
+(cd "$app" && PATH="$clean_path" node --input-type=module -e "
+import { LockManager, LockLostError } from 'fencelock'
+console.log('node import:', typeof LockManager, typeof LockLostError)")
+cat > "$app/check.ts" <<'EOF'
+import { LockManager, Lock, LockLostError } from 'fencelock'
+async function main(): Promise<void> {
+  const m: LockManager = new LockManager('redis://127.0.0.1:1')
+  const lock: Lock | null = await m.tryAcquire('typed', { ttl: 1000 })
+  const why: 'expired' | 'taken' | 'unreachable' | null = lock?.lostReason ?? null
+  const e: LockLostError | undefined = undefined
+  void [why, e]
+}
+void main
+EOF
+(cd "$app" && PATH="$clean_path" node node_modules/typescript/bin/tsc --noEmit --strict \
+  --module commonjs --moduleResolution node10 --target es2022 --types node check.ts)
+echo "node: tsc --noEmit ok"
+
+echo "--- Node, bad case: a platform without a package gets a clear error"
+cat > "$work/elsewhere.cjs" <<'EOF'
+// Tells the loader it runs on another platform (FreeBSD on arm64).
+Object.defineProperty(process, 'platform', { value: 'freebsd' })
+Object.defineProperty(process, 'arch', { value: 'arm64' })
+EOF
+set +e
+msg=$(cd "$app" && node -r "$work/elsewhere.cjs" -e "require('fencelock')" 2>&1)
+status=$?
+set -e
+echo "$msg" | head -3
+[ $status -ne 0 ] || { echo "loading on an unsupported platform did not fail" >&2; exit 1; }
+echo "$msg" | grep -q 'fencelock has no native module for this platform (freebsd-arm64)' \
+  && echo "$msg" | grep -q 'fencelock-freebsd-arm64' \
+  && echo "$msg" | grep -q 'linux-x64-gnu, linux-arm64-gnu' \
+  || { echo "the error does not name the platform and the packages" >&2; exit 1; }
+set +e
+msg=$(cd "$app" && rm -rf node_modules/fencelock-linux-x64-gnu && node -e "require('fencelock')" 2>&1)
+status=$?
+set -e
+[ $status -ne 0 ] && echo "$msg" | grep -q "npm install fencelock-linux-x64-gnu@$version" \
+  || { echo "a missing platform package is not named: $msg" >&2; exit 1; }
+echo "node: the loader names the platform and the package"
+
+echo "--- C: the archive, unpacked to a temporary prefix"
+tar -C "$work" -xzf "$dist/fencelock-$version-x86_64-linux-gnu.tar.gz"
+prefix="$work/fencelock-$version-x86_64-linux-gnu"
+for f in include/fencelock.h lib/libfencelock.a lib/libfencelock.so "lib/libfencelock.so.$version" \
+         lib/pkgconfig/fencelock.pc LICENSE LICENSE-MIT README.md; do
+  [ -e "$prefix/$f" ] || { echo "the archive lacks $f" >&2; exit 1; }
+done
+readelf -d "$prefix/lib/libfencelock.so.$version" | grep -q 'SONAME.*libfencelock.so.0' \
+  || { echo "no SONAME libfencelock.so.0" >&2; exit 1; }
+grep -q "FENCELOCK_VERSION \"$version\"" "$prefix/include/fencelock.h"
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+[ "$(pkg-config --modversion fencelock)" = "$version" ]
+# shellcheck disable=SC2046
+gcc -std=c11 -Wall -Wextra -Werror examples/c/request_id.c $(pkg-config --cflags --libs fencelock) \
+  -o "$work/request_id_shared"
+LD_LIBRARY_PATH="$prefix/lib" "$work/request_id_shared" "$url"
+# shellcheck disable=SC2046
+gcc -std=c11 -Wall -Wextra -Werror examples/c/request_id.c $(pkg-config --cflags fencelock) \
+  "$(pkg-config --variable=libdir fencelock)/libfencelock.a" \
+  $(pkg-config --static --libs-only-l fencelock | sed 's/-lfencelock //') -o "$work/request_id_static"
+if ldd "$work/request_id_static" | grep -q libfencelock; then
+  echo "the static build links libfencelock dynamically" >&2; exit 1
+fi
+"$work/request_id_static" "$url"
+echo "c: shared and static builds from the archive run"
+
+echo "--- bad case: a corrupted artifact fails the checksum"
+cp -r "$dist" "$work/corrupt"
+printf 'x' >> "$work/corrupt/fencelock-$version-x86_64-linux-gnu.tar.gz"
+set +e
+out=$(cd "$work/corrupt" && sha256sum -c SHA256SUMS 2>&1)
+status=$?
+set -e
+[ $status -ne 0 ] && echo "$out" | grep -q "fencelock-$version-x86_64-linux-gnu.tar.gz: FAILED" \
+  || { echo "a corrupted archive passed the checksum: $out" >&2; exit 1; }
+echo "checksums: the corrupted archive is caught"
