@@ -374,6 +374,8 @@ static void test_lock_calls_reject_bad_input(void) {
     CHECK_INVALID(fl_lock_acquire(m, "fencelock:{1}:fence", 1000, 0, &l), "reserved");
     CHECK_INVALID(fl_lock_acquire(m, "n", 0, 0, &l), "ttl");
     CHECK_INVALID(fl_lock_acquire(m, "n", UINT64_MAX, 0, &l), "ttl");
+    /* Never grantable with the drift rule: refused naming the minimum, not "held by another". */
+    CHECK_INVALID(fl_lock_acquire(m, "n", 2, 0, &l), "at least 3 ms");
     CHECK_INVALID(fl_lock_acquire(m, "n", 1000, -2, &l), "wait_ms");
     CHECK_INVALID(fl_lock_acquire(m, "n", 1000, INT64_MIN, &l), "wait_ms");
 

@@ -7,8 +7,7 @@ use std::path::Path;
 #[test]
 fn committed_header_matches_cbindgen_output() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut config =
-        cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    let mut config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("cbindgen.toml");
     // The version macros come from the workspace version, the one place it is set: a release
     // with a new version fails this test until the header is regenerated.
     config.after_includes = Some(format!(

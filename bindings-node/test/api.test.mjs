@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs'
 import { inspect } from 'node:util'
 
 import * as esm from '../index.mjs'
-import { RedisServer, waitUntil } from './redis.mjs'
+import { RedisServer, freePort, waitUntil } from './redis.mjs'
 
 const require = createRequire(import.meta.url)
 const cjs = require('../index.js')
@@ -187,6 +187,17 @@ describe('arguments are checked before any network call', () => {
       () => new LockManager(['redis://:hunter2@127.0.0.1:99999']),
       (e) => e.code === 'ERR_INVALID_ARG' && !e.message.includes('hunter2'),
     )
+  })
+
+  it('a ttl the drift rule can never grant is refused naming the minimum', async () => {
+    const m = new LockManager(`redis://127.0.0.1:${await freePort()}`)
+    try {
+      for (const ttl of [1, 2]) {
+        await assert.rejects(m.acquire('x', { ttl }), (e) => e.code === 'ERR_INVALID_ARG' && /at least 3 ms/.test(e.message))
+      }
+    } finally {
+      await m.close()
+    }
   })
 
   it('an unreachable server is ERR_UNAVAILABLE, not a bad argument', async () => {

@@ -188,3 +188,15 @@ def test_on_lost_may_call_the_manager(manager: fencelock.LockManager, name: str)
     lock = manager.acquire(name, 0.3, on_lost=retake)
     fencing = out.get(timeout=5)
     assert isinstance(fencing, int) and fencing > lock.fencing_token, fencing
+
+
+def test_a_ttl_the_drift_rule_can_never_grant_is_refused_before_any_call() -> None:
+    m = fencelock.LockManager("redis://127.0.0.1:1")  # nothing listens: a call would be Unavailable
+    try:
+        for ttl in (0.001, 0.002):
+            with pytest.raises(ValueError, match="at least 3 ms"):
+                m.acquire("x", ttl)
+        with pytest.raises(ValueError, match="at least 3 ms"):
+            m.try_acquire("x", 0.002)
+    finally:
+        m.close()

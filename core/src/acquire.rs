@@ -118,7 +118,10 @@ impl AcquireCall {
     /// [`Error::InvalidArgument`] for a bad name, TTL or token.
     pub fn new(engine: &Arc<Engine>, name: &[u8], opts: &AcquireOptions) -> Result<AcquireCall> {
         check_name(name)?;
-        let ttl = Duration::from_millis(timing::check_ttl(opts.ttl)?);
+        let ttl = Duration::from_millis(timing::check_grantable_ttl(
+            opts.ttl,
+            engine.drift_factor(),
+        )?);
         let token = match &opts.token {
             Some(t) => {
                 token::check_token(t)?;

@@ -212,7 +212,7 @@ impl Engine {
     /// no quorum holds it any more, the token is deleted where it survived, and the failure
     /// says why the lock was lost.
     pub async fn extend(&self, t: &Target, ttl: Duration) -> std::result::Result<Instant, Failed> {
-        let ttl = Duration::from_millis(timing::check_ttl(ttl)?);
+        let ttl = Duration::from_millis(timing::check_grantable_ttl(ttl, self.drift_factor())?);
         let start = Instant::now();
         let timeout = self.server_timeout(ttl);
         let outcomes = self

@@ -469,7 +469,8 @@ async fn auto_extend_loop(shared: Arc<Holding>, max_hold: Option<Duration>) {
         let mut this_ttl = ttl;
         if let Some(end) = hold_until {
             let left = end.saturating_duration_since(now);
-            if left < timing::MIN_TTL {
+            // What is left is too short for an extension to be granted: let it expire.
+            if left < crate::quorum::min_ttl(shared.engine.drift_factor()) {
                 return;
             }
             this_ttl = this_ttl.min(left);

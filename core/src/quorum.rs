@@ -27,6 +27,16 @@ pub fn validity(ttl: Duration, elapsed: Duration, drift_factor: f64) -> Option<D
         .filter(|v| !v.is_zero())
 }
 
+/// The shortest TTL, in whole milliseconds, that the validity rule can ever grant with
+/// `drift_factor`: below it `ttl - ttl * drift_factor - 2 ms` leaves nothing, even for an
+/// attempt that took no time (3 ms with the default 0.01).
+pub fn min_ttl(drift_factor: f64) -> Duration {
+    (1..)
+        .map(Duration::from_millis)
+        .find(|&ttl| validity(ttl, Duration::ZERO, drift_factor).is_some())
+        .unwrap_or(Duration::MAX)
+}
+
 /// The fencing token of an attempt: the largest counter any server reported, or `None` when no
 /// server reported one.
 pub fn fencing_max(counters: impl IntoIterator<Item = u64>) -> Option<u64> {
@@ -46,6 +56,18 @@ pub fn quorum_possible(failed: usize, n: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shortest_grantable_ttl_follows_the_drift_factor() {
+        assert_eq!(min_ttl(0.01), Duration::from_millis(3));
+        assert_eq!(min_ttl(0.0), Duration::from_millis(3));
+        assert_eq!(min_ttl(0.49), Duration::from_millis(4));
+        for df in [0.0, 0.01, 0.1, 0.3, 0.49] {
+            let min = min_ttl(df);
+            assert!(validity(min, Duration::ZERO, df).is_some());
+            assert!(validity(min - Duration::from_millis(1), Duration::ZERO, df).is_none());
+        }
+    }
 
     const MS: fn(u64) -> Duration = Duration::from_millis;
 

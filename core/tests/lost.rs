@@ -158,3 +158,18 @@ async fn the_lost_view_outlives_the_release_and_tells_what_it_found() {
     assert!(gone.release().await.is_err());
     assert_eq!(view.reason(), Some(LostReason::Expired));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shortest_grantable_ttl_is_granted_and_shorter_extends_are_refused() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    // 3 ms is grantable in principle; on a fast loopback it is often granted, else refused as
+    // taking too long: never a wait without end (a bounded wait of 2 s here).
+    match m.acquire("tiny", MS(3), Some(MS(2000))).await {
+        Ok(lock) => {
+            let e = lock.extend(MS(2)).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        }
+        Err(e) => assert_eq!(e.kind(), ErrorKind::NotAcquired, "{e}"),
+    }
+}

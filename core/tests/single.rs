@@ -418,6 +418,25 @@ async fn bad_input_is_rejected_before_any_network_call() {
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    // A TTL the validity rule can never grant (1-2 ms with the default drift factor): refused
+    // up front, naming the minimum, instead of "held by another" or a wait without end.
+    for ttl in [MS(1), MS(2)] {
+        let e = m.acquire("ok", ttl, None).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        assert!(e.message().contains("at least 3 ms"), "{e}");
+    }
+    let slack = LockManager::builder([format!(
+        "redis://127.0.0.1:{}",
+        fencelock_testkit::free_port()
+    )])
+    .drift_factor(0.49)
+    .build()
+    .unwrap();
+    let e = slack
+        .acquire("ok", MS(4) - Duration::from_micros(1), None)
+        .await
+        .unwrap_err();
+    assert!(e.message().contains("at least 4 ms"), "{e}");
     let e = m.release_by_token("ok", vec![b't'; 513]).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
 }
