@@ -39,6 +39,14 @@ export declare class Lock {
   /** Extends the lock to `ttl` ms from now (default: the TTL of the last acquire or extend). */
   extend(ttl?: number): Promise<void>
   /**
+   * Asks the servers whether this lock is still held: a quorum of them hold its key under
+   * its token (read-only; never extends it). Unlike `lost`, this process's view, it notices
+   * a key deleted or overwritten behind the holder's back, and then marks the lock lost
+   * (`lostReason` says how, `signal` aborts). `false` once released. Rejects with
+   * `ERR_UNAVAILABLE` when too few servers answer.
+   */
+  isHeld(): Promise<boolean>
+  /**
    * Gives up this object's hold without releasing the lock: it stays held on the servers
    * until its TTL runs out or someone releases it by name and token
    * (`manager.release(name, token)`, from this process or another: the request-id
@@ -64,6 +72,14 @@ export declare class LockManager {
   tryAcquire(name: string | Buffer, options?: TryAcquireOptions): Promise<Lock | null>
   /** Releases `name` if it is held with `token`, without a lock object. */
   release(name: string | Buffer, token: string | Buffer): Promise<void>
+  /**
+   * Extends `name` if it is held with `token`, without a lock object (a lock handed over by
+   * token): it expires `ttl` ms from now on every server holding it with `token`. Resolves
+   * to the validity this gives, in ms (as a lock's `validity`). Rejects with
+   * `ERR_LOCK_LOST` if it is not held with that token (the message says whether the key was
+   * gone or held by another token).
+   */
+  extend(name: string | Buffer, token: string | Buffer, ttl: number): Promise<number>
   /**
    * Whether `name` is held: a quorum of the servers hold its key under one token (taken by
    * fencelock or by another client's classic set-if-absent lock with an expiry). Acquires nothing; the

@@ -521,6 +521,19 @@ fl_status fl_lock_detach(struct fl_lock *lock);
 fl_status fl_release_by_token(const struct fl_manager *manager, const char *name, const char *token);
 
 /**
+ * Extends the lock `name` if it is held with `token`, without a lock handle (a lock handed
+ * over by token, as `fl_release_by_token` releases one): it expires `ttl_ms` from now on every
+ * server holding it with `token`. When `validity_ms` is not NULL, `*validity_ms` is the
+ * validity this gives (as `fl_lock_validity_ms`), written only on success.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments, a bad name, token or TTL (before any
+ * network call); `FL_NOT_HELD` when fewer than a quorum hold it with this token (the message
+ * says whether the key was gone or held by another token); `FL_UNAVAILABLE` when too few
+ * servers answered.
+ */
+fl_status fl_extend_by_token(const struct fl_manager *manager, const char *name, const char *token, uint64_t ttl_ms, uint64_t *validity_ms);
+
+/**
  * Whether the lock `name` is held: a quorum of the servers hold its key under one token
  * (taken by fencelock or by another client's classic set-if-absent lock with an expiry). Acquires nothing;
  * the holder's token is never shown. Writes `*out` only on success.
@@ -623,6 +636,18 @@ fl_status fl_with_lock(const struct fl_manager *manager, const char *name, uint6
  * detached, or a call from inside this lock's own callback.
  */
 fl_status fl_lock_on_lost(struct fl_lock *lock, fl_lock_callback callback, void *user_data);
+
+/**
+ * Asks the servers whether this lock is still held: a quorum of them hold its key under its
+ * token (read-only; never extends it). Unlike `fl_lock_is_lost`, this process's view, it
+ * notices a key deleted or overwritten behind the holder's back, and then marks the lock lost
+ * (`fl_lock_lost_reason` says how; an `fl_lock_on_lost` callback is called). `*out` is false
+ * for a lock already released or detached (no network call). Blocks for one round trip.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL; `FL_UNAVAILABLE` when fewer than
+ * a quorum of servers answered; `FL_REDIS_ERROR` for unexpected replies.
+ */
+fl_status fl_lock_is_held(const struct fl_lock *lock, bool *out);
 
 /**
  * Why the lock was lost (`FL_LOST_NONE` while held, after a release while held, or after a

@@ -343,6 +343,38 @@ pub unsafe extern "C" fn fl_release_by_token(
     })
 }
 
+/// Extends the lock `name` if it is held with `token`, without a lock handle (a lock handed
+/// over by token, as `fl_release_by_token` releases one): it expires `ttl_ms` from now on every
+/// server holding it with `token`. When `validity_ms` is not NULL, `*validity_ms` is the
+/// validity this gives (as `fl_lock_validity_ms`), written only on success.
+///
+/// Errors: `FL_INVALID_ARGUMENT` for NULL arguments, a bad name, token or TTL (before any
+/// network call); `FL_NOT_HELD` when fewer than a quorum hold it with this token (the message
+/// says whether the key was gone or held by another token); `FL_UNAVAILABLE` when too few
+/// servers answered.
+#[no_mangle]
+pub unsafe extern "C" fn fl_extend_by_token(
+    manager: *const fl_manager,
+    name: *const c_char,
+    token: *const c_char,
+    ttl_ms: u64,
+    validity_ms: *mut u64,
+) -> fl_status {
+    boundary(|| {
+        let m = self::manager(manager)?;
+        // SAFETY: NULL or NUL-terminated strings, by contract.
+        let name = unsafe { ffi::bytes(name, "name") }?;
+        // SAFETY: as above.
+        let token = unsafe { ffi::bytes(token, "token") }?;
+        let validity = m.inner.extend_by_token(name, token, ffi::ttl(ttl_ms))?;
+        if !validity_ms.is_null() {
+            // SAFETY: not NULL, and a valid pointer by contract.
+            unsafe { *validity_ms = validity.as_millis() as u64 };
+        }
+        Ok(())
+    })
+}
+
 /// Whether the lock `name` is held: a quorum of the servers hold its key under one token
 /// (taken by fencelock or by another client's classic set-if-absent lock with an expiry). Acquires nothing;
 /// the holder's token is never shown. Writes `*out` only on success.

@@ -166,6 +166,27 @@ pub unsafe extern "C" fn fl_lock_on_lost(
     })
 }
 
+/// Asks the servers whether this lock is still held: a quorum of them hold its key under its
+/// token (read-only; never extends it). Unlike `fl_lock_is_lost`, this process's view, it
+/// notices a key deleted or overwritten behind the holder's back, and then marks the lock lost
+/// (`fl_lock_lost_reason` says how; an `fl_lock_on_lost` callback is called). `*out` is false
+/// for a lock already released or detached (no network call). Blocks for one round trip.
+///
+/// Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL; `FL_UNAVAILABLE` when fewer than
+/// a quorum of servers answered; `FL_REDIS_ERROR` for unexpected replies.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_is_held(lock: *const fl_lock, out: *mut bool) -> fl_status {
+    boundary(|| {
+        let l = lock_ref(lock)?;
+        let out = ffi::out(out, "out")?;
+        *out = match l.guard().as_ref() {
+            Some(held) => held.is_held()?,
+            None => false,
+        };
+        Ok(())
+    })
+}
+
 /// Why the lock was lost (`FL_LOST_NONE` while held, after a release while held, or after a
 /// detach); also after an `fl_lock_release` that found it lost.
 ///

@@ -849,6 +849,53 @@ static void test_on_lost_callback_reports_why_once(void) {
     fl_manager_free(m);
 }
 
+static void test_is_held_and_extend_by_token(void) {
+    fl_manager *m = single_manager();
+    fl_lock *l = NULL;
+    const char *name = fresh_name("held");
+    const char *handed = fresh_name("handed");
+    char val[64], token[128];
+    const char *tok = NULL;
+    bool held = false;
+    fl_lost_reason why = FL_LOST_NONE;
+    uint64_t validity = 0;
+
+    CHECK_ST(fl_lock_acquire(m, name, 10000, 0, &l), FL_OK);
+    CHECK_ST(fl_lock_is_held(l, &held), FL_OK);
+    CHECK(held);
+    CHECK(raw3(ports[0], val, sizeof val, "SET", name, "someone-else") == '+');
+    CHECK_ST(fl_lock_is_lost(l, &held), FL_OK);
+    CHECK(!held); /* this process cannot know */
+    CHECK_ST(fl_lock_is_held(l, &held), FL_OK);
+    CHECK(!held);
+    CHECK_ST(fl_lock_lost_reason(l, &why), FL_OK);
+    CHECK(why == FL_LOST_TAKEN);
+    CHECK(raw2(ports[0], val, sizeof val, "GET", name) == '$' && strcmp(val, "someone-else") == 0);
+    CHECK_INVALID(fl_lock_is_held(l, NULL), "out");
+    CHECK_INVALID(fl_lock_is_held(NULL, &held), "lock is NULL");
+    fl_lock_free(l);
+
+    /* Extend by name and token: a detached lock kept alive from elsewhere. */
+    l = NULL;
+    CHECK_ST(fl_lock_acquire(m, handed, 2000, 0, &l), FL_OK);
+    CHECK_ST(fl_lock_token(l, &tok), FL_OK);
+    snprintf(token, sizeof token, "%s", tok);
+    CHECK_ST(fl_lock_detach(l), FL_OK);
+    CHECK_ST(fl_lock_is_held(l, &held), FL_OK);
+    CHECK(!held); /* detached: no call */
+    fl_lock_free(l);
+    CHECK_ST(fl_extend_by_token(m, handed, token, 30000, &validity), FL_OK);
+    CHECK(validity > 29000 && validity <= 30000);
+    CHECK(raw2(ports[0], val, sizeof val, "PTTL", handed) == ':' && atol(val) > 29000);
+    CHECK_ST(fl_extend_by_token(m, handed, "not-the-token", 30000, NULL), FL_NOT_HELD);
+    CHECK_INVALID(fl_extend_by_token(m, handed, token, 2, NULL), "at least 3 ms");
+    CHECK_INVALID(fl_extend_by_token(m, NULL, token, 1000, NULL), "name");
+    CHECK_ST(fl_release_by_token(m, handed, token), FL_OK);
+    CHECK_ST(fl_extend_by_token(m, handed, token, 30000, NULL), FL_NOT_HELD);
+    CHECK(strstr(fl_last_error_message(), "gone") != NULL);
+    fl_manager_free(m);
+}
+
 static void test_redis_error_and_unavailable(void) {
     fl_manager *m = single_manager(), *dead = NULL;
     fl_lock *l = SENTINEL;
@@ -1594,6 +1641,7 @@ int main(void) {
     run_test("lock_outlives_its_manager", test_lock_outlives_its_manager);
     run_test("lost_lock_is_reported", test_lost_lock_is_reported);
     run_test("on_lost_callback_reports_why_once", test_on_lost_callback_reports_why_once);
+    run_test("is_held_and_extend_by_token", test_is_held_and_extend_by_token);
     run_test("redis_error_and_unavailable", test_redis_error_and_unavailable);
     run_test("tls_options", test_tls_options);
     run_test("connect_timeout_option", test_connect_timeout_option);

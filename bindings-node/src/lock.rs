@@ -186,6 +186,27 @@ impl JsLock {
         )
     }
 
+    /// Asks the servers whether this lock is still held: a quorum of them hold its key under
+    /// its token (read-only; never extends it). Unlike `lost`, this process's view, it notices
+    /// a key deleted or overwritten behind the holder's back, and then marks the lock lost
+    /// (`lostReason` says how, `signal` aborts). `false` once released. Rejects with
+    /// `ERR_UNAVAILABLE` when too few servers answer.
+    #[napi(catch_unwind, js_name = "isHeld", ts_return_type = "Promise<boolean>")]
+    pub fn is_held<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, bool>> {
+        let slot = Arc::clone(&self.slot);
+        promise(
+            env,
+            async move {
+                let guard = slot.read_owned().await;
+                match guard.as_ref() {
+                    Some(lock) => Ok(lock.is_held().await?),
+                    None => Ok(false),
+                }
+            },
+            |_, held| Ok(held),
+        )
+    }
+
     /// Gives up this object's hold without releasing the lock: it stays held on the servers
     /// until its TTL runs out or someone releases it by name and token
     /// (`manager.release(name, token)`, from this process or another: the request-id

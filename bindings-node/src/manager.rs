@@ -351,6 +351,42 @@ impl JsLockManager {
         )
     }
 
+    /// Extends `name` if it is held with `token`, without a lock object (a lock handed over by
+    /// token): it expires `ttl` ms from now on every server holding it with `token`. Resolves
+    /// to the validity this gives, in ms (as a lock's `validity`). Rejects with
+    /// `ERR_LOCK_LOST` if it is not held with that token (the message says whether the key was
+    /// gone or held by another token).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "name: string | Buffer, token: string | Buffer, ttl: number",
+        ts_return_type = "Promise<number>"
+    )]
+    pub fn extend<'e>(
+        &self,
+        env: &'e Env,
+        name: Unknown<'e>,
+        token: Unknown<'e>,
+        ttl: Unknown<'e>,
+    ) -> Result<PromiseRaw<'e, f64>> {
+        let checked = (|| {
+            Ok::<_, Failure>((
+                args::bytes("name", &name)?,
+                args::bytes("token", &token)?,
+                args::duration("ttl", &ttl)?,
+                self.manager()?,
+            ))
+        })();
+        let (name, token, ttl, manager) = match checked {
+            Ok(c) => c,
+            Err(f) => return rejected(env, f),
+        };
+        promise(
+            env,
+            async move { Ok(manager.extend_by_token(&name, &token, ttl).await?) },
+            |_, validity: std::time::Duration| Ok(validity.as_millis() as f64),
+        )
+    }
+
     /// Whether `name` is held: a quorum of the servers hold its key under one token (taken by
     /// fencelock or by another client's classic set-if-absent lock with an expiry). Acquires nothing; the
     /// holder's token is never shown. Rejects with `ERR_UNAVAILABLE` when too few servers

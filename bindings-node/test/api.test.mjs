@@ -351,6 +351,30 @@ describe('LockManager and Lock', () => {
     assert.equal(await server.get('detached'), null)
   })
 
+  it('isHeld asks the servers; manager.extend extends a lock by name and token', async () => {
+    const lock = await mgr.acquire('held-q', { ttl: 10_000 })
+    assert.equal(await lock.isHeld(), true)
+    await server.client().set('held-q', 'someone-else')
+    assert.equal(lock.lost, false, 'the local view cannot know')
+    assert.equal(await lock.isHeld(), false)
+    assert.equal(lock.lostReason, 'taken')
+    assert.equal(lock.signal.aborted, true)
+
+    const handed = await mgr.acquire('ext-q', { ttl: 2000 })
+    const token = handed.token
+    handed.detach()
+    const validity = await other.extend('ext-q', token, 30_000)
+    assert.ok(validity > 29_000 && validity <= 30_000, String(validity))
+    assert.ok((await server.pttl('ext-q')) > 29_000)
+    await assert.rejects(other.extend('ext-q', 'not-the-token', 30_000), { code: 'ERR_LOCK_LOST' })
+    await assert.rejects(other.extend('ext-q', token, 2), { code: 'ERR_INVALID_ARG' })
+    await other.release('ext-q', token)
+
+    const released = await mgr.acquire('rel-q', { ttl: 5000 })
+    await released.release()
+    assert.equal(await released.isHeld(), false)
+  })
+
   it('names and tokens may be Buffers, and a token makes acquire re-entrant', async () => {
     const name = Buffer.from([0x66, 0x00, 0xff])
     const token = Buffer.from('my-token')

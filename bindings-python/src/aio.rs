@@ -21,17 +21,17 @@ use fencelock::ErrorKind;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
-use tokio::sync::RwLock;
+
 use tokio::task::AbortHandle;
 
 use crate::convert::{
-    acquire_options, max_hold_arg, name_arg, opt_token_arg, positive_seconds, token_arg, ttl_arg,
-    wait_arg, wait_limit, Servers, Text,
+    acquire_options, max_hold_arg, name_arg, opt_token_arg, token_arg, ttl_arg, wait_arg,
+    wait_limit, Servers, Text,
 };
 use crate::errors::{Failure, LockError};
 use crate::lost::{Deliver, Keep};
-use crate::managed::{other_process, Live, Managed, ProcessLocal};
-use crate::options::{is_exception, lock_getters, HeldLock, LockFacts, Options, ScopeArgs};
+use crate::managed::{Live, Managed};
+use crate::options::{is_exception, Options, ScopeArgs};
 use crate::shutdown;
 
 static BRIDGE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
@@ -43,7 +43,7 @@ fn bridge(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
 }
 
 /// A coroutine returning `value` at once.
-fn ready<'py>(py: Python<'py>, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn ready<'py>(py: Python<'py>, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     bridge(py)?.call_method1("ready", (value,))
 }
 
@@ -183,7 +183,7 @@ impl AbortOnCancel {
 
 /// Whether cancelling the awaiting task stops the Rust future.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum OnCancel {
+pub(crate) enum OnCancel {
     /// Drop the Rust future (acquisitions: the core cleans up).
     Abort,
     /// Let it finish in the background (release, extend).
@@ -191,7 +191,7 @@ enum OnCancel {
 }
 
 /// Runs `fut` on the manager's runtime; returns a coroutine for its converted result.
-fn spawn<'py, T, F, C>(
+pub(crate) fn spawn<'py, T, F, C>(
     py: Python<'py>,
     live: &Live,
     on_cancel: OnCancel,
@@ -235,7 +235,7 @@ where
     bridge.call_method1("wait", (future,))
 }
 
-fn none(py: Python<'_>, (): ()) -> PyResult<Bound<'_, PyAny>> {
+pub(crate) fn none(py: Python<'_>, (): ()) -> PyResult<Bound<'_, PyAny>> {
     Ok(py.None().into_bound(py))
 }
 
@@ -449,6 +449,35 @@ impl PyAsyncLockManager {
         )
     }
 
+    /// Extends ``name`` if it is held with ``token`` (awaitable validity in seconds); see
+    /// ``fencelock.LockManager.extend``.
+    fn extend<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+        #[pyo3(from_py_with = token_arg)] token: Text,
+        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ttl = crate::convert::positive_seconds("ttl", ttl)?;
+        let live = self.live(py)?;
+        let manager = live.manager.as_async().clone();
+        let fut = async move {
+            manager
+                .extend_by_token(name.as_bytes(), token.as_bytes(), ttl)
+                .await
+                .map_err(Failure::Core)
+        };
+        spawn(
+            py,
+            &live,
+            OnCancel::Finish,
+            fut,
+            |py, v: std::time::Duration| {
+                Ok(pyo3::types::PyFloat::new(py, v.as_secs_f64()).into_any())
+            },
+        )
+    }
+
     /// Releases ``name`` if it is held with ``token``; raises ``LockLost`` if it was not.
     fn release<'py>(
         &self,
@@ -557,166 +586,4 @@ impl PyAsyncLockScope {
     }
 }
 
-type Cell = Arc<RwLock<Option<fencelock::Lock>>>;
-
-/// What an async lock holds in the process that acquired it.
-struct Held {
-    /// `None` once released.
-    cell: Cell,
-    /// Keeps the manager's runtime running while the lock lives.
-    live: Live,
-}
-
-/// A lock held through ``fencelock.asyncio.LockManager``: as ``fencelock.Lock``, with
-/// awaitable ``release()`` and ``extend(ttl)`` and ``async with lock:``.
-#[pyclass(name = "AsyncLock", module = "fencelock.asyncio", frozen)]
-pub struct PyAsyncLock {
-    held: ProcessLocal<Held>,
-    facts: LockFacts,
-}
-
-impl PyAsyncLock {
-    fn new(lock: fencelock::Lock, name: Text, token: Option<&Text>, live: Live) -> PyAsyncLock {
-        PyAsyncLock {
-            facts: LockFacts::new(&lock, name, token),
-            held: ProcessLocal::new(Held {
-                cell: Arc::new(RwLock::new(Some(lock))),
-                live,
-            }),
-        }
-    }
-
-    fn display_name(&self) -> String {
-        self.facts.display_name()
-    }
-
-    fn held(&self, py: Python<'_>) -> PyResult<&Held> {
-        self.held
-            .get()
-            .ok_or_else(|| other_process(&self.display_name(), self.held.pid()).into_py(py))
-    }
-
-    /// The end of an `async with` block (see `fencelock.Lock.__exit__`); resolves to False.
-    fn finish<'py>(&self, py: Python<'py>, block_raised: bool) -> PyResult<Bound<'py, PyAny>> {
-        let Some(held) = self.held.get() else {
-            return ready(py, false.into_pyobject(py)?.to_owned().into_any());
-        };
-        let cell = Arc::clone(&held.cell);
-        let fut = async move {
-            let taken = cell.write().await.take();
-            match taken {
-                Some(lock) => {
-                    let outcome = lock.finish_scope().await;
-                    match outcome {
-                        Err(e) if !block_raised => Err(Failure::Core(e)),
-                        _ => Ok(()),
-                    }
-                }
-                None => Ok(()),
-            }
-        };
-        spawn(py, &held.live, OnCancel::Finish, fut, |py, ()| {
-            Ok(false.into_pyobject(py)?.to_owned().into_any())
-        })
-    }
-}
-
-impl HeldLock for PyAsyncLock {
-    fn facts(&self) -> &LockFacts {
-        &self.facts
-    }
-
-    fn peek_core<T>(&self, f: impl FnOnce(&fencelock::Lock) -> T) -> Option<T> {
-        let guard = self.held.get()?.cell.try_read().ok()?;
-        guard.as_ref().map(f)
-    }
-
-    fn in_this_process(&self) -> bool {
-        self.held.get().is_some()
-    }
-}
-
-lock_getters!(PyAsyncLock);
-
-#[pymethods]
-impl PyAsyncLock {
-    /// Releases the lock (awaitable). Raises ``LockLost`` if it had expired or been taken,
-    /// ``Unavailable``, or ``LockError`` if already released. Cancelling the awaiting task
-    /// does not stop the release.
-    fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let held = self.held(py)?;
-        let cell = Arc::clone(&held.cell);
-        let released = format!("lock {} was already released", self.display_name());
-        let fut = async move {
-            let taken = cell.write().await.take();
-            match taken {
-                Some(lock) => {
-                    let outcome = lock.release().await;
-                    outcome.map_err(Failure::Core)
-                }
-                None => Err(Failure::Usage(released)),
-            }
-        };
-        spawn(py, &held.live, OnCancel::Finish, fut, none)
-    }
-
-    /// Gives up this object's hold without releasing the lock (not awaitable): as
-    /// ``fencelock.Lock.detach``. Raises ``LockError`` if it was already released or detached.
-    fn detach(&self, py: Python<'_>) -> PyResult<()> {
-        let held = self.held(py)?;
-        let cell = Arc::clone(&held.cell);
-        // Waits (without the GIL) for an extend in flight on this lock, which is bounded.
-        let taken = shutdown::detach(py, move || cell.blocking_write().take());
-        match taken {
-            Some(lock) => {
-                lock.detach();
-                Ok(())
-            }
-            None => Err(Failure::Usage(format!(
-                "lock {} was already released",
-                self.display_name()
-            ))
-            .into_py(py)),
-        }
-    }
-
-    /// Extends the lock to expire ``ttl`` seconds from now (awaitable). Raises ``LockLost``
-    /// if no quorum still holds it, ``ValueError`` for a bad ttl, ``LockError`` if released.
-    fn extend<'py>(
-        &self,
-        py: Python<'py>,
-        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = positive_seconds("ttl", ttl)?;
-        let held = self.held(py)?;
-        let cell = Arc::clone(&held.cell);
-        let released = format!("lock {} was already released", self.display_name());
-        let fut = async move {
-            let guard = cell.read().await;
-            match guard.as_ref() {
-                Some(lock) => lock.extend(ttl).await.map_err(Failure::Core),
-                None => Err(Failure::Usage(released)),
-            }
-        };
-        spawn(py, &held.live, OnCancel::Finish, fut, none)
-    }
-
-    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        ready(slf.py(), slf.into_any())
-    }
-
-    #[pyo3(signature = (exc_type, _exc = None, _tb = None))]
-    fn __aexit__<'py>(
-        &self,
-        py: Python<'py>,
-        exc_type: Option<&Bound<'py, PyAny>>,
-        _exc: Option<&Bound<'py, PyAny>>,
-        _tb: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.finish(py, is_exception(exc_type))
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> String {
-        HeldLock::repr(self, py, "fencelock.asyncio.Lock")
-    }
-}
+pub use crate::aio_lock::PyAsyncLock;

@@ -8,6 +8,7 @@
 //! lock logic lives here.
 
 mod aio;
+mod aio_lock;
 mod convert;
 mod errors;
 mod events;

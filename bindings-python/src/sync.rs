@@ -279,6 +279,27 @@ impl PyLockManager {
             .map_err(|e| to_py(py, e))
     }
 
+    /// Extends ``name`` if it is held with ``token`` (a lock handed over from another process
+    /// or thread): it expires ``ttl`` seconds from now on every server holding it with
+    /// ``token``. Returns the validity this gives, in seconds (as ``Lock.validity``). Raises
+    /// ``LockLost`` if it is not held with that token (expired, or taken by another owner),
+    /// ``Unavailable`` if too few servers answered, ``ValueError`` for a bad ttl.
+    fn extend(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+        #[pyo3(from_py_with = token_arg)] token: Text,
+        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+    ) -> PyResult<f64> {
+        let ttl = positive_seconds("ttl", ttl)?;
+        let manager = self.live(py)?;
+        shutdown::detach(py, || {
+            manager.extend_by_token(name.as_bytes(), token.as_bytes(), ttl)
+        })
+        .map(|v| v.as_secs_f64())
+        .map_err(|e| to_py(py, e))
+    }
+
     /// Releases ``name`` if it is held with ``token`` (a lock handed over from another process
     /// or thread). Raises ``LockLost`` if it was not held with that token (expired, or taken
     /// by another owner), ``Unavailable`` if too few servers answered.
@@ -469,6 +490,20 @@ impl PyLock {
             None => Err(self.released()),
         })
         .map_err(|f| f.into_py(py))
+    }
+
+    /// Asks the servers whether this lock is still held: a quorum of them hold its key under
+    /// its token (read-only; never extends it). Unlike ``lost``, this process's view, it
+    /// notices a key deleted or overwritten behind the holder's back, and then marks the lock
+    /// lost (``lost_reason`` says how; ``on_lost`` is called). ``False`` once released. Raises
+    /// ``Unavailable`` when too few servers answer.
+    fn is_held(&self, py: Python<'_>) -> PyResult<bool> {
+        let cell = self.cell().map_err(|f| f.into_py(py))?;
+        shutdown::detach(py, || match Self::read(cell).as_ref() {
+            Some(lock) => lock.is_held(),
+            None => Ok(false),
+        })
+        .map_err(|e| to_py(py, e))
     }
 
     /// Gives up this object's hold without releasing the lock: it stays held on the servers

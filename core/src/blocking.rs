@@ -200,6 +200,19 @@ impl LockManager {
         self.block_on(self.inner.remaining(name))?
     }
 
+    /// See [`crate::LockManager::extend_by_token`].
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::extend_by_token`].
+    pub fn extend_by_token(
+        &self,
+        name: impl AsRef<[u8]>,
+        token: impl AsRef<[u8]>,
+        ttl: Duration,
+    ) -> Result<Duration> {
+        self.block_on(self.inner.extend_by_token(name, token, ttl))?
+    }
+
     /// See [`crate::LockManager::release_by_token`].
     ///
     /// # Errors
@@ -304,6 +317,13 @@ impl Lock {
                 Some(t) => tokio::time::timeout(t, lost).await.ok(),
             }
         })
+    }
+    /// See [`crate::Lock::is_held`].
+    ///
+    /// # Errors
+    /// As [`crate::Lock::is_held`].
+    pub fn is_held(&self) -> Result<bool> {
+        block_on(&self.runtime, self.inner.is_held())?
     }
     /// See [`crate::Lock::extend`].
     ///

@@ -281,36 +281,9 @@ impl Engine {
     /// when servers answer with errors (a key of another type).
     pub async fn inspect(&self, name: &[u8]) -> Result<Option<Duration>> {
         let keys = LockKeys::new(&self.config.prefix, name);
-        let timeout = self.server_timeout(timing::DEFAULT_TTL);
         let start = Instant::now();
-        let call = ScriptCall::inspect(&keys);
-        let views: Vec<std::result::Result<Holder, ServerFailure>> =
-            join_all(self.servers.iter().map(|s| async {
-                let reply = s.eval::<redis::Value>(&call, timeout).await?;
-                parse_inspect(&reply).map_err(ServerFailure::Reply)
-            }))
-            .await;
-        let (n, q) = (self.n(), quorum::quorum(self.n()));
-        let answered = views.iter().filter(|v| v.is_ok()).count();
-        if answered < q {
-            let failures = self.failures(views.iter().map(|v| v.as_ref().err()));
-            let lock = display_name(name);
-            let replies = views
-                .iter()
-                .any(|v| matches!(v, Err(ServerFailure::Reply(_))));
-            if replies
-                && views
-                    .iter()
-                    .all(|v| matches!(v, Err(f) if f.is_permanent()))
-            {
-                return Err(Error::Redis(format!(
-                    "inspection of lock {lock}: {failures}"
-                )));
-            }
-            return Err(Error::Unavailable(format!(
-                "inspection of lock {lock}: only {answered} of {n} servers answered, quorum is {q}: {failures}"
-            )));
-        }
+        let views = self.views(name, &keys).await?;
+        let q = quorum::quorum(self.n());
         let mut by_token: std::collections::HashMap<&[u8], Vec<Option<Duration>>> =
             std::collections::HashMap::new();
         for view in views.iter().flatten() {
@@ -329,6 +302,71 @@ impl Engine {
                 quorum::validity(pttl, start.elapsed(), self.drift_factor()).unwrap_or_default()
             }
         }))
+    }
+}
+
+type View = std::result::Result<Holder, ServerFailure>;
+
+impl Engine {
+    /// Every server's holder of `keys` (the inspect script, read-only); an error when fewer
+    /// than a quorum answered.
+    async fn views(&self, name: &[u8], keys: &LockKeys) -> Result<Vec<View>> {
+        let timeout = self.server_timeout(timing::DEFAULT_TTL);
+        let call = ScriptCall::inspect(keys);
+        let views: Vec<View> = join_all(self.servers.iter().map(|s| async {
+            let reply = s.eval::<redis::Value>(&call, timeout).await?;
+            parse_inspect(&reply).map_err(ServerFailure::Reply)
+        }))
+        .await;
+        let (n, q) = (self.n(), quorum::quorum(self.n()));
+        let answered = views.iter().filter(|v| v.is_ok()).count();
+        if answered >= q {
+            return Ok(views);
+        }
+        let failures = self.failures(views.iter().map(|v| v.as_ref().err()));
+        let lock = display_name(name);
+        let replies = views
+            .iter()
+            .any(|v| matches!(v, Err(ServerFailure::Reply(_))));
+        if replies
+            && views
+                .iter()
+                .all(|v| matches!(v, Err(f) if f.is_permanent()))
+        {
+            return Err(Error::Redis(format!(
+                "inspection of lock {lock}: {failures}"
+            )));
+        }
+        Err(Error::Unavailable(format!(
+            "inspection of lock {lock}: only {answered} of {n} servers answered, quorum is {q}: {failures}"
+        )))
+    }
+
+    /// Whether a quorum of the servers hold `t`'s key under its token, changing nothing: `Ok`
+    /// when they do; else why not (`Taken` when some server holds another token).
+    ///
+    /// # Errors
+    /// As [`inspect`](Self::inspect).
+    pub async fn holds(&self, t: &Target) -> Result<std::result::Result<(), LostReason>> {
+        let views = self.views(&t.name, &t.keys).await?;
+        let mut ours = 0;
+        let mut others = false;
+        for view in views.iter().flatten() {
+            if let Holder::Held { token, .. } = view {
+                if *token == t.token.as_slice() {
+                    ours += 1;
+                } else {
+                    others = true;
+                }
+            }
+        }
+        Ok(if ours >= quorum::quorum(self.n()) {
+            Ok(())
+        } else if others {
+            Err(LostReason::Taken)
+        } else {
+            Err(LostReason::Expired)
+        })
     }
 }
 

@@ -317,6 +317,28 @@ impl Lock {
         });
     }
 
+    /// Asks the servers whether this lock is still held: a quorum of them hold its key under
+    /// its token (read-only; never extends it). Unlike [`is_lost`](Lock::is_lost), which is
+    /// this process's view, it notices a key deleted or overwritten behind the holder's back;
+    /// when it finds the lock not held, the lock is marked lost (taken, or expired).
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] when fewer than a quorum of servers answer;
+    /// [`Error::Redis`] for unexpected replies.
+    pub async fn is_held(&self) -> Result<bool> {
+        let s = &self.shared;
+        if s.status() == Status::Released {
+            return Ok(false);
+        }
+        match s.engine.holds(&s.target).await? {
+            Ok(()) => Ok(true),
+            Err(why) => {
+                s.mark_lost(why);
+                Ok(false)
+            }
+        }
+    }
+
     /// Extends the lock: its expiry on the servers becomes now + `ttl`, and its validity is
     /// recomputed as for an acquisition.
     ///

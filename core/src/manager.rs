@@ -146,6 +146,34 @@ impl LockManager {
         Ok(lock)
     }
 
+    /// Extends `name` if it is held with `token`, without a lock object (a lock handed over by
+    /// token, as [`release_by_token`](Self::release_by_token) releases one): its expiry
+    /// becomes now + `ttl` on every server that holds it with `token`. Returns the validity
+    /// this gives, computed as for an acquisition.
+    ///
+    /// # Errors
+    /// [`Error::NotHeld`] when fewer than a quorum hold it with `token` (the message says
+    /// whether the key was gone or held by another token; it is then released where it
+    /// survived); [`Error::Unavailable`] when too few servers answered;
+    /// [`Error::InvalidArgument`] for a bad name, token or TTL.
+    pub async fn extend_by_token(
+        &self,
+        name: impl AsRef<[u8]>,
+        token: impl AsRef<[u8]>,
+        ttl: Duration,
+    ) -> Result<Duration> {
+        let (name, token) = (name.as_ref(), token.as_ref());
+        check_name(name)?;
+        token::check_token(token)?;
+        let target = self.engine.target(name, token.to_vec());
+        let valid_until = self
+            .engine
+            .extend(&target, ttl)
+            .await
+            .map_err(|failed| failed.error)?;
+        Ok(valid_until.saturating_duration_since(std::time::Instant::now()))
+    }
+
     /// Releases `name` if it is held with `token`, without a lock object (for locks handed
     /// across processes).
     ///

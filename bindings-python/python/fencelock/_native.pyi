@@ -134,6 +134,8 @@ class LockManager:
         """Whether a quorum of the servers hold ``name`` under one token."""
     def remaining(self, name: _Text) -> Optional[float]:
         """Seconds ``name`` stays held at least (``math.inf``: no expiry), ``None`` when free."""
+    def extend(self, name: _Text, token: _Text, ttl: float) -> float:
+        """Extends ``name`` if it is held with ``token``; returns the validity in seconds."""
     def release(self, name: _Text, token: _Text) -> None:
         """Releases ``name`` if it is held with ``token``."""
     def close(self) -> None:
@@ -177,6 +179,8 @@ class Lock:
         """Why the lock was lost (``"expired"``, ``"taken"``, ``"unreachable"``), else None."""
     def release(self) -> None:
         """Releases the lock."""
+    def is_held(self) -> bool:
+        """Whether a quorum of the servers still hold this lock (asks them)."""
     def detach(self) -> None:
         """Gives up this object's hold without releasing the lock (it expires or is released
         by name and token)."""
@@ -258,6 +262,8 @@ class AsyncLockManager:
         """Whether a quorum of the servers hold ``name`` under one token."""
     def remaining(self, name: _Text) -> Coroutine[Any, Any, Optional[float]]:
         """Seconds ``name`` stays held at least (``math.inf``: no expiry), ``None`` when free."""
+    def extend(self, name: _Text, token: _Text, ttl: float) -> Coroutine[Any, Any, float]:
+        """Extends ``name`` if it is held with ``token``; returns the validity in seconds."""
     def release(self, name: _Text, token: _Text) -> Coroutine[Any, Any, None]:
         """Releases ``name`` if it is held with ``token``."""
     def close(self) -> Coroutine[Any, Any, None]:
@@ -301,6 +307,8 @@ class AsyncLock:
         """Why the lock was lost (``"expired"``, ``"taken"``, ``"unreachable"``), else None."""
     def release(self) -> Coroutine[Any, Any, None]:
         """Releases the lock."""
+    def is_held(self) -> Coroutine[Any, Any, bool]:
+        """Whether a quorum of the servers still hold this lock (asks them)."""
     def detach(self) -> None:
         """Gives up this object's hold without releasing the lock (it expires or is released
         by name and token)."""

@@ -1,0 +1,98 @@
+//! A lock's server-checked ownership (`is_held`) and extension by name and token (issue 25
+//! items 4 and 7), on one server and on Redlock with a down minority.
+
+use std::time::Duration;
+
+use fencelock::{ErrorKind, LockManager, LostReason};
+use fencelock_testkit::{servers, RedisServer};
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn is_held_asks_the_servers_and_sees_what_the_local_view_cannot() {
+    let server = RedisServer::start();
+    let m = LockManager::new([server.url()]).unwrap();
+    let lock = m.acquire("owned", MS(10_000), None).await.unwrap();
+    assert!(lock.is_held().await.unwrap());
+    // Another client overwrites the key: the local view still says held, the servers do not.
+    server.set(b"owned", b"someone-else");
+    assert!(!lock.is_lost(), "the local view cannot know");
+    assert!(!lock.is_held().await.unwrap());
+    assert_eq!(
+        lock.lost_reason(),
+        Some(LostReason::Taken),
+        "and now it knows"
+    );
+    assert_eq!(
+        server.get(b"owned").as_deref(),
+        Some(&b"someone-else"[..]),
+        "read-only"
+    );
+
+    let gone = m.acquire("deleted", MS(10_000), None).await.unwrap();
+    server.del(b"deleted");
+    assert!(!gone.is_held().await.unwrap());
+    assert_eq!(gone.lost_reason(), Some(LostReason::Expired));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn is_held_is_the_quorums_view_on_redlock() {
+    let mut s = servers(3);
+    let urls: Vec<String> = s.iter().map(|x| x.url()).collect();
+    let m = LockManager::builder(&urls)
+        .server_timeout(MS(200))
+        .build()
+        .unwrap();
+    let lock = m.acquire("quorum", MS(10_000), None).await.unwrap();
+    s[0].del(b"quorum");
+    assert!(lock.is_held().await.unwrap(), "two of three still hold it");
+    s[2].kill();
+    assert!(
+        !lock.is_held().await.unwrap(),
+        "one of the two answering holds it"
+    );
+    s[1].kill();
+    let e = lock.is_held().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extend_by_token_extends_a_lock_held_elsewhere() {
+    let server = RedisServer::start();
+    let holder = LockManager::new([server.url()]).unwrap();
+    let other = LockManager::new([server.url()]).unwrap();
+    let lock = holder.acquire("handed", MS(2_000), None).await.unwrap();
+    let token = lock.token().to_vec();
+    lock.detach();
+    let validity = other
+        .extend_by_token("handed", &token, MS(30_000))
+        .await
+        .unwrap();
+    assert!(
+        validity > MS(29_000) && validity <= MS(30_000),
+        "{validity:?}"
+    );
+    assert!(server.pttl(b"handed") > 29_000);
+    let e = other
+        .extend_by_token("handed", b"not-the-token", MS(30_000))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotHeld, "{e}");
+    assert_eq!(
+        server.get(b"handed").as_deref(),
+        Some(token.as_slice()),
+        "left alone"
+    );
+    let e = other
+        .extend_by_token("handed", &token, MS(2))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    other.release_by_token("handed", &token).await.unwrap();
+    let e = other
+        .extend_by_token("handed", &token, MS(30_000))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotHeld, "{e}");
+    assert!(e.message().contains("gone"), "{e}");
+}
