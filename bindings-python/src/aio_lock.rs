@@ -29,6 +29,9 @@ struct Held {
 pub struct PyAsyncLock {
     held: ProcessLocal<Held>,
     facts: LockFacts,
+    /// Set when a release (or the end of `async with`) starts: the spawned call takes the lock
+    /// out later, and this object's collection in between must not detach it.
+    finishing: std::sync::atomic::AtomicBool,
 }
 
 impl PyAsyncLock {
@@ -40,6 +43,7 @@ impl PyAsyncLock {
     ) -> PyAsyncLock {
         PyAsyncLock {
             facts: LockFacts::new(&lock, name, token),
+            finishing: std::sync::atomic::AtomicBool::new(false),
             held: ProcessLocal::new(Held {
                 cell: Arc::new(RwLock::new(Some(lock))),
                 live,
@@ -63,6 +67,8 @@ impl PyAsyncLock {
         py: Python<'py>,
         block_raised: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.finishing
+            .store(true, std::sync::atomic::Ordering::Release);
         let Some(held) = self.held.get() else {
             return ready(py, false.into_pyobject(py)?.to_owned().into_any());
         };
@@ -101,6 +107,36 @@ impl HeldLock for PyAsyncLock {
     }
 }
 
+impl Drop for PyAsyncLock {
+    /// Collected while held: not released (see `warn_abandoned`).
+    fn drop(&mut self) {
+        let Some(held) = self.held.get() else {
+            return; // a forked child's copy: the parent's lock, left alone
+        };
+        if self.finishing.load(std::sync::atomic::Ordering::Acquire) {
+            return; // a release under way owns the lock
+        }
+        match held.cell.try_write() {
+            Ok(mut guard) => {
+                if let Some(lock) = guard.take() {
+                    crate::options::warn_abandoned(&self.facts, lock.is_auto_extending());
+                    lock.detach();
+                }
+            }
+            Err(_) => {
+                // A call still runs on the lock (it owns the lock's fate if it is a release):
+                // detach what is left once it is done.
+                let cell = Arc::clone(&held.cell);
+                held.live.handle.spawn(async move {
+                    if let Some(lock) = cell.write().await.take() {
+                        lock.detach();
+                    }
+                });
+            }
+        }
+    }
+}
+
 lock_getters!(PyAsyncLock);
 
 #[pymethods]
@@ -109,6 +145,8 @@ impl PyAsyncLock {
     /// ``Unavailable``, or ``LockError`` if already released. Cancelling the awaiting task
     /// does not stop the release.
     fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.finishing
+            .store(true, std::sync::atomic::Ordering::Release);
         let held = self.held(py)?;
         let cell = Arc::clone(&held.cell);
         let released = format!("lock {} was already released", self.display_name());

@@ -246,6 +246,32 @@ impl LockFacts {
     }
 }
 
+/// What a lock object collected while still held does: nothing on the servers (the lock is
+/// detached: it expires after its TTL, or is released by token), but when it was
+/// auto-extended, a `ResourceWarning` naming it, since its auto-extension stops here and the
+/// program probably still relied on it.
+pub fn warn_abandoned(facts: &LockFacts, was_auto_extended: bool) {
+    if !was_auto_extended {
+        return;
+    }
+    crate::shutdown::attach(|py| {
+        let message = format!(
+            "fencelock lock {} (fencing token {}) was garbage-collected while held and \
+             auto-extended: it is not released, its auto-extension stops and it expires after \
+             its TTL. Release it, use `with`, or keep a reference while you rely on it \
+             (detach() hands it on by token)",
+            facts.display_name(),
+            facts.fencing_token
+        );
+        if let Ok(message) = std::ffi::CString::new(message) {
+            let category = py.get_type::<pyo3::exceptions::PyResourceWarning>();
+            if let Err(e) = PyErr::warn(py, &category, &message, 1) {
+                e.write_unraisable(py, None);
+            }
+        }
+    });
+}
+
 /// Both lock classes: their facts, and a look at the core lock while it is held.
 pub trait HeldLock {
     fn facts(&self) -> &LockFacts;

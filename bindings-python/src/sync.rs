@@ -394,8 +394,9 @@ impl PyLockScope {
 /// str); ``fencing_token`` is an int that grows with every acquisition on the server set;
 /// ``validity`` is the seconds the lock is still safe to use; ``lost`` turns true when it is
 /// known to be lost. ``with lock:`` releases it at the end of the block (raising
-/// ``LockLost`` if it was lost). A lock that is garbage-collected while held is released in
-/// the background.
+/// ``LockLost`` if it was lost). A lock that is garbage-collected while held is not released:
+/// it expires after its TTL (with a ``ResourceWarning`` if it was auto-extended, since that
+/// stops).
 #[pyclass(name = "Lock", module = "fencelock", frozen)]
 pub struct PyLock {
     /// `None` once released (or finished); bound to the process that acquired it.
@@ -470,6 +471,19 @@ impl HeldLock for PyLock {
 
     fn in_this_process(&self) -> bool {
         self.cell.get().is_some()
+    }
+}
+
+impl Drop for PyLock {
+    /// Collected while held: not released (see `warn_abandoned`).
+    fn drop(&mut self) {
+        let Some(cell) = self.cell.get() else {
+            return; // a forked child's copy: the parent's lock, left alone
+        };
+        if let Some(lock) = Self::write(cell).take() {
+            crate::options::warn_abandoned(&self.facts, lock.is_auto_extending());
+            lock.detach();
+        }
     }
 }
 

@@ -356,3 +356,19 @@ def test_lost_stays_true_after_a_release_found_the_lock_lost(server: RedisServer
             assert lock.lost is True
 
     run(main)
+
+
+def test_a_garbage_collected_async_lock_is_not_released(server: RedisServer, name: str) -> None:
+    import gc
+
+    async def main() -> None:
+        async with fa.LockManager(server.url) as m:
+            with pytest.warns(ResourceWarning, match="garbage-collected while held and auto-extended"):
+                await m.acquire(name, 0.5, auto_extend=True)  # dropped at once
+                for _ in range(3):  # the loop lets go of the finished future within a few turns
+                    await asyncio.sleep(0)
+                    gc.collect()
+            assert await m.is_locked(name), "not released"
+            assert await m.try_acquire(name, 5) is None
+
+    run(main)

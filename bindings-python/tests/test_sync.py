@@ -383,9 +383,44 @@ def test_lost_stays_true_after_a_release_found_the_lock_lost(manager: fencelock.
     assert scoped.lost is True
 
 
-def test_garbage_collected_lock_is_released_in_the_background(manager: fencelock.LockManager, server: RedisServer, name: str) -> None:
-    manager.acquire(name, 30)  # dropped at once
-    wait_until(lambda: server.client().get(name) is None, what="the background release")
+def test_a_garbage_collected_lock_is_not_released(manager: fencelock.LockManager, server: RedisServer, name: str) -> None:
+    # The cron pattern: the lock object is dropped right after the test, the job runs on.
+    import gc
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning for a lock that was not auto-extended
+        assert manager.try_acquire(name, 30) is not None
+        gc.collect()
+    assert manager.is_locked(name), "still held while the job runs"
+    assert manager.try_acquire(name, 30) is None, "a second host does not run it too"
+    assert 0 < server.client().pttl(name) <= 30_000, "it expires after its TTL"
+
+
+def test_a_collected_auto_extended_lock_warns_and_stops_extending(manager: fencelock.LockManager, server: RedisServer, name: str) -> None:
+    import gc
+
+    with pytest.warns(ResourceWarning, match=f'fencelock lock "{name}" .* garbage-collected while held and auto-extended'):
+        manager.acquire(name, 0.5, auto_extend=True)
+        gc.collect()
+    assert manager.is_locked(name), "not released"
+    wait_until(lambda: server.client().get(name) is None, timeout=5, what="the key to expire, no longer extended")
+
+
+def test_a_lock_held_by_a_thread_that_ends_stays_held(manager: fencelock.LockManager, name: str) -> None:
+    import threading
+
+    def job() -> None:
+        local = threading.local()
+        local.lock = manager.acquire(name, 30)
+
+    t = threading.Thread(target=job)
+    t.start()
+    t.join()
+    import gc
+
+    gc.collect()
+    assert manager.is_locked(name)
 
 
 def test_version_matches_the_workspace() -> None:

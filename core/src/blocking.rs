@@ -289,6 +289,10 @@ impl Lock {
     pub fn is_lost(&self) -> bool {
         self.inner.is_lost()
     }
+    /// See [`crate::Lock::is_auto_extending`].
+    pub fn is_auto_extending(&self) -> bool {
+        self.inner.is_auto_extending()
+    }
     /// See [`crate::Lock::lost_reason`].
     pub fn lost_reason(&self) -> Option<crate::LostReason> {
         self.inner.lost_reason()

@@ -259,6 +259,11 @@ impl Lock {
         self.shared.lost_reason().is_some()
     }
 
+    /// Whether auto-extension runs for this lock (it was started and the lock is still held).
+    pub fn is_auto_extending(&self) -> bool {
+        self.shared.status() == Status::Held && self.shared.state().auto_extend.is_some()
+    }
+
     /// Why the lock is lost, or `None` while it is held (and once released or detached).
     pub fn lost_reason(&self) -> Option<LostReason> {
         self.shared.lost_reason()
