@@ -292,6 +292,30 @@ impl JsLock {
     }
 }
 
+/// `process.emitWarning(...)` for an auto-extended lock that was collected while held: its
+/// auto-extension stops here while the program probably still relied on it. Best effort: a
+/// failure to warn is ignored (the lock is abandoned either way).
+fn warn_abandoned(env: &Env, name: &[u8], fencing_token: u64) {
+    let message = format!(
+        "fencelock lock {} (fencing token {fencing_token}) was garbage-collected while held and \
+         auto-extended: it is not released, its auto-extension stops and it expires after its \
+         TTL. Release it, use `using` / `await using`, or keep a reference while you rely on it \
+         (detach() hands it on by token)",
+        fencelock::display_name(name)
+    );
+    let warn = || -> Result<()> {
+        let process: Object = env.get_global()?.get_named_property("process")?;
+        let emit: Function<FnArgs<(String, String, String)>, Unknown> =
+            process.get_named_property("emitWarning")?;
+        emit.apply(
+            process,
+            (message, "ResourceWarning".to_owned(), "FENCELOCK_ABANDONED".to_owned()).into(),
+        )?;
+        Ok(())
+    };
+    let _ = warn();
+}
+
 impl ObjectFinalize for JsLock {
     /// A lock object collected while still held is not released (a collection can come at
     /// any time, while the program still relies on the lock): it is abandoned, its
@@ -307,6 +331,9 @@ impl ObjectFinalize for JsLock {
         match self.slot.try_write() {
             Ok(mut guard) => {
                 if let Some(lock) = guard.take() {
+                    if lock.is_auto_extending() {
+                        warn_abandoned(&env, &self.name, self.fencing_token);
+                    }
                     lock.detach();
                 }
             }

@@ -137,6 +137,7 @@ describe('lock lifetime', () => {
       `
       const { LockManager } = require(process.env.INDEX)
       const m = new LockManager(process.env.URL)
+      process.on('warning', (w) => console.log('warning', w.name, w.code, w.message))
       let collected = false
       const registry = new FinalizationRegistry(() => { collected = true })
       ;(async () => {
@@ -156,6 +157,8 @@ describe('lock lifetime', () => {
       `,
     )
     assert.match(out, /collected true/)
+    // It was auto-extended: the program is told, naming the lock.
+    assert.match(out, /warning ResourceWarning FENCELOCK_ABANDONED fencelock lock "collected" \(fencing token \d+\) was garbage-collected while held and auto-extended/)
     const token = out.match(/token (\S+)/)[1]
     assert.equal(await server.get('collected'), token, 'still held after collection')
     const pttl = await server.pttl('collected')
