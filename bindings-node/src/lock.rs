@@ -309,7 +309,12 @@ fn warn_abandoned(env: &Env, name: &[u8], fencing_token: u64) {
             process.get_named_property("emitWarning")?;
         emit.apply(
             process,
-            (message, "ResourceWarning".to_owned(), "FENCELOCK_ABANDONED".to_owned()).into(),
+            (
+                message,
+                "ResourceWarning".to_owned(),
+                "FENCELOCK_ABANDONED".to_owned(),
+            )
+                .into(),
         )?;
         Ok(())
     };
