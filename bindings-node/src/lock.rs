@@ -223,15 +223,8 @@ impl JsLock {
                 Some(lock) => lock.detach(),
                 None => return Err(self.released("detach").into_js(&env, None)),
             },
-            Err(_) => {
-                // An extend is in flight: detach once it is done.
-                let slot = Arc::clone(&self.slot);
-                self.runtime.spawn(async move {
-                    if let Some(lock) = slot.write_owned().await.take() {
-                        lock.detach();
-                    }
-                });
-            }
+            // An extend is in flight: detach once it is done.
+            Err(_) => detach_when_free(&self.slot, &self.runtime),
         }
         Ok(())
     }
@@ -292,6 +285,16 @@ impl JsLock {
     }
 }
 
+/// Detaches the lock in `slot` once the call that holds the slot now is done (on `runtime`).
+fn detach_when_free(slot: &Slot, runtime: &tokio::runtime::Handle) {
+    let slot = Arc::clone(slot);
+    runtime.spawn(async move {
+        if let Some(lock) = slot.write_owned().await.take() {
+            lock.detach();
+        }
+    });
+}
+
 /// `process.emitWarning(...)` for an auto-extended lock that was collected while held: its
 /// auto-extension stops here while the program probably still relied on it. Best effort: a
 /// failure to warn is ignored (the lock is abandoned either way).
@@ -342,15 +345,8 @@ impl ObjectFinalize for JsLock {
                     lock.detach();
                 }
             }
-            Err(_) => {
-                // A call still runs on the lock: abandon it once that call is done.
-                let slot = Arc::clone(&self.slot);
-                self.runtime.spawn(async move {
-                    if let Some(lock) = slot.write_owned().await.take() {
-                        lock.detach();
-                    }
-                });
-            }
+            // A call still runs on the lock: abandon it once that call is done.
+            Err(_) => detach_when_free(&self.slot, &self.runtime),
         }
         Ok(())
     }

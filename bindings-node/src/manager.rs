@@ -333,14 +333,7 @@ impl JsLockManager {
         name: Unknown<'e>,
         token: Unknown<'e>,
     ) -> Result<PromiseRaw<'e, ()>> {
-        let checked = (|| {
-            Ok::<_, Failure>((
-                args::bytes("name", &name)?,
-                args::bytes("token", &token)?,
-                self.manager()?,
-            ))
-        })();
-        let (name, token, manager) = match checked {
+        let (name, token, manager) = match self.by_token(&name, &token) {
             Ok(c) => c,
             Err(f) => return rejected(env, f),
         };
@@ -368,14 +361,9 @@ impl JsLockManager {
         token: Unknown<'e>,
         ttl: Unknown<'e>,
     ) -> Result<PromiseRaw<'e, f64>> {
-        let checked = (|| {
-            Ok::<_, Failure>((
-                args::bytes("name", &name)?,
-                args::bytes("token", &token)?,
-                args::duration("ttl", &ttl)?,
-                self.manager()?,
-            ))
-        })();
+        let checked = self
+            .by_token(&name, &token)
+            .and_then(|(n, t, m)| Ok((n, t, args::duration("ttl", &ttl)?, m)));
         let (name, token, ttl, manager) = match checked {
             Ok(c) => c,
             Err(f) => return rejected(env, f),
@@ -473,6 +461,16 @@ impl JsLockManager {
     /// A checked lock name and the live manager, for the name queries.
     fn name_and_manager(&self, name: &Unknown) -> Checked<(Vec<u8>, fencelock::LockManager)> {
         Ok((args::bytes("name", name)?, self.manager()?))
+    }
+
+    /// The name and token of a call by token (release, extend), checked, and the manager.
+    fn by_token(
+        &self,
+        name: &Unknown,
+        token: &Unknown,
+    ) -> Checked<(Vec<u8>, Vec<u8>, fencelock::LockManager)> {
+        let (name, manager) = self.name_and_manager(name)?;
+        Ok((name, args::bytes("token", token)?, manager))
     }
 
     fn build(
