@@ -39,6 +39,12 @@ export declare class Lock {
   /** Extends the lock to `ttl` ms from now (default: the TTL of the last acquire or extend). */
   extend(ttl?: number): Promise<void>
   /**
+   * Adds `ms` milliseconds to the lock's remaining time on every server, atomically on each
+   * (redis-py's `extend`, node-redlock's additive use), instead of setting it as `extend`
+   * does; its validity becomes what a quorum now guarantees.
+   */
+  extendBy(ms: number): Promise<void>
+  /**
    * Asks the servers whether this lock is still held: a quorum of them hold its key under
    * its token (read-only; never extends it). Unlike `lost`, this process's view, it notices
    * a key deleted or overwritten behind the holder's back, and then marks the lock lost

@@ -477,6 +477,14 @@ fl_status fl_lock_try_acquire(const struct fl_manager *manager, const char *name
 fl_status fl_lock_extend(struct fl_lock *lock, uint64_t ttl_ms);
 
 /**
+ * Adds `add_ms` to the lock's remaining time on every server, atomically on each, instead of
+ * setting it as `fl_lock_extend` does; its validity becomes what a quorum now guarantees.
+ *
+ * Errors: as `fl_lock_extend`.
+ */
+fl_status fl_lock_extend_by(struct fl_lock *lock, uint64_t add_ms);
+
+/**
  * Keeps the lock alive in the background: extends it every ttl/3 (the TTL of the last
  * acquire or extend) until it is released, freed or lost, and, when `max_hold_ms > 0`, for
  * at most that long since it was acquired. A loss (the key gone or taken, or no quorum

@@ -49,10 +49,10 @@ pub use events::{fl_event_callback, fl_event_level, fl_set_event_callback};
 pub use lock::{
     fl_extend_by_token, fl_interrupt_callback, fl_lock, fl_lock_acquire,
     fl_lock_acquire_interruptible, fl_lock_acquire_with_token, fl_lock_auto_extend,
-    fl_lock_callback, fl_lock_detach, fl_lock_extend, fl_lock_fencing_token, fl_lock_free,
-    fl_lock_is_lost, fl_lock_name, fl_lock_release, fl_lock_token, fl_lock_try_acquire,
-    fl_lock_validity_ms, fl_manager_is_locked, fl_manager_remaining_ms, fl_release_by_token,
-    fl_with_lock,
+    fl_lock_callback, fl_lock_detach, fl_lock_extend, fl_lock_extend_by, fl_lock_fencing_token,
+    fl_lock_free, fl_lock_is_lost, fl_lock_name, fl_lock_release, fl_lock_token,
+    fl_lock_try_acquire, fl_lock_validity_ms, fl_manager_is_locked, fl_manager_remaining_ms,
+    fl_release_by_token, fl_with_lock,
 };
 pub use lost::{
     fl_lock_is_held, fl_lock_lost_reason, fl_lock_on_lost, fl_lost_reason, fl_lost_reason_str,

@@ -269,6 +269,20 @@ pub unsafe extern "C" fn fl_lock_extend(lock: *mut fl_lock, ttl_ms: u64) -> fl_s
     })
 }
 
+/// Adds `add_ms` to the lock's remaining time on every server, atomically on each, instead of
+/// setting it as `fl_lock_extend` does; its validity becomes what a quorum now guarantees.
+///
+/// Errors: as `fl_lock_extend`.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_extend_by(lock: *mut fl_lock, add_ms: u64) -> fl_status {
+    boundary(|| {
+        let l = lock_ref(lock)?;
+        let guard = l.guard();
+        let held = guard.as_ref().ok_or_else(|| l.released())?;
+        held.extend_by(ffi::ttl(add_ms))
+    })
+}
+
 /// Keeps the lock alive in the background: extends it every ttl/3 (the TTL of the last
 /// acquire or extend) until it is released, freed or lost, and, when `max_hold_ms > 0`, for
 /// at most that long since it was acquired. A loss (the key gone or taken, or no quorum

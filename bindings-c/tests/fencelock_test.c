@@ -885,6 +885,19 @@ static void test_is_held_and_extend_by_token(void) {
     CHECK(!held); /* detached: no call */
     fl_lock_free(l);
     CHECK_ST(fl_extend_by_token(m, handed, token, 30000, &validity), FL_OK);
+    /* Additive: 20 s more than what is left on the server. */
+    l = NULL;
+    CHECK_ST(fl_lock_acquire(m, fresh_name("added"), 10000, 0, &l), FL_OK);
+    {
+        const char *added = NULL;
+        CHECK_ST(fl_lock_name(l, &added), FL_OK);
+        CHECK(raw3(ports[0], val, sizeof val, "PEXPIRE", added, "4000") == ':');
+        CHECK_ST(fl_lock_extend_by(l, 20000), FL_OK);
+        CHECK(raw2(ports[0], val, sizeof val, "PTTL", added) == ':' && atol(val) > 23000 && atol(val) <= 24000);
+        CHECK_ST(fl_lock_release(l), FL_OK);
+        CHECK_INVALID(fl_lock_extend_by(l, 1000), "already released");
+    }
+    fl_lock_free(l);
     CHECK(validity > 29000 && validity <= 30000);
     CHECK(raw2(ports[0], val, sizeof val, "PTTL", handed) == ':' && atol(val) > 29000);
     CHECK_ST(fl_extend_by_token(m, handed, "not-the-token", 30000, NULL), FL_NOT_HELD);

@@ -351,6 +351,21 @@ describe('LockManager and Lock', () => {
     assert.equal(await server.get('detached'), null)
   })
 
+  it('extendBy adds to the remaining time; extend replaces it', async () => {
+    const lock = await mgr.acquire('added', { ttl: 10_000 })
+    await server.client().pexpire('added', 4000)
+    await lock.extendBy(20_000)
+    const pttl = await server.pttl('added')
+    assert.ok(pttl > 23_000 && pttl <= 24_000, String(pttl))
+    assert.ok(lock.validity > 22_000 && lock.validity <= 24_000, String(lock.validity))
+    await lock.extend(5000)
+    assert.ok((await server.pttl('added')) <= 5000)
+    await assert.rejects(lock.extendBy(), { code: 'ERR_INVALID_ARG' })
+    await assert.rejects(lock.extendBy(-1), { code: 'ERR_INVALID_ARG' })
+    await lock.release()
+    await assert.rejects(lock.extendBy(1000), { code: 'ERR_LOCK_RELEASED' })
+  })
+
   it('isHeld asks the servers; manager.extend extends a lock by name and token', async () => {
     const lock = await mgr.acquire('held-q', { ttl: 10_000 })
     assert.equal(await lock.isHeld(), true)

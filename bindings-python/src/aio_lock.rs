@@ -200,12 +200,16 @@ impl PyAsyncLock {
         }
     }
 
-    /// Extends the lock to expire ``ttl`` seconds from now (awaitable). Raises ``LockLost``
-    /// if no quorum still holds it, ``ValueError`` for a bad ttl, ``LockError`` if released.
+    /// Extends the lock to expire ``ttl`` seconds from now (awaitable); with ``add=True``,
+    /// adds ``ttl`` seconds to its remaining time (see ``fencelock.Lock.extend``). Raises
+    /// ``LockLost`` if no quorum still holds it, ``ValueError`` for a bad ttl, ``LockError``
+    /// if released.
+    #[pyo3(signature = (ttl, *, add = false))]
     fn extend<'py>(
         &self,
         py: Python<'py>,
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+        add: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let ttl = positive_seconds("ttl", ttl)?;
         let held = self.held(py)?;
@@ -214,6 +218,7 @@ impl PyAsyncLock {
         let fut = async move {
             let guard = cell.read().await;
             match guard.as_ref() {
+                Some(lock) if add => lock.extend_by(ttl).await.map_err(Failure::Core),
                 Some(lock) => lock.extend(ttl).await.map_err(Failure::Core),
                 None => Err(Failure::Usage(released)),
             }

@@ -538,12 +538,21 @@ impl PyLock {
     }
 
     /// Extends the lock: it expires ``ttl`` seconds from now, and ``validity`` is recomputed.
+    /// With ``add=True``, ``ttl`` seconds are added to its remaining time instead, atomically
+    /// on each server (redis-py's ``extend``); its validity is then what a quorum guarantees.
     /// Raises ``LockLost`` if no quorum still holds it (it is then marked lost),
     /// ``Unavailable``, ``ValueError`` for a bad ttl, ``LockError`` if already released.
-    fn extend(&self, py: Python<'_>, #[pyo3(from_py_with = ttl_arg)] ttl: f64) -> PyResult<()> {
+    #[pyo3(signature = (ttl, *, add = false))]
+    fn extend(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+        add: bool,
+    ) -> PyResult<()> {
         let ttl = positive_seconds("ttl", ttl)?;
         let cell = self.cell().map_err(|f| f.into_py(py))?;
         shutdown::detach(py, || match Self::read(cell).as_ref() {
+            Some(lock) if add => lock.extend_by(ttl).map_err(Failure::Core),
             Some(lock) => lock.extend(ttl).map_err(Failure::Core),
             None => Err(self.released()),
         })

@@ -57,3 +57,30 @@ def test_asyncio_is_held_and_extend(server: RedisServer, name: str) -> None:
             await m.release(name + "-x", token)
 
     asyncio.run(main())
+
+
+def test_extend_with_add_adds_to_the_remaining_time(manager: fencelock.LockManager, server: RedisServer, name: str) -> None:
+    lock = manager.acquire(name, 10.0)
+    server.client().pexpire(name, 4000)
+    lock.extend(20.0, add=True)
+    assert 23_000 < server.client().pttl(name) <= 24_000
+    assert 22.0 < lock.validity <= 24.0
+    lock.extend(5.0)  # replaces
+    assert server.client().pttl(name) <= 5000
+    with pytest.raises(ValueError):
+        lock.extend(-1.0, add=True)
+    lock.release()
+    with pytest.raises(fencelock.LockError, match="already released"):
+        lock.extend(1.0, add=True)
+
+
+def test_asyncio_extend_with_add(server: RedisServer, name: str) -> None:
+    async def main() -> None:
+        async with fa.LockManager(server.url) as m:
+            lock = await m.acquire(name, 10.0)
+            server.client().pexpire(name, 4000)
+            await lock.extend(20.0, add=True)
+            assert 23_000 < server.client().pttl(name) <= 24_000
+            await lock.release()
+
+    asyncio.run(main())

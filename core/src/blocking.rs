@@ -322,6 +322,13 @@ impl Lock {
             }
         })
     }
+    /// See [`crate::Lock::extend_by`].
+    ///
+    /// # Errors
+    /// As [`crate::Lock::extend_by`].
+    pub fn extend_by(&self, add: Duration) -> Result<()> {
+        block_on(&self.runtime, self.inner.extend_by(add))?
+    }
     /// See [`crate::Lock::is_held`].
     ///
     /// # Errors

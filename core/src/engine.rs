@@ -242,6 +242,58 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Additive extend: on every server that holds `t`'s key under its token, its remaining
+    /// TTL grows by `add`, atomically there. Returns the new end of validity: the quorum-th
+    /// longest new TTL (what a quorum guarantees, never more), less the call's time and the
+    /// drift allowance for it. When no quorum holds it any more, the token is deleted where it
+    /// survived, and the failure says why the lock was lost.
+    pub async fn extend_by(
+        &self,
+        t: &Target,
+        add: Duration,
+    ) -> std::result::Result<Instant, Failed> {
+        let add = Duration::from_millis(timing::check_ttl(add)?);
+        let start = Instant::now();
+        let timeout = self.server_timeout(add);
+        let call = ScriptCall::extend_by(&t.keys, &t.token, add);
+        let replies = join_all(self.servers.iter().map(|s| async {
+            let reply = s.eval::<i64>(&call, timeout).await?;
+            Compared::parse_added(reply).map_err(ServerFailure::Reply)
+        }))
+        .await;
+        let mut ttls: Vec<Duration> = replies
+            .iter()
+            .filter_map(|r| r.as_ref().ok().and_then(|(_, ttl)| *ttl))
+            .collect();
+        let outcomes: Vec<Outcome> = replies.into_iter().map(|r| r.map(|(c, _)| c)).collect();
+        let judged = self.judge("extend", &t.name, &outcomes);
+        trace_outcome("extend", &t.name, &outcomes, start, &judged);
+        if let Err(error) = judged {
+            let failed = Failed::judged(error, &outcomes);
+            if failed.lost.is_some() {
+                let _ = self.release(t, timeout, true).await;
+            }
+            return Err(failed);
+        }
+        ttls.sort_by_key(|d| std::cmp::Reverse(*d));
+        let q = quorum::quorum(self.n());
+        let ttl = ttls.get(q - 1).copied().unwrap_or_default();
+        match quorum::validity(ttl, start.elapsed(), self.drift_factor()) {
+            Some(v) => Ok(Instant::now() + v),
+            None => Err(Failed {
+                error: Error::NotHeld(format!(
+                    "extend of lock {}: took {} ms, longer than its remaining {} ms allow",
+                    display_name(&t.name),
+                    start.elapsed().as_millis(),
+                    ttl.as_millis()
+                )),
+                lost: Some(LostReason::Expired),
+            }),
+        }
+    }
+}
+
 /// A failed extend or release: the error, and why the lock is lost when it is (`NotHeld`).
 pub struct Failed {
     pub error: Error,

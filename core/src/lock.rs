@@ -151,10 +151,26 @@ impl Holding {
     }
 
     async fn extend(&self, ttl: Duration) -> Result<()> {
-        match self.engine.extend(&self.target, ttl).await {
+        let extended = self.engine.extend(&self.target, ttl).await;
+        if extended.is_ok() {
+            self.state().ttl = ttl;
+        }
+        self.note_extended(extended)
+    }
+
+    /// An additive extension's outcome: the lock's TTL (the pace of auto-extension) stays.
+    async fn extend_by(&self, add: Duration) -> Result<()> {
+        let extended = self.engine.extend_by(&self.target, add).await;
+        self.note_extended(extended)
+    }
+
+    fn note_extended(
+        &self,
+        extended: std::result::Result<Instant, crate::engine::Failed>,
+    ) -> Result<()> {
+        match extended {
             Ok(valid_until) => {
                 let mut st = self.state();
-                st.ttl = ttl;
                 st.valid_until = st.valid_until.max(valid_until);
                 st.unreachable = false;
                 Ok(())
@@ -353,6 +369,17 @@ impl Lock {
     /// bad TTL.
     pub async fn extend(&self, ttl: Duration) -> Result<()> {
         self.shared.extend(ttl).await
+    }
+
+    /// Adds `add` to the lock's remaining time on every server, atomically on each (what
+    /// redis-py's `extend(t)` does), instead of setting it as [`extend`](Lock::extend) does. Its
+    /// validity becomes what a quorum now guarantees: the quorum-th longest new remaining time,
+    /// less this call's time and the drift allowance.
+    ///
+    /// # Errors
+    /// As [`extend`](Lock::extend).
+    pub async fn extend_by(&self, add: Duration) -> Result<()> {
+        self.shared.extend_by(add).await
     }
 
     /// Releases the lock on every server.

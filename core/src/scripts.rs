@@ -150,11 +150,23 @@ impl ScriptCall {
 
     /// Extend: compare-and-PEXPIRE by `token` to `ttl`. Reply: [`Compared`].
     pub fn extend(keys: &LockKeys, token: &[u8], ttl: Duration) -> Self {
+        Self::extend_mode(keys, token, ttl, false)
+    }
+
+    /// Additive extend: compare by `token`, then add `add` to the key's remaining TTL. Reply:
+    /// the new TTL in ms (at least 1) when extended, else 0 (gone) or -1 (another token), as
+    /// [`Compared::parse_added`] reads it.
+    pub fn extend_by(keys: &LockKeys, token: &[u8], add: Duration) -> Self {
+        Self::extend_mode(keys, token, add, true)
+    }
+
+    fn extend_mode(keys: &LockKeys, token: &[u8], ttl: Duration, add: bool) -> Self {
         let ttl_ms = ttl.as_millis().to_string();
+        let mode: &[u8] = if add { b"1" } else { b"0" };
         ScriptCall::new(
             (&EXTEND, EXTEND_SRC),
             &[&keys.lock],
-            (&[token, ttl_ms.as_bytes()], false),
+            (&[token, ttl_ms.as_bytes(), mode], false),
         )
         .acked()
     }
@@ -294,6 +306,14 @@ pub(crate) enum Compared {
 }
 
 impl Compared {
+    /// From the additive extend's reply: the new TTL in ms when done, 0 gone, -1 another token.
+    pub fn parse_added(reply: i64) -> Result<(Compared, Option<Duration>), String> {
+        match reply {
+            ms if ms >= 1 => Ok((Compared::Done, Some(Duration::from_millis(ms as u64)))),
+            other => Compared::parse(other).map(|c| (c, None)),
+        }
+    }
+
     /// From the scripts' reply: 1 done, 0 gone, -1 another token.
     pub fn parse(reply: i64) -> Result<Compared, String> {
         match reply {

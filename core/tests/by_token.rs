@@ -96,3 +96,33 @@ async fn extend_by_token_extends_a_lock_held_elsewhere() {
     assert_eq!(e.kind(), ErrorKind::NotHeld, "{e}");
     assert!(e.message().contains("gone"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extend_by_adds_to_the_remaining_time_on_each_server() {
+    let s = servers(3);
+    let urls: Vec<String> = s.iter().map(|x| x.url()).collect();
+    let m = LockManager::new(&urls).unwrap();
+    let lock = m.acquire("added", MS(10_000), None).await.unwrap();
+    // Servers left with different remaining times (as after partial extensions).
+    s[0].cmd(&[b"PEXPIRE", b"added", b"4000"]);
+    s[1].cmd(&[b"PEXPIRE", b"added", b"6000"]);
+    lock.extend_by(MS(20_000)).await.unwrap();
+    let pttls: Vec<i64> = s.iter().map(|x| x.pttl(b"added")).collect();
+    assert!(pttls[0] > 23_000 && pttls[0] <= 24_000, "{pttls:?}");
+    assert!(pttls[1] > 25_000 && pttls[1] <= 26_000, "{pttls:?}");
+    assert!(pttls[2] > 29_000 && pttls[2] <= 30_000, "{pttls:?}");
+    // The quorum (2 of 3) guarantees the second longest, ~26 s, less drift: never more.
+    let v = lock.validity();
+    assert!(v > MS(25_000) && v <= MS(26_000), "{v:?}");
+    assert_eq!(
+        lock.ttl(),
+        MS(10_000),
+        "the TTL (auto-extension's pace) stays"
+    );
+
+    s[0].set(b"added", b"someone-else");
+    s[1].set(b"added", b"someone-else");
+    let e = lock.extend_by(MS(1000)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotHeld, "{e}");
+    assert_eq!(lock.lost_reason(), Some(LostReason::Taken));
+}

@@ -184,7 +184,7 @@ class Lock:
     def detach(self) -> None:
         """Gives up this object's hold without releasing the lock (it expires or is released
         by name and token)."""
-    def extend(self, ttl: float) -> None:
+    def extend(self, ttl: float, *, add: bool = False) -> None:
         """Makes the lock expire ``ttl`` seconds from now."""
     def __enter__(self) -> Self: ...
     def __exit__(
@@ -312,7 +312,7 @@ class AsyncLock:
     def detach(self) -> None:
         """Gives up this object's hold without releasing the lock (it expires or is released
         by name and token)."""
-    def extend(self, ttl: float) -> Coroutine[Any, Any, None]:
+    def extend(self, ttl: float, *, add: bool = False) -> Coroutine[Any, Any, None]:
         """Makes the lock expire ``ttl`` seconds from now."""
     def __aenter__(self) -> Coroutine[Any, Any, Self]: ...
     def __aexit__(
