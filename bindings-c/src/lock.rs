@@ -133,7 +133,8 @@ fn hand_out(lock: Lock, out: &mut *mut fl_lock) -> Result<()> {
 ///
 /// Errors: `FL_INVALID_ARGUMENT` for a NULL `manager`, `name` or `out`, an empty or too long
 /// name, `ttl_ms` shorter than the drift rule can ever grant (3 ms with the default drift
-/// factor; the message names the minimum) or over ten years, or `wait_ms` below -1 (all before
+/// factor; the message names the minimum) or over 2^53 - 1 (about 285,000 years), or `wait_ms`
+/// below -1 (all before
 /// any network call);
 /// `FL_NOT_ACQUIRED` when the wait limit passed while another owner held it;
 /// `FL_UNAVAILABLE` when too few servers answered; `FL_REDIS_ERROR` for unexpected replies.

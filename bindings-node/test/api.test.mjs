@@ -351,6 +351,14 @@ describe('LockManager and Lock', () => {
     assert.equal(await server.get('detached'), null)
   })
 
+  it('a ttl as long as node-redlock tests use is accepted; a longer one is refused in ms', async () => {
+    const years = 28_500 * 365 * 24 * 3600 * 1000
+    const lock = await mgr.acquire('very-long', { ttl: years })
+    assert.ok(lock.validity > years * 0.98)
+    await lock.release()
+    await assert.rejects(mgr.acquire('very-long', { ttl: 2 ** 53 }), (e) => e.code === 'ERR_INVALID_ARG' && /got 9007199254740992 ms/.test(e.message))
+  })
+
   it('extendBy adds to the remaining time; extend replaces it', async () => {
     const lock = await mgr.acquire('added', { ttl: 10_000 })
     await server.client().pexpire('added', 4000)

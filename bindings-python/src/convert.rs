@@ -136,6 +136,13 @@ pub fn positive_seconds(arg: &str, secs: f64) -> PyResult<Duration> {
             "{arg} must be a positive number of seconds, got {secs}"
         )));
     }
+    let max = fencelock::timing::MAX_TTL.as_secs_f64();
+    if arg == "ttl" && secs > max {
+        // In the caller's unit (the core's own message is in milliseconds).
+        return Err(PyValueError::new_err(format!(
+            "ttl must be at most {max} s (about 285,000 years), got {secs} s"
+        )));
+    }
     Duration::try_from_secs_f64(secs)
         .map_err(|_| PyValueError::new_err(format!("{arg} is too large: {secs} s")))
 }

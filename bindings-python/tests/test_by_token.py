@@ -84,3 +84,12 @@ def test_asyncio_extend_with_add(server: RedisServer, name: str) -> None:
             await lock.release()
 
     asyncio.run(main())
+
+
+def test_very_long_ttls(manager: fencelock.LockManager, name: str) -> None:
+    years = 28_500 * 365 * 24 * 3600.0  # node-redlock's own tests lock this long
+    lock = manager.acquire(name, years)
+    assert lock.validity > years * 0.98
+    lock.release()
+    with pytest.raises(ValueError, match=r"ttl must be at most 9007199254740.99 s \(about 285,000 years\), got 10000000000000000 s"):
+        manager.acquire(name, 1e16)

@@ -10,8 +10,11 @@ use crate::error::{Error, Result};
 
 /// Shortest TTL: Redis expiries have millisecond resolution.
 pub const MIN_TTL: Duration = Duration::from_millis(1);
-/// Longest TTL (ten years): far below what `PX` and the monotonic clock can represent.
-pub const MAX_TTL: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+/// Longest TTL: 2^53 - 1 ms (about 285,000 years), the largest whole number of milliseconds
+/// every binding represents exactly (a JavaScript number, a Lua number in the scripts); far
+/// below what `PX` and the monotonic clock can hold. (node-redlock's own tests lock for about
+/// 28,500 years.)
+pub const MAX_TTL: Duration = Duration::from_millis((1 << 53) - 1);
 
 /// Default TTL of the bindings' acquire calls (DESIGN.md: 30 s in every language).
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
@@ -82,8 +85,9 @@ pub fn check_ttl(ttl: Duration) -> Result<u64> {
     }
     if ttl > MAX_TTL {
         return Err(Error::invalid(format!(
-            "ttl must be at most {} s, got {ttl:?}",
-            MAX_TTL.as_secs()
+            "ttl must be at most {} ms (about 285,000 years), got {} ms",
+            MAX_TTL.as_millis(),
+            ttl.as_millis()
         )));
     }
     // In range, so the cast cannot truncate.

@@ -126,3 +126,26 @@ async fn extend_by_adds_to_the_remaining_time_on_each_server() {
     assert_eq!(e.kind(), ErrorKind::NotHeld, "{e}");
     assert_eq!(lock.lost_reason(), Some(LostReason::Taken));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttls_as_long_as_node_redlocks_own_tests_use_are_accepted() {
+    let server = RedisServer::start();
+    let m = LockManager::new([server.url()]).unwrap();
+    // node-redlock's tests lock for about 28,500 years.
+    let years = Duration::from_secs(28_500 * 365 * 24 * 3600);
+    let lock = m.acquire("long", years, None).await.unwrap();
+    assert!(
+        lock.validity() > years.mul_f64(0.98),
+        "less the 1 % drift allowance"
+    );
+    assert!(server.pttl(b"long") > 800_000_000_000_000);
+    lock.extend(years).await.unwrap();
+    lock.release().await.unwrap();
+    let too_long = fencelock::timing::MAX_TTL + MS(1);
+    let e = m.acquire("long", too_long, None).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        e.message().contains("got 9007199254740992 ms"),
+        "the caller's unit: {e}"
+    );
+}

@@ -67,7 +67,8 @@ proptest! {
         opts.token = token.clone();
         let valid = !name.is_empty() && name.len() <= 1024 && !name.starts_with(fencelock::keys::RESERVED_PREFIX)
             && token.as_ref().is_none_or(|t| !t.is_empty() && t.len() <= 512)
-            && ttl_ns >= 1_000_000 && Duration::from_nanos(ttl_ns) <= fencelock::timing::MAX_TTL;
+            && Duration::from_nanos(ttl_ns) >= fencelock::quorum::min_ttl(fencelock::DEFAULT_DRIFT_FACTOR)
+            && Duration::from_nanos(ttl_ns) <= fencelock::timing::MAX_TTL;
         let e = runtime().block_on(m.acquire_with(&name, &opts)).unwrap_err();
         if valid {
             prop_assert_eq!(e.kind(), ErrorKind::Unavailable, "{}", e);
