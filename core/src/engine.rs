@@ -218,10 +218,23 @@ impl Engine {
         let outcomes = self
             .on_all(&ScriptCall::extend(&t.keys, &t.token, ttl), timeout)
             .await;
-        let judged = self.judge("extend", &t.name, &outcomes);
-        trace_outcome("extend", &t.name, &outcomes, start, &judged);
+        self.settle_extend(t, start, timeout, &outcomes, ttl).await
+    }
+
+    /// The end of an extend: the quorum's verdict (when not held: the undo where the token
+    /// survived, and why it was lost), then the validity that `ttl` on a quorum gives.
+    async fn settle_extend(
+        &self,
+        t: &Target,
+        start: Instant,
+        timeout: Duration,
+        outcomes: &[Outcome],
+        ttl: Duration,
+    ) -> std::result::Result<Instant, Failed> {
+        let judged = self.judge("extend", &t.name, outcomes);
+        trace_outcome("extend", &t.name, outcomes, start, &judged);
         if let Err(error) = judged {
-            let failed = Failed::judged(error, &outcomes);
+            let failed = Failed::judged(error, outcomes);
             if failed.lost.is_some() {
                 let _ = self.release(t, timeout, true).await;
             }
@@ -231,7 +244,7 @@ impl Engine {
             Some(v) => Ok(Instant::now() + v),
             None => Err(Failed {
                 error: Error::NotHeld(format!(
-                    "extend of lock {}: took {} ms, longer than the ttl of {} ms allows",
+                    "extend of lock {}: took {} ms, longer than the {} ms it kept allow",
                     display_name(&t.name),
                     start.elapsed().as_millis(),
                     ttl.as_millis()
@@ -267,30 +280,12 @@ impl Engine {
             .filter_map(|r| r.as_ref().ok().and_then(|(_, ttl)| *ttl))
             .collect();
         let outcomes: Vec<Outcome> = replies.into_iter().map(|r| r.map(|(c, _)| c)).collect();
-        let judged = self.judge("extend", &t.name, &outcomes);
-        trace_outcome("extend", &t.name, &outcomes, start, &judged);
-        if let Err(error) = judged {
-            let failed = Failed::judged(error, &outcomes);
-            if failed.lost.is_some() {
-                let _ = self.release(t, timeout, true).await;
-            }
-            return Err(failed);
-        }
         ttls.sort_by_key(|d| std::cmp::Reverse(*d));
-        let q = quorum::quorum(self.n());
-        let ttl = ttls.get(q - 1).copied().unwrap_or_default();
-        match quorum::validity(ttl, start.elapsed(), self.drift_factor()) {
-            Some(v) => Ok(Instant::now() + v),
-            None => Err(Failed {
-                error: Error::NotHeld(format!(
-                    "extend of lock {}: took {} ms, longer than its remaining {} ms allow",
-                    display_name(&t.name),
-                    start.elapsed().as_millis(),
-                    ttl.as_millis()
-                )),
-                lost: Some(LostReason::Expired),
-            }),
-        }
+        let ttl = ttls
+            .get(quorum::quorum(self.n()) - 1)
+            .copied()
+            .unwrap_or_default();
+        self.settle_extend(t, start, timeout, &outcomes, ttl).await
     }
 }
 
