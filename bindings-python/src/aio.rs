@@ -458,7 +458,7 @@ impl PyAsyncLockManager {
         #[pyo3(from_py_with = token_arg)] token: Text,
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = crate::convert::positive_seconds("ttl", ttl)?;
+        let ttl = crate::convert::ttl_seconds(ttl)?;
         let live = self.live(py)?;
         let manager = live.manager.as_async().clone();
         let fut = async move {

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use tokio::sync::RwLock;
 
 use crate::aio::{none, ready, spawn, OnCancel};
-use crate::convert::{positive_seconds, ttl_arg, Text};
+use crate::convert::{ttl_arg, ttl_seconds, Text};
 use crate::errors::Failure;
 use crate::managed::{other_process, Live, ProcessLocal};
 use crate::options::{is_exception, lock_getters, HeldLock, LockFacts};
@@ -211,7 +211,7 @@ impl PyAsyncLock {
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         add: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = positive_seconds("ttl", ttl)?;
+        let ttl = ttl_seconds(ttl)?;
         let held = self.held(py)?;
         let cell = Arc::clone(&held.cell);
         let released = format!("lock {} was already released", self.display_name());

@@ -136,15 +136,21 @@ pub fn positive_seconds(arg: &str, secs: f64) -> PyResult<Duration> {
             "{arg} must be a positive number of seconds, got {secs}"
         )));
     }
+
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| PyValueError::new_err(format!("{arg} is too large: {secs} s")))
+}
+
+/// A lock TTL in seconds: positive, and at most the core's longest, checked here so that the
+/// message is in the caller's unit (the core's is in milliseconds).
+pub fn ttl_seconds(secs: f64) -> PyResult<Duration> {
     let max = fencelock::timing::MAX_TTL.as_secs_f64();
-    if arg == "ttl" && secs > max {
-        // In the caller's unit (the core's own message is in milliseconds).
+    if secs > max {
         return Err(PyValueError::new_err(format!(
             "ttl must be at most {max} s (about 285,000 years), got {secs} s"
         )));
     }
-    Duration::try_from_secs_f64(secs)
-        .map_err(|_| PyValueError::new_err(format!("{arg} is too large: {secs} s")))
+    positive_seconds("ttl", secs)
 }
 
 /// A number of seconds that may be zero (`retry_jitter`).
@@ -181,7 +187,7 @@ pub fn acquire_options(
     token: Option<&Text>,
     keep: &crate::lost::Keep,
 ) -> PyResult<AcquireOptions> {
-    let mut opts = keep.apply(AcquireOptions::new(positive_seconds("ttl", ttl)?).wait(wait));
+    let mut opts = keep.apply(AcquireOptions::new(ttl_seconds(ttl)?).wait(wait));
     if let Some(t) = token {
         opts = opts.token(t.as_bytes());
     }

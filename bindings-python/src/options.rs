@@ -13,7 +13,7 @@ use crate::convert::{
     connect_timeout_arg, drift_factor_arg, key_prefix_arg, non_negative_seconds, positive_seconds,
     read_file, replica_ack_arg, replica_ack_timeout_arg, retry_delay_arg, retry_jitter_arg,
     server_timeout_arg, tls_ca_file_arg, tls_client_cert_arg, tls_client_key_arg, tls_insecure_arg,
-    wait_limit, Servers, Text,
+    ttl_seconds, wait_limit, Servers, Text,
 };
 use crate::lost::Keep;
 use crate::managed::py_repr;
@@ -179,7 +179,7 @@ impl ScopeArgs {
         max_hold: Option<f64>,
         on_lost: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<ScopeArgs> {
-        positive_seconds("ttl", ttl)?;
+        ttl_seconds(ttl)?;
         wait_limit(wait)?;
         let keep = Keep::scoped(max_hold, on_lost)?;
         Ok(ScopeArgs {

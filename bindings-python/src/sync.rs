@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::convert::{
-    acquire_options, max_hold_arg, name_arg, opt_token_arg, positive_seconds, token_arg, ttl_arg,
+    acquire_options, max_hold_arg, name_arg, opt_token_arg, token_arg, ttl_arg, ttl_seconds,
     wait_arg, wait_limit, Servers, Text,
 };
 use crate::errors::{to_py, Failure, LockError};
@@ -291,7 +291,7 @@ impl PyLockManager {
         #[pyo3(from_py_with = token_arg)] token: Text,
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
     ) -> PyResult<f64> {
-        let ttl = positive_seconds("ttl", ttl)?;
+        let ttl = ttl_seconds(ttl)?;
         let manager = self.live(py)?;
         shutdown::detach(py, || {
             manager.extend_by_token(name.as_bytes(), token.as_bytes(), ttl)
@@ -549,7 +549,7 @@ impl PyLock {
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         add: bool,
     ) -> PyResult<()> {
-        let ttl = positive_seconds("ttl", ttl)?;
+        let ttl = ttl_seconds(ttl)?;
         let cell = self.cell().map_err(|f| f.into_py(py))?;
         shutdown::detach(py, || match Self::read(cell).as_ref() {
             Some(lock) if add => lock.extend_by(ttl).map_err(Failure::Core),

@@ -118,10 +118,7 @@ impl AcquireCall {
     /// [`Error::InvalidArgument`] for a bad name, TTL or token.
     pub fn new(engine: &Arc<Engine>, name: &[u8], opts: &AcquireOptions) -> Result<AcquireCall> {
         check_name(name)?;
-        let ttl = Duration::from_millis(timing::check_grantable_ttl(
-            opts.ttl,
-            engine.drift_factor(),
-        )?);
+        let ttl = engine.check_ttl(opts.ttl)?;
         let token = match &opts.token {
             Some(t) => {
                 token::check_token(t)?;

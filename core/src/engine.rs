@@ -29,6 +29,9 @@ pub(crate) struct Engine {
     pub wake_id: [u8; WAKE_ID_LEN],
     /// Keeps time limits (the servers hold shares of the same thread).
     pub clock: Clock,
+    /// The shortest TTL the validity rule can grant with this drift factor
+    /// ([`quorum::min_ttl`]), worked out once.
+    pub min_ttl: Duration,
 }
 
 /// One lock as a call addresses it: its name, its keys and the token acting on it.
@@ -69,11 +72,31 @@ impl Engine {
             })
             .collect();
         Engine {
+            min_ttl: quorum::min_ttl(config.drift_factor),
             config,
             servers,
             wake_id: token::wake_id(),
             clock,
         }
+    }
+
+    /// [`timing::check_ttl`], and also at least [`min_ttl`](Engine::min_ttl): a shorter lock
+    /// could never be granted (an acquire without a wait limit would wait forever).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`], naming the minimum.
+    pub fn check_ttl(&self, ttl: Duration) -> Result<Duration> {
+        let ms = timing::check_ttl(ttl)?;
+        if ttl < self.min_ttl {
+            return Err(Error::invalid(format!(
+                "ttl must be at least {} ms, got {ttl:?}: with drift_factor {} a shorter lock \
+                 can never be granted (its validity, ttl - elapsed - ttl * drift_factor - 2 ms, \
+                 would be zero or less)",
+                self.min_ttl.as_millis(),
+                self.drift_factor()
+            )));
+        }
+        Ok(Duration::from_millis(ms))
     }
 
     /// The call target for lock `name` with `token` (both already checked).
@@ -212,7 +235,7 @@ impl Engine {
     /// no quorum holds it any more, the token is deleted where it survived, and the failure
     /// says why the lock was lost.
     pub async fn extend(&self, t: &Target, ttl: Duration) -> std::result::Result<Instant, Failed> {
-        let ttl = Duration::from_millis(timing::check_grantable_ttl(ttl, self.drift_factor())?);
+        let ttl = self.check_ttl(ttl)?;
         let start = Instant::now();
         let timeout = self.server_timeout(ttl);
         let outcomes = self

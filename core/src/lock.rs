@@ -524,7 +524,7 @@ async fn auto_extend_loop(shared: Arc<Holding>, max_hold: Option<Duration>) {
         if let Some(end) = hold_until {
             let left = end.saturating_duration_since(now);
             // What is left is too short for an extension to be granted: let it expire.
-            if left < crate::quorum::min_ttl(shared.engine.drift_factor()) {
+            if left < shared.engine.min_ttl {
                 return;
             }
             this_ttl = this_ttl.min(left);

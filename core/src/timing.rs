@@ -94,26 +94,6 @@ pub fn check_ttl(ttl: Duration) -> Result<u64> {
     Ok(ttl.as_millis() as u64)
 }
 
-/// [`check_ttl`], and also at least [`quorum::min_ttl`](crate::quorum::min_ttl) for
-/// `drift_factor`: a shorter lock could never be granted (an acquire without a wait limit
-/// would wait forever).
-///
-/// # Errors
-/// [`Error::InvalidArgument`], naming the minimum.
-pub fn check_grantable_ttl(ttl: Duration, drift_factor: f64) -> Result<u64> {
-    let ms = check_ttl(ttl)?;
-    let min = crate::quorum::min_ttl(drift_factor);
-    if ttl < min {
-        return Err(Error::invalid(format!(
-            "ttl must be at least {} ms, got {ttl:?}: with drift_factor {drift_factor} a shorter \
-             lock can never be granted (its validity, ttl - elapsed - ttl * drift_factor - 2 ms, \
-             would be zero or less)",
-            min.as_millis()
-        )));
-    }
-    Ok(ms)
-}
-
 /// The default per-server call timeout for a lock of `ttl`: `ttl / 20`, at least 10 ms and at
 /// most 1 s. Small against the TTL so that one slow server cannot eat the validity; at least
 /// 10 ms for a round trip on a busy machine.
