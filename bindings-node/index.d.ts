@@ -4,9 +4,9 @@
 // napi-rs into native.d.ts; this file adds what generation cannot express: the error classes,
 // the `Symbol.asyncDispose` members and `using()`.
 
-import { Lock, LockManager, AcquireOptions, TryAcquireOptions, LockManagerOptions, FencelockEvent } from './native'
+import { Lock, LockManager, AcquireOptions, TryAcquireOptions, LockManagerOptions, FencelockEvent, ServerReport } from './native'
 
-export { Lock, LockManager, AcquireOptions, TryAcquireOptions, LockManagerOptions, FencelockEvent }
+export { Lock, LockManager, AcquireOptions, TryAcquireOptions, LockManagerOptions, FencelockEvent, ServerReport }
 
 /** Severity of a fencelock event, most verbose first. */
 export type EventLevel = FencelockEvent['level']
@@ -61,6 +61,12 @@ export declare class LockError extends Error {
   constructor(message?: string, options?: { cause?: unknown })
   /** Which kind of error this is; stable across versions. */
   readonly code: LockErrorCode
+  /**
+   * What each server answered in the last attempt of a failed acquisition, one entry per
+   * configured server in order (`outcome`: `'granted'`, `'held'`, `'unreachable'`,
+   * `'timeout'`, `'error'`); empty for every other error.
+   */
+  readonly servers: ReadonlyArray<ServerReport>
   /** The `code` of this class's instances (set on every subclass). */
   static readonly code: LockErrorCode | undefined
 }
@@ -94,6 +100,8 @@ export declare class UnavailableError extends LockError {
 export declare class InvalidArgumentError extends TypeError {
   constructor(message?: string, options?: { cause?: unknown })
   readonly code: 'ERR_INVALID_ARG'
+  /** Always empty: no server was asked. */
+  readonly servers: ReadonlyArray<ServerReport>
   static readonly code: 'ERR_INVALID_ARG'
 }
 /** `release()` or `extend()` of a lock object that was already released. */

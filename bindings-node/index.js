@@ -33,16 +33,18 @@ function loadNative() {
 
 const { Lock, LockManager } = native
 
-function init(error, cls) {
+function init(error, cls, options) {
   Object.defineProperty(error, 'name', { value: cls.name, enumerable: false, writable: true, configurable: true })
   error.code = cls.code
+  // What each server answered in the last attempt of a failed acquisition (else empty).
+  error.servers = Array.isArray(options?.servers) ? options.servers : []
 }
 
 /** Base class of every fencelock error; `code` says which kind it is. */
 class LockError extends Error {
   constructor(message, options) {
     super(message, options)
-    init(this, new.target)
+    init(this, new.target, options)
   }
 
   // InvalidArgumentError is a TypeError, as Node's own argument errors are, and still counts
@@ -57,7 +59,7 @@ class LockError extends Error {
 class InvalidArgumentError extends TypeError {
   constructor(message, options) {
     super(message, options)
-    init(this, new.target)
+    init(this, new.target, options)
   }
 }
 

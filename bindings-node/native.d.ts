@@ -124,10 +124,17 @@ export interface AcquireOptions {
    */
   wait?: number
   /**
-   * A token of your own instead of a random one; acquiring again with it resets the
-   * TTL.
+   * A token of your own (a request or job id) instead of a random one. It is exclusive,
+   * as `SET NX` with a request id is: while the name is held with it (by another
+   * process passing the same token too), acquiring is refused like any other holder's,
+   * unless `reentrant`.
    */
   token?: string | Buffer
+  /**
+   * With `token`: a name already held with it is acquired again (its TTL reset, a new
+   * fencing token) instead of waiting for that holder; default false.
+   */
+  reentrant?: boolean
   /**
    * Extend in the background every ttl/3 until released or lost (default: false, but
    * true in `using`).
@@ -210,12 +217,24 @@ export interface LockManagerOptions {
   tlsInsecure?: boolean
 }
 
+/** A server's answer in a failed acquisition, as `error.servers` shows it. */
+export interface ServerReport {
+  /** The server as configured, without its password. */
+  server: string
+  /** `'granted'`, `'held'`, `'unreachable'`, `'timeout'` or `'error'`. */
+  outcome: 'granted' | 'held' | 'unreachable' | 'timeout' | 'error'
+  /** For people: how long the holder keeps it, or why the server failed. */
+  detail: string
+}
+
 /** Options of `LockManager.tryAcquire` (one attempt, so no `wait`). */
 export interface TryAcquireOptions {
   /** How long the lock lives unless extended; default 30000. */
   ttl?: number
-  /** A token of your own instead of a random one. */
+  /** A token of your own instead of a random one (exclusive unless `reentrant`). */
   token?: string | Buffer
+  /** With `token`: a name already held with it is acquired again; default false. */
+  reentrant?: boolean
   /** Extend in the background every ttl/3 until released or lost. */
   autoExtend?: boolean
   /** With `autoExtend`: stop extending this long after acquisition. */

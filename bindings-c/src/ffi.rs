@@ -6,7 +6,7 @@ use std::time::Duration;
 use fencelock::{Error, Result};
 
 pub(crate) fn invalid(message: impl Into<String>) -> Error {
-    Error::InvalidArgument(message.into())
+    Error::invalid_argument(message.into())
 }
 
 /// A handle or other input object: `InvalidArgument` when NULL.

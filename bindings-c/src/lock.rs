@@ -37,7 +37,7 @@ impl fl_lock {
     fn new(lock: Lock) -> Result<fl_lock> {
         // Names and tokens come from C strings or are generated (hex and a UUID), so they hold no NUL.
         let c = |b: &[u8], what: &str| {
-            CString::new(b).map_err(|_| Error::InvalidArgument(format!("{what} contains NUL")))
+            CString::new(b).map_err(|_| Error::invalid_argument(format!("{what} contains NUL")))
         };
         Ok(fl_lock {
             name: c(lock.name(), "lock name")?,
@@ -54,7 +54,7 @@ impl fl_lock {
     }
 
     pub(crate) fn released(&self) -> Error {
-        Error::InvalidArgument(format!(
+        Error::invalid_argument(format!(
             "lock {} was already released or detached",
             display_name(self.name.as_bytes())
         ))
@@ -246,7 +246,7 @@ pub unsafe extern "C" fn fl_lock_try_acquire(
         let name = unsafe { ffi::bytes(name, "name") }?;
         match m.inner.try_acquire(name, ffi::ttl(ttl_ms))? {
             Some(lock) => hand_out(lock, out),
-            None => Err(Error::NotAcquired(format!(
+            None => Err(Error::not_acquired(format!(
                 "lock {} is held by another owner",
                 display_name(name)
             ))),

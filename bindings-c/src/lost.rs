@@ -159,7 +159,7 @@ pub unsafe extern "C" fn fl_lock_on_lost(
                 .spawn(move || hook.fire())
                 .map_err(|e| {
                     slot.registered = None;
-                    fencelock::Error::Unavailable(format!("cannot start a thread: {e}"))
+                    fencelock::Error::unavailable(format!("cannot start a thread: {e}"))
                 })?;
         }
         Ok(())

@@ -62,7 +62,16 @@ impl Failure {
 
     /// The JavaScript error object for this failure, with `cause` when given.
     pub(crate) fn to_js<'e>(&self, env: &'e Env, cause: Option<Unknown>) -> Result<Unknown<'e>> {
-        build(env, self.class_and_code().0, self.message(), cause)
+        let servers = match self {
+            Failure::Core(e) => e.servers(),
+            Failure::Released(_) => &[],
+        };
+        build(
+            env,
+            self.class_and_code().0,
+            self.message(),
+            (cause, servers),
+        )
     }
 
     /// The same as a `napi::Error` that throws or rejects with exactly that object.
@@ -87,11 +96,23 @@ thread_local! {
     static CLASSES: RefCell<Option<ObjectRef<false>>> = const { RefCell::new(None) };
 }
 
+/// A server's answer in a failed acquisition, as `error.servers` shows it.
+#[napi(object, js_name = "ServerReport")]
+pub struct JsServerReport {
+    /// The server as configured, without its password.
+    pub server: String,
+    /// `'granted'`, `'held'`, `'unreachable'`, `'timeout'` or `'error'`.
+    #[napi(ts_type = "'granted' | 'held' | 'unreachable' | 'timeout' | 'error'")]
+    pub outcome: String,
+    /// For people: how long the holder keeps it, or why the server failed.
+    pub detail: String,
+}
+
 fn build<'e>(
     env: &'e Env,
     class: &str,
     message: &str,
-    cause: Option<Unknown>,
+    (cause, servers): (Option<Unknown>, &[fencelock::ServerReport]),
 ) -> Result<Unknown<'e>> {
     let classes = CLASSES.with(|c| match c.borrow().as_ref() {
         Some(r) => r.get_value(env).map(Some),
@@ -105,6 +126,15 @@ fn build<'e>(
     if let Some(cause) = cause {
         options.set_named_property("cause", cause)?;
     }
+    let servers: Vec<JsServerReport> = servers
+        .iter()
+        .map(|r| JsServerReport {
+            server: r.server.clone(),
+            outcome: r.outcome.as_str().to_owned(),
+            detail: r.detail.clone(),
+        })
+        .collect();
+    options.set_named_property("servers", servers)?;
     ctor.new_instance((message.to_owned(), options).into())
 }
 

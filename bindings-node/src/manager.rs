@@ -64,6 +64,7 @@ fn parse_acquire<'e>(name: &Unknown<'e>, fields: &Fields<'e>, mode: Mode) -> Che
     } else {
         Some(args::bytes("token", &token)?)
     };
+    let reentrant = args::boolean("reentrant", &field("reentrant")?, false)?;
     let auto_extend = args::boolean("autoExtend", &field("autoExtend")?, mode == Mode::Scoped)?;
     let max_hold = field("maxHold")?;
     let max_hold = if args::is_nullish(&max_hold) {
@@ -78,6 +79,7 @@ fn parse_acquire<'e>(name: &Unknown<'e>, fields: &Fields<'e>, mode: Mode) -> Che
             ttl,
             wait,
             token,
+            reentrant,
             auto_extend,
             max_hold,
         },

@@ -82,9 +82,14 @@ js_options! {
         #[doc = " How long to keep trying: omitted (or `Infinity`) waits until acquired, 0 tries"]
         #[doc = " once."]
         wait / "wait": Option<f64>,
-        #[doc = " A token of your own instead of a random one; acquiring again with it resets the"]
-        #[doc = " TTL."]
+        #[doc = " A token of your own (a request or job id) instead of a random one. It is exclusive,"]
+        #[doc = " as `SET NX` with a request id is: while the name is held with it (by another"]
+        #[doc = " process passing the same token too), acquiring is refused like any other holder's,"]
+        #[doc = " unless `reentrant`."]
         token / "token": Option<Either<String, Buffer>>,
+        #[doc = " With `token`: a name already held with it is acquired again (its TTL reset, a new"]
+        #[doc = " fencing token) instead of waiting for that holder; default false."]
+        reentrant / "reentrant": Option<bool>,
         #[doc = " Extend in the background every ttl/3 until released or lost (default: false, but"]
         #[doc = " true in `using`)."]
         auto_extend / "autoExtend": Option<bool>,
@@ -102,8 +107,10 @@ js_options! {
     TryAcquireOptions {
         #[doc = " How long the lock lives unless extended; default 30000."]
         ttl / "ttl": Option<f64>,
-        #[doc = " A token of your own instead of a random one."]
+        #[doc = " A token of your own instead of a random one (exclusive unless `reentrant`)."]
         token / "token": Option<Either<String, Buffer>>,
+        #[doc = " With `token`: a name already held with it is acquired again; default false."]
+        reentrant / "reentrant": Option<bool>,
         #[doc = " Extend in the background every ttl/3 until released or lost."]
         auto_extend / "autoExtend": Option<bool>,
         #[doc = " With `autoExtend`: stop extending this long after acquisition."]

@@ -398,18 +398,42 @@ describe('LockManager and Lock', () => {
     assert.equal(await released.isHeld(), false)
   })
 
-  it('names and tokens may be Buffers, and a token makes acquire re-entrant', async () => {
+  it('names and tokens may be Buffers; a token is exclusive unless reentrant', async () => {
     const name = Buffer.from([0x66, 0x00, 0xff])
     const token = Buffer.from('my-token')
     const lock = await mgr.acquire(name, { token, ttl: 1000 })
     assert.equal(lock.token, 'my-token')
     const c = server.client()
     assert.equal((await c.getBuffer(name)).toString(), 'my-token')
-    const again = await other.acquire(name, { token: 'my-token', ttl: 20_000, wait: 0 })
+    // Another process passing the same token is refused, as SET NX with a request id is.
+    const refused = await other.acquire(name, { token: 'my-token', ttl: 20_000, wait: 0 }).catch((e) => e)
+    assert.equal(refused.code, 'ERR_NOT_ACQUIRED')
+    assert.match(refused.message, /reentrant/)
+    assert.deepEqual(refused.servers.map((r) => r.outcome), ['held'])
+    assert.match(refused.servers[0].detail, /this token/)
+    assert.equal(await other.tryAcquire(name, { token: 'my-token', ttl: 20_000 }), null)
+    assert.ok((await c.pttl(name)) <= 1000, 'the refused acquisitions changed nothing')
+    await assert.rejects(other.acquire(name, { token, reentrant: 'yes' }), { code: 'ERR_INVALID_ARG' })
+    const again = await other.acquire(name, { token: 'my-token', ttl: 20_000, wait: 0, reentrant: true })
     assert.ok((await c.pttl(name)) > 10_000, 'TTL reset by the re-entrant acquire')
+    assert.ok(again.fencingToken > lock.fencingToken)
     await other.release(name, token)
     await assert.rejects(again.release(), { code: 'ERR_LOCK_LOST' })
     await assert.rejects(lock.release(), { code: 'ERR_LOCK_LOST' })
+  })
+
+  it('a failed acquire says what each server answered (error.servers)', async () => {
+    const c = server.client()
+    await c.set('servers-held', 'another-owner', 'PX', 60_000)
+    const e = await mgr.acquire('servers-held', { wait: 0 }).catch((x) => x)
+    assert.equal(e.code, 'ERR_NOT_ACQUIRED')
+    assert.equal(e.servers.length, 1)
+    assert.equal(e.servers[0].outcome, 'held')
+    assert.match(e.servers[0].server, /127\.0\.0\.1:\d+/)
+    assert.match(e.servers[0].detail, /another owner for \d+ ms/)
+    const bad = await mgr.acquire('', {}).catch((x) => x)
+    assert.equal(bad.code, 'ERR_INVALID_ARG')
+    assert.deepEqual(bad.servers, [])
   })
 
   it('keyPrefix prefixes the key', async () => {

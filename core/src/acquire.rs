@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::{join_all, select_all};
 use futures_util::FutureExt;
 
-use crate::attempt::{attempt, Attempt, Refusal};
+use crate::attempt::{attempt, Attempt, Own, Refusal};
 use crate::engine::{Acquired, Engine, Target};
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{check_name, display_name};
@@ -30,9 +30,14 @@ pub struct AcquireOptions {
     /// How long to keep trying: `None` waits until acquired, `Some(Duration::ZERO)` tries
     /// once.
     pub wait: Option<Duration>,
-    /// A caller-chosen token (non-empty, at most 512 bytes) instead of a random one. Makes the
-    /// acquisition re-entrant for that token: acquiring again resets the TTL.
+    /// A caller-chosen token (non-empty, at most 512 bytes) instead of a random one. It is
+    /// exclusive, as a plain `SET NX` is: while the name is held with it (by another process
+    /// passing the same token, or an earlier acquisition), a new acquisition with it is not
+    /// acquired, unless [`reentrant`](Self::reentrant).
     pub token: Option<Vec<u8>>,
+    /// With a caller's `token`: a name already held with it is acquired again (its TTL reset,
+    /// a new fencing token), instead of being refused as held.
+    pub reentrant: bool,
     /// Keep the acquired lock alive in the background (see
     /// [`Lock::auto_extend`](crate::Lock::auto_extend)).
     pub auto_extend: bool,
@@ -47,6 +52,7 @@ impl AcquireOptions {
             ttl,
             wait: None,
             token: None,
+            reentrant: false,
             auto_extend: false,
             max_hold: None,
         }
@@ -56,9 +62,15 @@ impl AcquireOptions {
         self.wait = wait;
         self
     }
-    /// Sets a caller-chosen token.
+    /// Sets a caller-chosen token (exclusive unless [`reentrant`](Self::reentrant)).
     pub fn token(mut self, token: impl AsRef<[u8]>) -> AcquireOptions {
         self.token = Some(token.as_ref().to_vec());
+        self
+    }
+    /// Lets a caller's token re-acquire a name it already holds (see
+    /// [`reentrant`](AcquireOptions::reentrant)).
+    pub fn reentrant(mut self, reentrant: bool) -> AcquireOptions {
+        self.reentrant = reentrant;
         self
     }
     /// Keeps the acquired lock alive in the background, for at most `max_hold` since
@@ -76,6 +88,7 @@ impl std::fmt::Debug for AcquireOptions {
             .field("ttl", &self.ttl)
             .field("wait", &self.wait)
             .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("reentrant", &self.reentrant)
             .field("auto_extend", &self.auto_extend)
             .field("max_hold", &self.max_hold)
             .finish()
@@ -100,8 +113,12 @@ pub(crate) struct AcquireCall {
     place: Option<Place>,
     /// Gives the place up when the call ends without the lock.
     leave_queue: Option<UndoGuard>,
-    /// The wake-up subscriptions, once listening (see [`AcquireCall::wait_for_turn`]).
-    subscriptions: Option<Vec<Subscription>>,
+    /// Per server, whether a key already holding the token counts as this call's (see
+    /// [`Own`]); `None`: everywhere (a token of the call's own, or re-entry asked for).
+    own: Option<Vec<bool>>,
+    /// The wake-up subscriptions, once listening (see [`AcquireCall::wait_for_turn`]), each
+    /// with the index of its server.
+    subscriptions: Option<Vec<(usize, Subscription)>>,
     attempts: u32,
     /// When the call last warned that it keeps waiting for unreachable servers.
     warned: Instant,
@@ -115,7 +132,7 @@ impl AcquireCall {
     /// Checks the arguments (before any network call) and prepares the call.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a bad name, TTL or token.
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad name, TTL or token.
     pub fn new(engine: &Arc<Engine>, name: &[u8], opts: &AcquireOptions) -> Result<AcquireCall> {
         check_name(name)?;
         let ttl = engine.check_ttl(opts.ttl)?;
@@ -132,6 +149,12 @@ impl AcquireCall {
         let waits = opts.wait != Some(Duration::ZERO);
         let place = waits.then(|| Place::new(engine.place_lasts(timeout)));
         let leave_queue = waits.then(|| UndoGuard::new(engine, &target, timeout));
+        let exclusive = opts.token.is_some() && !opts.reentrant;
+        let own = exclusive.then(|| vec![false; engine.n()]);
+        let mut leave_queue = leave_queue;
+        if let (Some(own), Some(leave)) = (own.as_ref(), leave_queue.as_mut()) {
+            leave.limit_to(own.clone());
+        }
         let subscriptions = if waits {
             join_subscribed(engine, &target)
         } else {
@@ -148,6 +171,7 @@ impl AcquireCall {
             hard_stop: deadline.and_then(|d| d.checked_add(timeout)),
             place,
             leave_queue,
+            own,
             subscriptions,
             attempts: 0,
             warned: started,
@@ -175,28 +199,32 @@ impl AcquireCall {
                 error,
                 fatal,
                 undo,
+                may_hold,
             } = match outcome {
                 Attempt::Acquired(a) => return Ok(self.acquired(a, handed_over)),
                 Attempt::Refused(r) => r,
             };
             self.trust_handoffs &= undo.is_none();
-            let remaining = self.after_refusal(error, fatal, undo).await?;
+            let remaining = self.after_refusal(error, fatal, undo, may_hold).await?;
             handed = self.wait_for_turn(holder_pttl, remaining).await;
         }
     }
 
     async fn attempt(&mut self) -> Attempt {
-        for s in self.subscriptions.iter_mut().flatten() {
+        self.note_handoffs();
+        for (_, s) in self.subscriptions.iter_mut().flatten() {
             s.mark_seen();
         }
         self.attempts += 1;
-        let (ttl, timeout, place) = (self.ttl, self.timeout, self.place.as_ref());
+        let own = self.own.as_deref().map_or(Own::All, Own::Only);
+        let times = (self.ttl, self.timeout);
+        let place = self.place.as_ref();
         attempt(
             &self.engine,
             &self.target,
-            ttl,
-            timeout,
+            times,
             place,
+            own,
             self.hard_stop,
         )
         .await
@@ -221,20 +249,24 @@ impl AcquireCall {
 
     /// After a refused attempt: runs its undo and returns the time left, or the error when
     /// the call ends here (retrying cannot help, or the wait limit passed: the place in the
-    /// queue is given up first, within the call's hard stop).
+    /// queue is given up first, within the call's hard stop). `may_hold`: the servers that
+    /// may hold the attempt's token until the undo answers there.
     async fn after_refusal(
         &mut self,
         error: Error,
         fatal: bool,
         mut undo: Option<UndoGuard>,
+        may_hold: Vec<bool>,
     ) -> Result<Option<Duration>> {
         let out_of_time = |d: &Option<Instant>| matches!(d, Some(d) if Instant::now() >= *d);
         if !(fatal || out_of_time(&self.deadline)) {
             // The next attempt must not be overtaken by this one's undo (same token).
-            let undone = match undo.as_mut() {
+            let answered = match undo.as_mut() {
                 Some(u) => u.run(self.hard_stop).await,
-                None => true,
+                None => Some(Vec::new()),
             };
+            let undone = answered.is_some();
+            self.note_may_hold(&may_hold, answered.as_deref().unwrap_or(&[]));
             if undone && !out_of_time(&self.deadline) {
                 self.warn_if_unavailable(&error);
                 let now = Instant::now();
@@ -269,15 +301,52 @@ impl AcquireCall {
             return Err(error);
         }
         let attempts = self.attempts;
-        Err(Error::new(
-            error.kind(),
-            format!(
-                "{} (gave up after {attempts} attempt{} in {} ms)",
-                error.message(),
-                if attempts == 1 { "" } else { "s" },
-                self.started.elapsed().as_millis()
-            ),
-        ))
+        let message = format!(
+            "{} (gave up after {attempts} attempt{} in {} ms)",
+            error.message(),
+            if attempts == 1 { "" } else { "s" },
+            self.started.elapsed().as_millis()
+        );
+        Err(error.with_message(message))
+    }
+
+    /// Where the next attempt counts a key holding the token as its own: a server that may
+    /// hold it from this attempt (it granted, or its reply was lost) and whose undo did not
+    /// answer, or one marked so before that still has not answered an undo.
+    fn note_may_hold(&mut self, may_hold: &[bool], undo_answered: &[bool]) {
+        let Some(own) = self.own.as_mut() else {
+            return;
+        };
+        for (i, mine) in own.iter_mut().enumerate() {
+            let answered = undo_answered.get(i).copied().unwrap_or(false);
+            *mine = (*mine || may_hold.get(i).copied().unwrap_or(false)) && !answered;
+        }
+        self.limit_leaving();
+    }
+
+    /// A server whose release handed the lock to this call's place (its message named the
+    /// place's arrival) holds the token for this call.
+    fn note_handoffs(&mut self) {
+        let (Some(own), Some(subs), Some(place)) = (
+            self.own.as_mut(),
+            self.subscriptions.as_ref(),
+            self.place.as_ref(),
+        ) else {
+            return;
+        };
+        for (i, s) in subs {
+            if matches!(s.handoff(), Some(h) if h.arrival == place.arrival) {
+                own[*i] = true;
+            }
+        }
+        self.limit_leaving();
+    }
+
+    /// Leaving the queue deletes the key only where it may hold the token for this call.
+    fn limit_leaving(&mut self) {
+        if let (Some(own), Some(leave)) = (self.own.as_ref(), self.leave_queue.as_mut()) {
+            leave.limit_to(own.clone());
+        }
     }
 
     /// A wait that keeps being refused because too few servers answer says so, naming them
@@ -327,12 +396,12 @@ impl AcquireCall {
         let mut wake_by = tokio::time::Instant::now() + sleep;
         let mut partial_by = None;
         loop {
-            let notified = select_all(subs.iter_mut().map(|s| s.notified().boxed()));
+            let notified = select_all(subs.iter_mut().map(|(_, s)| s.notified().boxed()));
             let woke = tokio::time::timeout_at(wake_by, notified).await.is_ok();
             if !self.trust_handoffs {
                 return None;
             }
-            let handoffs = subs.iter().filter_map(Subscription::handoff);
+            let handoffs = subs.iter().filter_map(|(_, s)| s.handoff());
             let since = self.started.elapsed();
             let n = self.engine.n();
             let drift = self.engine.drift_factor();
@@ -361,18 +430,23 @@ impl AcquireCall {
 /// already listens to it (another waiter of this manager, or a recent wait on the same lock):
 /// then a waiter joins before its first attempt, and a refusal needs no second attempt to
 /// cover a release that came before the subscription.
-fn join_subscribed(engine: &Engine, target: &Target) -> Option<Vec<Subscription>> {
+fn join_subscribed(engine: &Engine, target: &Target) -> Option<Vec<(usize, Subscription)>> {
     let channel = target.keys.wake_channel(&target.token);
     engine
         .servers
         .iter()
-        .map(|s| s.join_subscribed(&channel, &target.token))
+        .enumerate()
+        .map(|(i, s)| Some((i, s.join_subscribed(&channel, &target.token)?)))
         .collect()
 }
 
 /// Subscribes to the waiter's wake-up channel (shared by this manager's waiters of the lock)
 /// on every server that answers in time.
-async fn subscribe(engine: &Engine, target: &Target, timeout: Duration) -> Vec<Subscription> {
+async fn subscribe(
+    engine: &Engine,
+    target: &Target,
+    timeout: Duration,
+) -> Vec<(usize, Subscription)> {
     let channel = target.keys.wake_channel(&target.token);
     join_all(
         engine
@@ -382,6 +456,7 @@ async fn subscribe(engine: &Engine, target: &Target, timeout: Duration) -> Vec<S
     )
     .await
     .into_iter()
-    .filter_map(|r| r.ok())
+    .enumerate()
+    .filter_map(|(i, r)| Some((i, r.ok()?)))
     .collect()
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 
 use crate::engine::{Acquired, Engine, Target};
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, ServerOutcome, ServerReport};
 use crate::failure::ServerFailure;
 use crate::keys::display_name;
 use crate::queue::Place;
@@ -19,8 +19,26 @@ use crate::undo::UndoGuard;
 /// One server's vote.
 enum Vote {
     Granted(u64),
-    Held { pttl: Option<Duration>, fence: u64 },
+    Held {
+        pttl: Option<Duration>,
+        fence: u64,
+        /// Held with this call's token by another acquisition (re-entry not asked for).
+        same_token: bool,
+    },
     Failed(ServerFailure),
+}
+
+/// Which servers may count a key that already holds the attempt's token as this call's (the
+/// acquire script's OWN).
+#[derive(Clone, Copy)]
+pub(crate) enum Own<'a> {
+    /// Every server: the token is this call's alone (generated for it), or the caller asked
+    /// for re-entry.
+    All,
+    /// The servers marked `true`: those that may still hold the token from an earlier attempt
+    /// of this call (it granted, or its reply was lost, and no undo answered since). Anywhere
+    /// else a key with the token is another acquisition's with the same caller token.
+    Only(&'a [bool]),
 }
 
 impl Vote {
@@ -51,6 +69,56 @@ impl Vote {
             _ => None,
         }
     }
+
+    /// The vote as the error of a failed acquisition reports it.
+    fn report(&self, server: &str) -> ServerReport {
+        let (outcome, detail) = match self {
+            Vote::Granted(f) => (
+                ServerOutcome::Granted,
+                format!("granted (fencing counter {f})"),
+            ),
+            Vote::Held {
+                same_token: true, ..
+            } => (
+                ServerOutcome::Held,
+                "held with this token by another acquisition (re-entry not asked for)".to_owned(),
+            ),
+            Vote::Held { pttl: Some(p), .. } => (
+                ServerOutcome::Held,
+                format!("held by another owner for {} ms more", p.as_millis()),
+            ),
+            Vote::Held { pttl: None, .. } => (
+                ServerOutcome::Held,
+                "held by another owner, without expiry".to_owned(),
+            ),
+            Vote::Failed(f) => {
+                let outcome = match f {
+                    ServerFailure::Timeout(_) => ServerOutcome::TimedOut,
+                    ServerFailure::Connection(_)
+                    | ServerFailure::Unready(_)
+                    | ServerFailure::SlotMoving(_)
+                    | ServerFailure::NotReplicated(_) => ServerOutcome::Unreachable,
+                    ServerFailure::Config(_) | ServerFailure::Reply(_) => ServerOutcome::Error,
+                };
+                (outcome, f.to_string())
+            }
+        };
+        ServerReport {
+            server: server.to_owned(),
+            outcome,
+            detail,
+        }
+    }
+}
+
+/// What every server answered, for the error of a failed acquisition.
+fn reports(engine: &Engine, votes: &[Vote]) -> Vec<ServerReport> {
+    engine
+        .servers
+        .iter()
+        .zip(votes)
+        .map(|(s, v)| v.report(&s.label))
+        .collect()
 }
 
 /// The outcome of an attempt.
@@ -70,23 +138,32 @@ pub(crate) struct Refusal {
     /// wait for it), when a server may hold them. Running it may release a lock a server had
     /// handed over, whose message may still arrive.
     pub undo: Option<UndoGuard>,
+    /// Per server: whether it may hold the attempt's token (it granted, or the reply was
+    /// lost) until the undo answers there.
+    pub may_hold: Vec<bool>,
 }
 
 /// One acquisition attempt on every server in parallel; a refused attempt hands its undo to
 /// the caller. With a `place`, a refused attempt takes (or keeps) the caller's place in the
-/// wait queues. Each round of server calls takes at most `timeout`, and none runs past
-/// `until`.
+/// wait queues. `own` says where a key already holding the token counts as this call's. Each
+/// round of server calls takes at most `timeout`, and none runs past `until`.
 pub(crate) async fn attempt(
     engine: &Arc<Engine>,
     target: &Arc<Target>,
-    ttl: Duration,
-    timeout: Duration,
+    (ttl, timeout): (Duration, Duration),
     place: Option<&Place>,
+    own: Own<'_>,
     until: Option<Instant>,
 ) -> Attempt {
     let start = Instant::now();
     let mut undo = UndoGuard::new(engine, target, timeout);
-    let votes = collect_votes(engine, target, ttl, bounded(timeout, until), place).await;
+    let round = bounded(timeout, until);
+    let votes = collect_votes(engine, target, (ttl, round), place, own).await;
+    let may_hold: Vec<bool> = votes.iter().map(Vote::may_hold_the_token).collect();
+    if let Own::Only(mine) = own {
+        let mine = (0..engine.n()).map(|i| may_hold[i] || mine.get(i) == Some(&true));
+        undo.limit_to(mine.collect());
+    }
     let granted = votes
         .iter()
         .filter(|v| matches!(v, Vote::Granted(_)))
@@ -98,19 +175,20 @@ pub(crate) async fn attempt(
             _ => None,
         })
         .max();
-    let refused = |error, fatal, undo| {
+    let refused = |error: Error, fatal, undo| {
         Attempt::Refused(Refusal {
             holder_pttl,
-            error,
+            error: error.with_servers(reports(engine, &votes)),
             fatal,
             undo,
+            may_hold: may_hold.clone(),
         })
     };
     if !quorum::has_quorum(granted, engine.n()) {
         let (error, fatal) = refusal(engine, &target.name, &votes);
         // Only a server that granted, or that may have acted on a call whose reply was lost,
         // can hold this token: when every server answered "held", nothing to undo.
-        if votes.iter().any(Vote::may_hold_the_token) {
+        if may_hold.contains(&true) {
             return refused(error, fatal, Some(undo));
         }
         undo.disarm();
@@ -140,13 +218,13 @@ async fn confirm(
     let (n, q) = (engine.n(), quorum::quorum(engine.n()));
     if !quorum::has_quorum(at_fence, n) {
         let lock = display_name(&target.name);
-        return Err(Error::Unavailable(format!(
+        return Err(Error::unavailable(format!(
             "lock {lock}: only {at_fence} of {n} servers confirmed fencing token {fence}, quorum is {q}"
         )));
     }
     let Some(validity) = quorum::validity(ttl, start.elapsed(), engine.drift_factor()) else {
         let lock = display_name(&target.name);
-        return Err(Error::NotAcquired(format!(
+        return Err(Error::not_acquired(format!(
             "lock {lock}: acquiring took {} ms, too long for a ttl of {} ms with the drift allowance; it would have been expired when handed out",
             start.elapsed().as_millis(),
             ttl.as_millis()
@@ -172,19 +250,34 @@ fn bounded(timeout: Duration, until: Option<Instant>) -> Duration {
 async fn collect_votes(
     engine: &Engine,
     target: &Target,
-    ttl: Duration,
-    timeout: Duration,
+    (ttl, timeout): (Duration, Duration),
     place: Option<&Place>,
+    own: Own<'_>,
 ) -> Vec<Vote> {
     let start = Instant::now();
-    let call = ScriptCall::acquire(&target.keys, &target.token, ttl, place);
-    let votes: Vec<Vote> = join_all(engine.servers.iter().map(|s| {
-        let call = &call;
+    let call = |own| ScriptCall::acquire(&target.keys, &target.token, ttl, place, own);
+    let (owned, foreign) = match own {
+        Own::All => (call(true), None),
+        Own::Only(_) => (call(true), Some(call(false))),
+    };
+    let votes: Vec<Vote> = join_all(engine.servers.iter().enumerate().map(|(i, s)| {
+        let call = match (&foreign, own) {
+            (Some(foreign), Own::Only(mine)) if !mine.get(i).copied().unwrap_or(false) => foreign,
+            _ => &owned,
+        };
         async move {
             match s.eval(call, timeout).await {
                 Ok(v) => match parse_acquire(&v) {
                     Ok(AcquireReply::Granted(f)) => Vote::Granted(f),
-                    Ok(AcquireReply::Held { pttl, fence }) => Vote::Held { pttl, fence },
+                    Ok(AcquireReply::Held {
+                        pttl,
+                        fence,
+                        same_token,
+                    }) => Vote::Held {
+                        pttl,
+                        fence,
+                        same_token,
+                    },
                     Err(e) => Vote::Failed(ServerFailure::Reply(e)),
                 },
                 Err(f) => Vote::Failed(f),
@@ -261,13 +354,27 @@ fn refusal(engine: &Engine, name: &[u8], votes: &[Vote]) -> (Error, bool) {
     }
     if answered < q {
         return (
-            Error::Unavailable(format!(
+            Error::unavailable(format!(
                 "lock {lock}: only {answered} of {n} servers answered, quorum is {q}: {failures}"
             )),
             false,
         );
     }
-    let mut msg = if held > 0 {
+    let same = count(|v| {
+        matches!(
+            v,
+            Vote::Held {
+                same_token: true,
+                ..
+            }
+        )
+    });
+    let mut msg = if held > 0 && same == held {
+        format!(
+            "lock {lock} is already held with this token by another acquisition ({held} of {n} \
+             servers); a caller's token is exclusive unless re-entry is asked for (reentrant)"
+        )
+    } else if held > 0 {
         format!("lock {lock} is held by another owner ({held} of {n} servers)")
     } else {
         format!("lock {lock}: no quorum agreed")
@@ -275,5 +382,5 @@ fn refusal(engine: &Engine, name: &[u8], votes: &[Vote]) -> (Error, bool) {
     if !failures.is_empty() {
         msg.push_str(&format!("; {failures}"));
     }
-    (Error::NotAcquired(msg), false)
+    (Error::not_acquired(msg), false)
 }

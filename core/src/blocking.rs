@@ -51,7 +51,7 @@ impl LockManager {
     /// See [`crate::LockManager::new`].
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a bad configuration; [`Error::Unavailable`] if the
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad configuration; [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) if the
     /// runtime's threads cannot be started.
     pub fn new<I, S>(urls: I) -> Result<LockManager>
     where
@@ -64,14 +64,14 @@ impl LockManager {
     /// A blocking manager from a checked configuration (see [`Builder::config`]).
     ///
     /// # Errors
-    /// [`Error::Unavailable`] if the runtime's threads cannot be started.
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) if the runtime's threads cannot be started.
     pub fn from_config(config: Config) -> Result<LockManager> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("fencelock")
             .enable_all()
             .build()
-            .map_err(|e| Error::Unavailable(format!("cannot start the fencelock runtime: {e}")))?;
+            .map_err(|e| Error::unavailable(format!("cannot start the fencelock runtime: {e}")))?;
         Ok(LockManager {
             inner: crate::LockManager::from_config(config),
             runtime: Arc::new(RuntimeHolder(Some(runtime))),
@@ -91,7 +91,7 @@ impl LockManager {
     /// Runs a future to completion on this manager's runtime.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when called from inside an async runtime (blocking there
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when called from inside an async runtime (blocking there
     /// would stall it: use the async API).
     pub fn block_on<F: Future>(&self, fut: F) -> Result<F::Output> {
         block_on(&self.runtime, fut)
@@ -99,11 +99,11 @@ impl LockManager {
 
     /// Runs a future on this manager's runtime, calling `interrupted` on the calling thread
     /// every `every`; when it returns true the future is dropped (which cleans up: votes won
-    /// are released in the background) and [`Error::Cancelled`] is returned. The Python
+    /// are released in the background) and [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled) is returned. The Python
     /// binding uses this to honour Ctrl-C.
     ///
     /// # Errors
-    /// [`Error::Cancelled`] when interrupted; as [`block_on`](Self::block_on) otherwise.
+    /// [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled) when interrupted; as [`block_on`](Self::block_on) otherwise.
     pub fn block_on_interruptible<F: Future>(
         &self,
         fut: F,
@@ -121,7 +121,7 @@ impl LockManager {
             match step {
                 Ok(out) => return Ok(out),
                 Err(_) if interrupted() => {
-                    return Err(Error::Cancelled("interrupted while waiting".into()))
+                    return Err(Error::cancelled("interrupted while waiting"))
                 }
                 Err(_) => {}
             }
@@ -162,7 +162,7 @@ impl LockManager {
     /// [`block_on_interruptible`](Self::block_on_interruptible).
     ///
     /// # Errors
-    /// As [`crate::LockManager::acquire_with`], or [`Error::Cancelled`].
+    /// As [`crate::LockManager::acquire_with`], or [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled).
     pub fn acquire_interruptible(
         &self,
         name: impl AsRef<[u8]>,
@@ -394,15 +394,14 @@ impl Lock {
 
 fn runtime(holder: &RuntimeHolder) -> Result<&Runtime> {
     if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(Error::InvalidArgument(
-            "fencelock::blocking called from inside an async runtime; use the async API there"
-                .into(),
+        return Err(Error::invalid_argument(
+            "fencelock::blocking called from inside an async runtime; use the async API there",
         ));
     }
     holder
         .0
         .as_ref()
-        .ok_or_else(|| Error::Unavailable("the fencelock runtime has shut down".into()))
+        .ok_or_else(|| Error::unavailable("the fencelock runtime has shut down"))
 }
 
 fn block_on<F: Future>(holder: &RuntimeHolder, fut: F) -> Result<F::Output> {

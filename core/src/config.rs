@@ -96,7 +96,7 @@ impl std::fmt::Debug for Config {
 /// Builds a [`LockManager`](crate::LockManager): `LockManager::builder(urls).key_prefix("app:").build()`.
 ///
 /// Every option is checked in [`build`](Builder::build) (or [`config`](Builder::config)),
-/// which fails with [`Error::InvalidArgument`] and never touches the network.
+/// which fails with [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) and never touches the network.
 #[derive(Clone)]
 pub struct Builder {
     urls: Vec<String>,
@@ -241,7 +241,7 @@ impl Builder {
     /// Checks every option and returns the configuration.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for no servers, too many, a URL that does not parse (the
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for no servers, too many, a URL that does not parse (the
     /// message shows it with its password masked), the same server twice, a prefix over 1024
     /// bytes, a zero or over-long retry delay, a jitter above the retry delay, a drift factor
     /// outside `[0, 0.5)` or a zero or over-long server timeout.

@@ -50,7 +50,7 @@ pub(crate) struct Acquired {
 }
 
 /// One server's answer to a release or extend.
-type Outcome = std::result::Result<Compared, ServerFailure>;
+pub(crate) type Outcome = std::result::Result<Compared, ServerFailure>;
 
 impl Engine {
     /// The engine of a checked configuration; nothing is contacted yet.
@@ -84,7 +84,7 @@ impl Engine {
     /// could never be granted (an acquire without a wait limit would wait forever).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`], naming the minimum.
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument), naming the minimum.
     pub fn check_ttl(&self, ttl: Duration) -> Result<Duration> {
         let ms = timing::check_ttl(ttl)?;
         if ttl < self.min_ttl {
@@ -189,7 +189,7 @@ impl Engine {
                     format!("{what} of lock {lock}: {failures}"),
                 ));
             }
-            return Err(Error::Unavailable(format!(
+            return Err(Error::unavailable(format!(
                 "{what} of lock {lock}: only {} of {n} servers answered, quorum is {q}: {failures}",
                 done + gone + other
             )));
@@ -201,7 +201,7 @@ impl Engine {
         if other > 0 {
             why.push(format!("another owner holds it on {other}"));
         }
-        Err(Error::NotHeld(format!(
+        Err(Error::not_held(format!(
             "{what} of lock {lock} failed: this token holds it on {done} of {n} servers, quorum is {q}; {}",
             why.join(", ")
         )))
@@ -224,11 +224,46 @@ impl Engine {
         leave: bool,
     ) -> std::result::Result<(), Failed> {
         let start = Instant::now();
-        let call = ScriptCall::release(&t.keys, &t.token, leave);
-        let outcomes = self.on_all(&call, timeout).await;
+        let outcomes = self.release_each(t, timeout, leave).await;
         let judged = self.judge("release", &t.name, &outcomes);
         trace_outcome("release", &t.name, &outcomes, start, &judged);
         judged.map_err(|error| Failed::judged(error, &outcomes))
+    }
+
+    /// The release script on every server, each one's answer (see [`release`](Self::release)).
+    pub async fn release_each(&self, t: &Target, timeout: Duration, leave: bool) -> Vec<Outcome> {
+        let call = ScriptCall::release(&t.keys, &t.token, leave);
+        self.on_all(&call, timeout).await
+    }
+
+    /// [`release_each`](Self::release_each) on the servers `mine` marks (those that may hold
+    /// the token for this call); elsewhere the key is another acquisition's with the same
+    /// caller token and is left alone: with `leave` only the place in the queue is given up,
+    /// without nothing is sent (the answer counts as gone).
+    pub async fn release_mine(
+        &self,
+        t: &Target,
+        timeout: Duration,
+        leave: bool,
+        mine: &[bool],
+    ) -> Vec<Outcome> {
+        let release = ScriptCall::release(&t.keys, &t.token, leave);
+        let queue_only = ScriptCall::leave_queue(&t.keys, &t.token);
+        join_all(self.servers.iter().enumerate().map(|(i, s)| {
+            let call = match (mine.get(i).copied().unwrap_or(true), leave) {
+                (true, _) => Some(&release),
+                (false, true) => Some(&queue_only),
+                (false, false) => None,
+            };
+            async move {
+                let Some(call) = call else {
+                    return Ok(Compared::Gone);
+                };
+                let reply = s.eval::<i64>(call, timeout).await?;
+                Compared::parse(reply).map_err(ServerFailure::Reply)
+            }
+        }))
+        .await
     }
 
     /// Compare-and-PEXPIRE on every server. On success returns the new end of validity. When
@@ -266,7 +301,7 @@ impl Engine {
         match quorum::validity(ttl, start.elapsed(), self.drift_factor()) {
             Some(v) => Ok(Instant::now() + v),
             None => Err(Failed {
-                error: Error::NotHeld(format!(
+                error: Error::not_held(format!(
                     "extend of lock {}: took {} ms, longer than the {} ms it kept allow",
                     display_name(&t.name),
                     start.elapsed().as_millis(),
@@ -347,7 +382,7 @@ impl Engine {
     /// `SET` without `PX`). Which token holds it is never returned.
     ///
     /// # Errors
-    /// [`Error::Unavailable`] when fewer than a quorum of servers answer; [`Error::Redis`]
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when fewer than a quorum of servers answer; [`ErrorKind::Redis`](crate::ErrorKind::Redis)
     /// when servers answer with errors (a key of another type).
     pub async fn inspect(&self, name: &[u8]) -> Result<Option<Duration>> {
         let keys = LockKeys::new(&self.config.prefix, name);
@@ -403,11 +438,11 @@ impl Engine {
                 .iter()
                 .all(|v| matches!(v, Err(f) if f.is_permanent()))
         {
-            return Err(Error::Redis(format!(
+            return Err(Error::redis(format!(
                 "inspection of lock {lock}: {failures}"
             )));
         }
-        Err(Error::Unavailable(format!(
+        Err(Error::unavailable(format!(
             "inspection of lock {lock}: only {answered} of {n} servers answered, quorum is {q}: {failures}"
         )))
     }

@@ -151,7 +151,7 @@ fn crc16(bytes: &[u8]) -> u16 {
 /// keys (starting with [`RESERVED_PREFIX`]).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] naming the rule broken.
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) naming the rule broken.
 pub fn check_name(name: &[u8]) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("lock name must not be empty"));
@@ -176,7 +176,7 @@ pub fn check_name(name: &[u8]) -> Result<()> {
 /// hash slot (see the module doc).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for a longer one, or one whose hash tag runs on into the name.
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a longer one, or one whose hash tag runs on into the name.
 pub fn check_prefix(prefix: &[u8]) -> Result<()> {
     if prefix.len() > MAX_PREFIX_LEN {
         return Err(Error::invalid(format!(

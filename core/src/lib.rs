@@ -56,7 +56,7 @@ mod url;
 
 pub use acquire::AcquireOptions;
 pub use config::{Builder, Config, ReplicaAck, DEFAULT_DRIFT_FACTOR, MAX_SERVERS};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, Result, ServerOutcome, ServerReport};
 pub use keys::display_name;
 pub use lock::{Lock, LostReason, LostView};
 pub use manager::LockManager;

@@ -344,8 +344,8 @@ impl Lock {
     /// when it finds the lock not held, the lock is marked lost (taken, or expired).
     ///
     /// # Errors
-    /// [`Error::Unavailable`] when fewer than a quorum of servers answer;
-    /// [`Error::Redis`] for unexpected replies.
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when fewer than a quorum of servers answer;
+    /// [`ErrorKind::Redis`](crate::ErrorKind::Redis) for unexpected replies.
     pub async fn is_held(&self) -> Result<bool> {
         let s = &self.shared;
         if s.status() == Status::Released {
@@ -364,8 +364,8 @@ impl Lock {
     /// recomputed as for an acquisition.
     ///
     /// # Errors
-    /// [`Error::NotHeld`] when no quorum holds it any more (the lock is then marked lost);
-    /// [`Error::Unavailable`] when too few servers answered; [`Error::InvalidArgument`] for a
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when no quorum holds it any more (the lock is then marked lost);
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when too few servers answered; [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a
     /// bad TTL.
     pub async fn extend(&self, ttl: Duration) -> Result<()> {
         self.shared.extend(ttl).await
@@ -385,8 +385,8 @@ impl Lock {
     /// Releases the lock on every server.
     ///
     /// # Errors
-    /// [`Error::NotHeld`] when fewer than a quorum still held it (it had expired or been
-    /// taken; the message says which); [`Error::Unavailable`] when too few servers answered.
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when fewer than a quorum still held it (it had expired or been
+    /// taken; the message says which); [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when too few servers answered.
     pub async fn release(self) -> Result<()> {
         self.release_inner().await
     }
@@ -406,7 +406,7 @@ impl Lock {
     }
 
     /// The end of a scoped use (`with_lock` and the bindings' scoped forms): releases, and
-    /// reports a loss during the scope as [`Error::NotHeld`].
+    /// reports a loss during the scope as [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld).
     pub async fn finish_scope(&self) -> Result<()> {
         let lost = match self.shared.status() {
             Status::Lost(why) => Some(why),
@@ -414,7 +414,7 @@ impl Lock {
         };
         let released = self.release_inner().await;
         if let Some(why) = lost {
-            return Err(Error::NotHeld(format!(
+            return Err(Error::not_held(format!(
                 "lock {} was lost while its scope ran ({why}): the work done under it was not \
                  protected",
                 display_name(&self.shared.target.name)

@@ -39,7 +39,7 @@ impl LockManager {
     /// (`redis://[user:password@]host[:port][/db]`).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an empty list, a bad URL or a duplicate server (see
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for an empty list, a bad URL or a duplicate server (see
     /// [`Builder::config`]). Never a network error: nothing is contacted yet.
     pub fn new<I, S>(urls: I) -> Result<LockManager>
     where
@@ -101,9 +101,9 @@ impl LockManager {
     /// once.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a bad name or TTL (before any network call);
-    /// [`Error::NotAcquired`] when the wait limit passes while others hold the lock;
-    /// [`Error::Unavailable`] when too few servers answer; [`Error::Redis`] when servers
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad name or TTL (before any network call);
+    /// [`ErrorKind::NotAcquired`](crate::ErrorKind::NotAcquired) when the wait limit passes while others hold the lock;
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when too few servers answer; [`ErrorKind::Redis`](crate::ErrorKind::Redis) when servers
     /// answer with errors (e.g. the key holds a list).
     pub async fn acquire(
         &self,
@@ -131,7 +131,7 @@ impl LockManager {
     /// Acquires with every option: TTL, wait limit and a caller-chosen token.
     ///
     /// # Errors
-    /// As [`acquire`](Self::acquire); also [`Error::InvalidArgument`] for a bad token.
+    /// As [`acquire`](Self::acquire); also [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad token.
     pub async fn acquire_with(
         &self,
         name: impl AsRef<[u8]>,
@@ -152,10 +152,10 @@ impl LockManager {
     /// this gives, computed as for an acquisition.
     ///
     /// # Errors
-    /// [`Error::NotHeld`] when fewer than a quorum hold it with `token` (the message says
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when fewer than a quorum hold it with `token` (the message says
     /// whether the key was gone or held by another token; it is then released where it
-    /// survived); [`Error::Unavailable`] when too few servers answered;
-    /// [`Error::InvalidArgument`] for a bad name, token or TTL.
+    /// survived); [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when too few servers answered;
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad name, token or TTL.
     pub async fn extend_by_token(
         &self,
         name: impl AsRef<[u8]>,
@@ -178,9 +178,9 @@ impl LockManager {
     /// across processes).
     ///
     /// # Errors
-    /// [`Error::NotHeld`] when fewer than a quorum deleted it (the message says whether the key
-    /// was gone or held by another token); [`Error::Unavailable`] when too few servers
-    /// answered; [`Error::InvalidArgument`] for a bad name or token.
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when fewer than a quorum deleted it (the message says whether the key
+    /// was gone or held by another token); [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when too few servers
+    /// answered; [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad name or token.
     pub async fn release_by_token(
         &self,
         name: impl AsRef<[u8]>,
@@ -203,9 +203,9 @@ impl LockManager {
     /// changes nothing; the holder's token is never revealed.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a bad name (before any network call);
-    /// [`Error::Unavailable`] when fewer than a quorum of servers answer, as for acquire;
-    /// [`Error::Redis`] when the key holds another type.
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad name (before any network call);
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when fewer than a quorum of servers answer, as for acquire;
+    /// [`ErrorKind::Redis`](crate::ErrorKind::Redis) when the key holds another type.
     pub async fn is_locked(&self, name: impl AsRef<[u8]>) -> Result<bool> {
         Ok(self.remaining(name).await?.is_some())
     }
@@ -226,7 +226,7 @@ impl LockManager {
     /// the background every ttl/3 while `f` runs, then releases it.
     ///
     /// # Errors
-    /// Any error of [`acquire`](Self::acquire); [`Error::NotHeld`] when the lock was lost while
+    /// Any error of [`acquire`](Self::acquire); [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the lock was lost while
     /// `f` ran (then `f`'s result is dropped: its work was not protected) or could not be
     /// released as held.
     pub async fn with_lock<T>(

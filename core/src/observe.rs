@@ -105,7 +105,7 @@ fn registry() -> &'static RwLock<Registry> {
 /// not block, and must not panic (a panic is caught and the event dropped for that listener).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] when another global `tracing` subscriber is already installed
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when another global `tracing` subscriber is already installed
 /// in this process (then install a layer of your own on it instead).
 pub fn add_listener(
     min_level: EventLevel,
@@ -119,7 +119,7 @@ pub fn add_listener(
         })
         .clone()
         .map_err(|e| {
-            Error::InvalidArgument(format!(
+            Error::invalid_argument(format!(
                 "cannot listen to fencelock events: another tracing subscriber is installed ({e})"
             ))
         })?;

@@ -118,13 +118,22 @@ impl ScriptCall {
         [PUBLISH, b" ", rest.as_bytes(), tail].concat()
     }
 
-    /// Acquire: grants the lock to `token` for `ttl` (free, or already held by `token`), or
-    /// reports the holder's PTTL and the counter, keeping a place in the queue when `place`
-    /// is given. Reply: [`parse_acquire`].
-    pub fn acquire(keys: &LockKeys, token: &[u8], ttl: Duration, place: Option<&Place>) -> Self {
+    /// Acquire: grants the lock to `token` for `ttl` (free, or already held by this call's
+    /// `token`), or reports the holder's PTTL and the counter, keeping a place in the queue
+    /// when `place` is given. With `own`, a key already holding `token` is this call's (a
+    /// token of its own, re-entry, or a vote of an earlier attempt); without, it is only when
+    /// a release handed it to this call's `place`. Reply: [`parse_acquire`].
+    pub fn acquire(
+        keys: &LockKeys,
+        token: &[u8],
+        ttl: Duration,
+        place: Option<&Place>,
+        own: bool,
+    ) -> Self {
         let (arrival, lasts) = place.map_or((0, 0), |p| (p.arrival, p.lasts.as_millis().max(1)));
+        let own = u8::from(own);
         let arg = Self::packed(
-            format!("{} {WAKE_ID_LEN} {arrival} {lasts} ", ttl.as_millis()),
+            format!("{} {WAKE_ID_LEN} {arrival} {lasts} {own} ", ttl.as_millis()),
             &keys.channel,
         );
         let k = keys;
@@ -139,7 +148,17 @@ impl ScriptCall {
     /// Release: compare-and-delete by `token`, handing the lock to the first waiter in line;
     /// with `leave`, `token` also gives its own place in the queue up. Reply: [`Compared`].
     pub fn release(keys: &LockKeys, token: &[u8], leave: bool) -> Self {
-        let arg = Self::packed(format!("{} {WAKE_ID_LEN} ", u8::from(leave)), &keys.channel);
+        Self::release_mode(keys, token, u8::from(leave))
+    }
+
+    /// Gives `token`'s place in the queue up, leaving the key alone (a waiter whose caller
+    /// token holds the key for another acquisition there). Reply: [`Compared`] (always gone).
+    pub fn leave_queue(keys: &LockKeys, token: &[u8]) -> Self {
+        Self::release_mode(keys, token, 2)
+    }
+
+    fn release_mode(keys: &LockKeys, token: &[u8], mode: u8) -> Self {
+        let arg = Self::packed(format!("{mode} {WAKE_ID_LEN} "), &keys.channel);
         let k = keys;
         ScriptCall::new(
             (&RELEASE, RELEASE_SRC),
@@ -241,11 +260,17 @@ impl ScriptCall {
 pub(crate) enum AcquireReply {
     /// Granted, at this fencing counter.
     Granted(u64),
-    /// Held by another token, for this long (`None`: no expiry), the counter at this value.
-    Held { pttl: Option<Duration>, fence: u64 },
+    /// Held by another owner, for this long (`None`: no expiry), the counter at this value;
+    /// `same_token`: the owner holds it with this call's token (another caller's acquisition
+    /// with the same token).
+    Held {
+        pttl: Option<Duration>,
+        fence: u64,
+        same_token: bool,
+    },
 }
 
-/// Parses the acquire script's reply: `{1, counter}` or `{0, pttl, counter}`.
+/// Parses the acquire script's reply: `{1, counter}` or `{0, pttl, counter, same}`.
 pub(crate) fn parse_acquire(v: &Value) -> Result<AcquireReply, String> {
     let bad = || format!("acquire script returned {v:?}");
     let Value::Array(items) = v else {
@@ -260,9 +285,10 @@ pub(crate) fn parse_acquire(v: &Value) -> Result<AcquireReply, String> {
         .collect();
     match ints.as_slice() {
         [1, fence] if *fence >= 0 => Ok(AcquireReply::Granted(*fence as u64)),
-        [0, pttl, fence] if *fence >= 0 => Ok(AcquireReply::Held {
+        [0, pttl, fence, same @ (0 | 1)] if *fence >= 0 => Ok(AcquireReply::Held {
             pttl: u64::try_from(*pttl).ok().map(Duration::from_millis),
             fence: *fence as u64,
+            same_token: *same == 1,
         }),
         _ => Err(bad()),
     }
@@ -355,8 +381,8 @@ mod tests {
         ];
         let ttl = Duration::from_millis(1500);
         let calls = [
-            ScriptCall::acquire(&keys, b"tok", ttl, Some(&place)),
-            ScriptCall::acquire(&keys, b"tok", ttl, None),
+            ScriptCall::acquire(&keys, b"tok", ttl, Some(&place), true),
+            ScriptCall::acquire(&keys, b"tok", ttl, None, false),
             ScriptCall::release(&keys, b"tok", true),
             ScriptCall::extend(&keys, b"tok", ttl),
             ScriptCall::raise_fence(&keys, 7),
@@ -392,11 +418,11 @@ mod tests {
         let channel = String::from_utf8(keys.channel.clone()).unwrap();
         assert_eq!(
             parts(&calls[0])[9],
-            format!("PUBLISH 1500 16 42 900 {channel}").as_bytes()
+            format!("PUBLISH 1500 16 42 900 1 {channel}").as_bytes()
         );
         assert_eq!(
             parts(&calls[1])[9],
-            format!("PUBLISH 1500 16 0 0 {channel}").as_bytes()
+            format!("PUBLISH 1500 16 0 0 0 {channel}").as_bytes()
         );
         assert_eq!(
             parts(&calls[2])[9],
@@ -431,19 +457,23 @@ mod tests {
         let arr = |v: &[i64]| Value::Array(v.iter().map(|&i| Value::Int(i)).collect());
         assert_eq!(parse_acquire(&arr(&[1, 9])), Ok(AcquireReply::Granted(9)));
         assert_eq!(
-            parse_acquire(&arr(&[0, 250, 9])),
+            parse_acquire(&arr(&[0, 250, 9, 0])),
             Ok(AcquireReply::Held {
                 pttl: Some(Duration::from_millis(250)),
-                fence: 9
+                fence: 9,
+                same_token: false,
             })
         );
         assert_eq!(
-            parse_acquire(&arr(&[0, -1, 9])),
+            parse_acquire(&arr(&[0, -1, 9, 1])),
             Ok(AcquireReply::Held {
                 pttl: None,
-                fence: 9
+                fence: 9,
+                same_token: true,
             })
         );
+        assert!(parse_acquire(&arr(&[0, 250, 9])).is_err());
+        assert!(parse_acquire(&arr(&[0, 250, 9, 2])).is_err());
         assert!(parse_acquire(&arr(&[2, 9]))
             .unwrap_err()
             .contains("returned"));

@@ -76,7 +76,7 @@ const PLACE_MARGIN: Duration = Duration::from_millis(250);
 /// Checks a TTL and returns it in whole milliseconds (sub-millisecond parts are dropped).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] below [`MIN_TTL`] or above [`MAX_TTL`].
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) below [`MIN_TTL`] or above [`MAX_TTL`].
 pub fn check_ttl(ttl: Duration) -> Result<u64> {
     if ttl < MIN_TTL {
         return Err(Error::invalid(format!(

@@ -21,12 +21,21 @@ struct Undo {
     /// hold a waiter up longer than it held up the attempt).
     timeout: Duration,
     runtime: Option<tokio::runtime::Handle>,
+    /// With a caller's exclusive token: the servers that may hold it for this call (the
+    /// others' keys with the token are another acquisition's, left alone); `None`: all.
+    mine: Option<Vec<bool>>,
 }
 
 impl Undo {
     /// Releases the attempt's votes; with `leave`, also the waiter's place in the queue.
-    async fn run(&self, leave: bool) {
-        let _ = self.engine.release(&self.target, self.timeout, leave).await;
+    /// Returns, per server, whether it answered (then it no longer holds the token).
+    async fn run(&self, leave: bool) -> Vec<bool> {
+        let (t, timeout) = (&self.target, self.timeout);
+        let outcomes = match &self.mine {
+            Some(mine) => self.engine.release_mine(t, timeout, leave, mine).await,
+            None => self.engine.release_each(t, timeout, leave).await,
+        };
+        outcomes.iter().map(Result::is_ok).collect()
     }
 }
 
@@ -39,7 +48,16 @@ impl UndoGuard {
                 target: Arc::clone(target),
                 timeout,
                 runtime: tokio::runtime::Handle::try_current().ok(),
+                mine: None,
             }),
+        }
+    }
+
+    /// Limits the undo to the servers `mine` marks (see [`Own`](crate::attempt::Own)):
+    /// elsewhere a key holding the caller's token is another acquisition's.
+    pub fn limit_to(&mut self, mine: Vec<bool>) {
+        if let Some(undo) = self.armed.as_mut() {
+            undo.mine = Some(mine);
         }
     }
 
@@ -51,12 +69,13 @@ impl UndoGuard {
     /// Gives the waiter's place in the queue up (and any vote), waiting for it at most until
     /// `until`; cancel-safe like [`run`](Self::run). Returns whether it finished in time.
     pub async fn leave(&mut self, until: Option<Instant>) -> bool {
-        self.finish(true, until).await
+        self.finish(true, until).await.is_some()
     }
 
     /// Runs the undo (keeping the waiter's place in the queue), waiting for it at most until
-    /// `until`. Returns whether it finished in time; if not, it goes on in the background.
-    pub async fn run(&mut self, until: Option<Instant>) -> bool {
+    /// `until`. Returns, when it finished in time, which servers answered it (they no longer
+    /// hold the token); if not, it goes on in the background.
+    pub async fn run(&mut self, until: Option<Instant>) -> Option<Vec<bool>> {
         self.finish(false, until).await
     }
 
@@ -64,24 +83,23 @@ impl UndoGuard {
     /// aborted acquire dropping its future) cannot stop the undo half-way and leave a vote
     /// behind on some server until its TTL runs out, and so that a caller out of time can
     /// leave it running.
-    async fn finish(&mut self, leave: bool, until: Option<Instant>) -> bool {
+    async fn finish(&mut self, leave: bool, until: Option<Instant>) -> Option<Vec<bool>> {
         let Some(undo) = self.armed.take() else {
-            return true;
+            return Some(Vec::new());
         };
+        let n = undo.engine.n();
         let done = async move {
             match undo.runtime.clone() {
-                Some(runtime) => {
-                    let _ = runtime.spawn(async move { undo.run(leave).await }).await;
-                }
+                Some(runtime) => runtime
+                    .spawn(async move { undo.run(leave).await })
+                    .await
+                    .unwrap_or_else(|_| vec![false; n]),
                 None => undo.run(leave).await,
             }
         };
         match until {
-            Some(u) => tokio::time::timeout_at(u.into(), done).await.is_ok(),
-            None => {
-                done.await;
-                true
-            }
+            Some(u) => tokio::time::timeout_at(u.into(), done).await.ok(),
+            None => Some(done.await),
         }
     }
 }

@@ -337,26 +337,39 @@ async fn dropping_a_held_lock_releases_it_in_the_background() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_caller_token_makes_acquire_reentrant() {
+async fn a_caller_token_is_exclusive_unless_reentry_is_asked_for() {
     let server = RedisServer::start();
     let m = manager(&server);
-    let opts = AcquireOptions::new(MS(1000))
-        .token("request-42")
-        .wait(Some(Duration::ZERO));
-    let first = m.acquire_with("re", &opts).await.unwrap();
+    let once = |ttl: u64| {
+        AcquireOptions::new(MS(ttl))
+            .token("request-42")
+            .wait(Some(Duration::ZERO))
+    };
+    let first = m.acquire_with("re", &once(1000)).await.unwrap();
     assert_eq!(first.token(), b"request-42");
-    let opts = AcquireOptions::new(MS(8000))
-        .token("request-42")
-        .wait(Some(Duration::ZERO));
-    let second = m.acquire_with("re", &opts).await.unwrap();
+    // The same token again, as a plain SET NX with a request id would: not acquired.
+    let e = m.acquire_with("re", &once(8000)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotAcquired, "{e}");
+    assert!(e.message().contains("reentrant"), "{e}");
+    assert!(
+        server.pttl(b"re") <= 1000,
+        "the refused acquire changed nothing"
+    );
+    // Asked for, re-entry resets the TTL and takes a new fencing token.
+    let second = m
+        .acquire_with("re", &once(8000).reentrant(true))
+        .await
+        .unwrap();
     assert!(server.pttl(b"re") > 7000, "ttl was reset");
     assert!(second.fencing_token() > first.fencing_token());
     let other = AcquireOptions::new(MS(1000))
         .token("request-43")
-        .wait(Some(Duration::ZERO));
+        .wait(Some(Duration::ZERO))
+        .reentrant(true);
     assert_eq!(
         m.acquire_with("re", &other).await.unwrap_err().kind(),
-        ErrorKind::NotAcquired
+        ErrorKind::NotAcquired,
+        "re-entry is for the holder's token only"
     );
     std::mem::forget(first);
     second.release().await.unwrap();

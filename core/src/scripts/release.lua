@@ -3,10 +3,13 @@
 -- queue, [4] queue deadlines, [5] the waiters' TTLs.
 -- ARGV[1] token; ARGV[2] "PUBLISH LEAVE WAKE_ID_LEN CHANNEL" (packed by scripts.rs): PUBLISH
 -- the command that wakes a waiter ('PUBLISH', or 'SPUBLISH' on a cluster), LEAVE '1' to give
--- up this token's place in the queue too (a holder's release, a waiter that stops waiting) or
--- '0' to keep it (a failed attempt's undo), WAKE_ID_LEN how many leading bytes of a token name
--- its waiter's wake-up channel (token.rs), CHANNEL the release channel.
--- Returns 1 when released, 0 when the key was gone, -1 when another token holds it.
+-- up this token's place in the queue too (a holder's release, a waiter that stops waiting),
+-- '0' to keep it (a failed attempt's undo), '2' to give up the place only, leaving the key
+-- alone (a waiter whose caller token holds the key there for another acquisition),
+-- WAKE_ID_LEN how many leading bytes of a token name its waiter's wake-up channel (token.rs),
+-- CHANNEL the release channel.
+-- Returns 1 when released, 0 when the key was gone (or left alone), -1 when another token
+-- holds it.
 -- On release, when someone waits, the lock goes straight to the first waiter in line that
 -- listens (hand_over in queue.lua): the key is set to its token with its TTL and the fencing
 -- counter incremented, as its own acquire would, and it is told on its wake-up channel with
@@ -15,14 +18,17 @@
 -- after its place was taken, which its own clock can bound. The others keep their places and
 -- sleep. When nobody in line listens, the key is deleted.
 -- The uncontended path (nobody queued) reads the queue and the key and deletes the key.
-local publish, leave, wake_id_len, channel = string.match(ARGV[2], '^(%S+) (%d) (%d+) (.*)$')
-leave = leave == '1'
+local publish, mode, wake_id_len, channel = string.match(ARGV[2], '^(%S+) ([012]) (%d+) (.*)$')
+local leave = mode ~= '0'
 wake_id_len = tonumber(wake_id_len)
 local queued = redis.call('ZRANGE', KEYS[3], 0, 0)[1] ~= nil
 if leave and queued then
   redis.call('ZREM', KEYS[3], ARGV[1])
   redis.call('ZREM', KEYS[4], ARGV[1])
   redis.call('HDEL', KEYS[5], ARGV[1])
+end
+if mode == '2' then
+  return 0
 end
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
