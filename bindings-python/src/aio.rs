@@ -26,7 +26,7 @@ use tokio::task::AbortHandle;
 
 use crate::convert::{
     acquire_options, max_hold_arg, name_arg, opt_token_arg, token_arg, ttl_arg, wait_arg,
-    wait_limit, Servers, Text,
+    wait_limit, CallerToken, Servers, Text,
 };
 use crate::errors::{Failure, LockError};
 use crate::lost::{Deliver, Keep};
@@ -268,12 +268,13 @@ impl PyAsyncLockManager {
         name: Text,
         ttl: f64,
         wait: Option<f64>,
-        token: Option<Text>,
+        token: CallerToken,
         keep: Keep,
         try_once: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let wait = if try_once { Some(0.0) } else { wait };
-        let opts = acquire_options(ttl, wait_limit(wait)?, token.as_ref(), &keep)?;
+        let opts = acquire_options(ttl, wait_limit(wait)?, &token, &keep)?;
+        let token = token.token;
         // `on_lost` is scheduled on the loop that acquires.
         let event_loop = match keep.on_lost {
             Some(_) => Some(bridge(py)?.call_method0("running_loop")?.unbind()),
@@ -321,12 +322,13 @@ impl PyAsyncLockManager {
     /// Acquires ``name`` for ``ttl`` seconds; awaits the ``Lock``.
     ///
     /// ``wait``: ``None`` waits until acquired, a number of seconds gives up with
-    /// ``NotAcquired``, ``0`` tries once. ``token``, ``auto_extend`` and ``max_hold`` as in
+    /// ``NotAcquired``, ``0`` tries once. ``token``, ``reentrant``, ``auto_extend`` and ``max_hold`` as in
     /// ``fencelock.LockManager.acquire``; ``on_lost`` too, but scheduled on the event loop
     /// that acquired (a coroutine function's coroutine is run as a task). Cancelling the
     /// awaiting task abandons the acquisition (nothing stays locked).
     #[pyo3(signature = (
-        name, ttl = 30.0, *, wait = None, token = None, auto_extend = false, max_hold = None,
+        name, ttl = 30.0, *, wait = None, token = None, reentrant = false,
+        auto_extend = false, max_hold = None,
         on_lost = None
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -337,18 +339,21 @@ impl PyAsyncLockManager {
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
         #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
+        reentrant: bool,
         auto_extend: bool,
         #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
         on_lost: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
+        let token = CallerToken { token, reentrant };
         self.start_acquire(py, name, ttl, wait, token, keep, false)
     }
 
     /// Tries once to acquire ``name``: awaits the ``Lock``, or ``None`` when another owner
     /// holds it (unreachable servers raise ``Unavailable``).
     #[pyo3(signature = (
-        name, ttl = 30.0, *, token = None, auto_extend = false, max_hold = None, on_lost = None
+        name, ttl = 30.0, *, token = None, reentrant = false, auto_extend = false, max_hold = None,
+        on_lost = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn try_acquire<'py>(
@@ -357,11 +362,13 @@ impl PyAsyncLockManager {
         #[pyo3(from_py_with = name_arg)] name: Text,
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
+        reentrant: bool,
         auto_extend: bool,
         #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
         on_lost: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
+        let token = CallerToken { token, reentrant };
         self.start_acquire(py, name, ttl, None, token, keep, true)
     }
 
@@ -548,7 +555,7 @@ impl PyAsyncLockScope {
             args.name.clone(),
             args.ttl,
             args.wait,
-            None,
+            CallerToken::default(),
             args.keep.clone(),
             false,
         )?;

@@ -184,14 +184,22 @@ pub fn wait_limit(wait: Option<f64>) -> PyResult<Option<Duration>> {
 pub fn acquire_options(
     ttl: f64,
     wait: Option<Duration>,
-    token: Option<&Text>,
+    token: &CallerToken,
     keep: &crate::lost::Keep,
 ) -> PyResult<AcquireOptions> {
     let mut opts = keep.apply(AcquireOptions::new(ttl_seconds(ttl)?).wait(wait));
-    if let Some(t) = token {
-        opts = opts.token(t.as_bytes());
+    if let Some(t) = &token.token {
+        opts = opts.token(t.as_bytes()).reentrant(token.reentrant);
     }
     Ok(opts)
+}
+
+/// The ``token`` and ``reentrant`` arguments of an acquisition: a caller's token is exclusive
+/// unless ``reentrant`` (which has no effect without one).
+#[derive(Default)]
+pub struct CallerToken {
+    pub token: Option<Text>,
+    pub reentrant: bool,
 }
 
 /// The longest a text argument can be, in bytes: checked on its length before it is copied

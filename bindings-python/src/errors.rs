@@ -106,7 +106,7 @@ fn of_class(class: PyResult<Bound<'_, PyType>>, message: String) -> PyErr {
 /// new kind in the core fails to compile here until it is mapped.
 pub fn to_py(py: Python<'_>, error: Error) -> PyErr {
     let message = error.message().to_owned();
-    match error.kind() {
+    let err = match error.kind() {
         ErrorKind::InvalidArgument => PyValueError::new_err(message),
         ErrorKind::NotAcquired => of_class(not_acquired(py), message),
         ErrorKind::NotHeld => LockLost::new_err(message),
@@ -115,6 +115,49 @@ pub fn to_py(py: Python<'_>, error: Error) -> PyErr {
         // Only reached when the interruption came from somewhere other than a Python signal
         // handler (which raises its own exception, re-raised as is).
         ErrorKind::Cancelled => PyKeyboardInterrupt::new_err(message),
+    };
+    if !error.servers().is_empty() {
+        let reports: Vec<PyServerReport> = error
+            .servers()
+            .iter()
+            .map(PyServerReport::from_core)
+            .collect();
+        // Setting an attribute on a fresh exception object fails only without memory.
+        let _ = err.value(py).setattr("servers", reports);
+    }
+    err
+}
+
+/// What one server answered in the last attempt of a failed acquisition: an item of a
+/// ``LockError``'s ``servers``.
+#[pyclass(name = "ServerReport", module = "fencelock", frozen, get_all, eq)]
+#[derive(PartialEq)]
+pub struct PyServerReport {
+    /// The server as configured, without its password.
+    server: String,
+    /// ``"granted"``, ``"held"``, ``"unreachable"``, ``"timeout"`` or ``"error"``.
+    outcome: String,
+    /// For people: how long the holder keeps it, or why the server failed.
+    detail: String,
+}
+
+impl PyServerReport {
+    fn from_core(r: &fencelock::ServerReport) -> PyServerReport {
+        PyServerReport {
+            server: r.server.clone(),
+            outcome: r.outcome.as_str().to_owned(),
+            detail: r.detail.clone(),
+        }
+    }
+}
+
+#[pymethods]
+impl PyServerReport {
+    fn __repr__(&self) -> String {
+        format!(
+            "ServerReport(server={:?}, outcome={:?}, detail={:?})",
+            self.server, self.outcome, self.detail
+        )
     }
 }
 
@@ -172,6 +215,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for attr in ["reason", "name", "fencing_token"] {
         lost.setattr(attr, py.None())?;
     }
+    // What each server answered in a failed acquisition; set on those errors, empty on others.
+    py.get_type::<LockError>()
+        .setattr("servers", pyo3::types::PyTuple::empty(py))?;
+    m.add_class::<PyServerReport>()?;
     m.add("LockLost", lost)?;
     m.add("Unavailable", unavailable(py)?)?;
     m.add("ServerError", py.get_type::<ServerError>())?;

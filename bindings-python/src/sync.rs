@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 
 use crate::convert::{
     acquire_options, max_hold_arg, name_arg, opt_token_arg, token_arg, ttl_arg, ttl_seconds,
-    wait_arg, wait_limit, Servers, Text,
+    wait_arg, wait_limit, CallerToken, Servers, Text,
 };
 use crate::errors::{to_py, Failure, LockError};
 use crate::lost::{Deliver, Keep};
@@ -118,15 +118,15 @@ impl PyLockManager {
         name: Text,
         ttl: f64,
         wait: Option<f64>,
-        token: Option<Text>,
+        token: CallerToken,
         keep: &Keep,
     ) -> PyResult<Result<PyLock, AcquireError>> {
-        let opts = acquire_options(ttl, wait_limit(wait)?, token.as_ref(), keep)?;
+        let opts = acquire_options(ttl, wait_limit(wait)?, &token, keep)?;
         let manager = self.live(py)?;
         Ok(
             acquire_blocking(py, &manager, name.as_bytes(), &opts).map(|lock| {
                 keep.watch(lock.as_async(), &name, Deliver::Thread);
-                PyLock::new(lock, name, token.as_ref())
+                PyLock::new(lock, name, token.token.as_ref())
             }),
         )
     }
@@ -150,8 +150,10 @@ impl PyLockManager {
     ///
     /// ``wait``: ``None`` (the default) waits until acquired, interruptible by Ctrl-C; a
     /// number of seconds gives up after that long with ``NotAcquired``; ``0`` tries once.
-    /// ``token``: your own token (str or bytes) instead of a random one; acquiring again
-    /// with the same token resets the TTL (re-entrant). ``auto_extend``: keep the lock alive
+    /// ``token``: your own token (str or bytes: a job or request id) instead of a random one;
+    /// it is exclusive, as ``SET NX`` with a request id is: while the name is held with it
+    /// (by another process passing it too), acquiring waits like for any other holder, unless
+    /// ``reentrant=True``, which acquires it again (TTL reset, a new fencing token). ``auto_extend``: keep the lock alive
     /// in the background (extends every ttl/3) until released; ``lock.lost`` turns true if
     /// it is lost anyway. ``max_hold`` (seconds, with ``auto_extend``): stop extending that
     /// long after acquisition, so the lock expires then at the latest. ``on_lost``: a callable
@@ -164,7 +166,8 @@ impl PyLockManager {
     /// ``ServerError``, ``ValueError``/``TypeError`` for bad arguments. The GIL is released
     /// while waiting.
     #[pyo3(signature = (
-        name, ttl = 30.0, *, wait = None, token = None, auto_extend = false, max_hold = None,
+        name, ttl = 30.0, *, wait = None, token = None, reentrant = false,
+        auto_extend = false, max_hold = None,
         on_lost = None
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -175,11 +178,13 @@ impl PyLockManager {
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
         #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
+        reentrant: bool,
         auto_extend: bool,
         #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
         on_lost: Option<Bound<'_, PyAny>>,
     ) -> PyResult<PyLock> {
         let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
+        let token = CallerToken { token, reentrant };
         self.acquire_inner(py, name, ttl, wait, token, &keep)?
             .map_err(|e| e.into_py(py))
     }
@@ -189,7 +194,8 @@ impl PyLockManager {
     /// Unreachable servers raise ``Unavailable`` rather than returning ``None``. Arguments
     /// as for ``acquire``.
     #[pyo3(signature = (
-        name, ttl = 30.0, *, token = None, auto_extend = false, max_hold = None, on_lost = None
+        name, ttl = 30.0, *, token = None, reentrant = false, auto_extend = false, max_hold = None,
+        on_lost = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn try_acquire(
@@ -198,11 +204,13 @@ impl PyLockManager {
         #[pyo3(from_py_with = name_arg)] name: Text,
         #[pyo3(from_py_with = ttl_arg)] ttl: f64,
         #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
+        reentrant: bool,
         auto_extend: bool,
         #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
         on_lost: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Option<PyLock>> {
         let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
+        let token = CallerToken { token, reentrant };
         match self.acquire_inner(py, name, ttl, Some(0.0), token, &keep)? {
             Ok(lock) => Ok(Some(lock)),
             // As the core's try_acquire: "held by another" is no lock, anything else raises.
@@ -359,7 +367,14 @@ impl PyLockScope {
         let lock = self
             .manager
             .get()
-            .acquire_inner(py, a.name.clone(), a.ttl, a.wait, None, &a.keep)?
+            .acquire_inner(
+                py,
+                a.name.clone(),
+                a.ttl,
+                a.wait,
+                CallerToken::default(),
+                &a.keep,
+            )?
             .map_err(|e| e.into_py(py))?;
         let lock = Py::new(py, lock)?;
         if let Ok(mut e) = self.entered.lock() {

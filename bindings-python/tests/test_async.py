@@ -74,6 +74,22 @@ def test_try_acquire_and_wait_limits(server: RedisServer, name: str) -> None:
     run(main)
 
 
+def test_a_caller_token_is_exclusive_unless_reentrant(server: RedisServer, name: str) -> None:
+    async def main() -> None:
+        m = fa.LockManager(server.url)
+        holder = await m.acquire(name, 10, token="job-1")
+        assert await m.try_acquire(name, 10, token="job-1") is None
+        with pytest.raises(fencelock.NotAcquired) as e:
+            await m.acquire(name, 10, token="job-1", wait=0.2)
+        assert [r.outcome for r in e.value.servers] == ["held"]
+        again = await m.acquire(name, 20, token="job-1", wait=0, reentrant=True)
+        assert again.fencing_token > holder.fencing_token
+        await again.release()
+        await m.close()
+
+    run(main)
+
+
 def test_waiting_does_not_block_the_event_loop(server: RedisServer, name: str) -> None:
     async def main() -> None:
         m = fa.LockManager(server.url)

@@ -101,13 +101,35 @@ def test_names_and_tokens_come_back_as_the_type_given(manager: fencelock.LockMan
     lock.release()
 
 
-def test_a_caller_token_makes_acquire_reentrant(manager: fencelock.LockManager, server: RedisServer, name: str) -> None:
+def test_a_caller_token_is_exclusive_unless_reentrant(manager: fencelock.LockManager, server: RedisServer, name: str) -> None:
     first = manager.acquire(name, 2, token="same")
-    second = manager.acquire(name, 10, token="same", wait=0)
+    # Another acquisition with the same token (another process given the same job id) is
+    # refused, as SET NX with a request id is.
+    with pytest.raises(fencelock.NotAcquired, match="reentrant") as refused:
+        manager.acquire(name, 10, token="same", wait=0)
+    assert [r.outcome for r in refused.value.servers] == ["held"]
+    assert "this token" in refused.value.servers[0].detail
+    assert manager.try_acquire(name, 10, token=b"same") is None
+    assert server.client().pttl(name) <= 2000
+    second = manager.acquire(name, 10, token="same", wait=0, reentrant=True)
     assert server.client().pttl(name) > 5000
+    assert second.fencing_token > first.fencing_token
     second.release()
     with pytest.raises(fencelock.LockLost):
         first.release()
+
+
+def test_a_failed_acquire_says_what_each_server_answered(manager: fencelock.LockManager, server: RedisServer, name: str) -> None:
+    server.client().set(name, "another-owner", px=60_000)
+    with pytest.raises(fencelock.NotAcquired) as e:
+        manager.acquire(name, 5, wait=0)
+    (report,) = e.value.servers
+    assert isinstance(report, fencelock.ServerReport)
+    assert report.outcome == "held" and str(server.port) in report.server
+    assert "another owner" in report.detail and "ServerReport(" in repr(report)
+    with pytest.raises(ValueError):
+        manager.acquire("", 5)
+    assert fencelock.LockError("x").servers == ()
 
 
 def test_key_prefix_goes_in_front_of_the_name(server: RedisServer, name: str) -> None:

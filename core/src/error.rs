@@ -174,8 +174,9 @@ impl Error {
         &self.servers
     }
 
-    /// The same error with `servers` attached.
-    pub(crate) fn with_servers(mut self, servers: Vec<ServerReport>) -> Error {
+    /// The same error with `servers` attached (what a failed acquisition reports; public for
+    /// the bindings' tests).
+    pub fn with_servers(mut self, servers: Vec<ServerReport>) -> Error {
         self.servers = servers;
         self
     }

@@ -30,6 +30,7 @@ from fencelock._native import (
     LockScope,
     NotAcquired,
     ServerError,
+    ServerReport,
     Unavailable,
     __version__,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "LockScope",
     "NotAcquired",
     "ServerError",
+    "ServerReport",
     "TRACE",
     "Unavailable",
     "__version__",

@@ -26,6 +26,7 @@ __all__ = [
     "LockLost",
     "Unavailable",
     "ServerError",
+    "ServerReport",
     "_error_kinds",
     "_error_for_kind",
     "_at_exit",
@@ -46,6 +47,24 @@ __version__: str
 
 class LockError(Exception):
     """Base class of every fencelock error; raised as such for misuse of a lock object."""
+
+    servers: Sequence[ServerReport]
+    """What each server answered in the last attempt of a failed acquisition, one report per
+    configured server in order; empty for every other error."""
+
+@final
+class ServerReport:
+    """What one server answered in the last attempt of a failed acquisition."""
+
+    @property
+    def server(self) -> str:
+        """The server as configured, without its password."""
+    @property
+    def outcome(self) -> Literal["granted", "held", "unreachable", "timeout", "error"]:
+        """What it answered."""
+    @property
+    def detail(self) -> str:
+        """For people: how long the holder keeps it, or why the server failed."""
 
 class NotAcquired(LockError, TimeoutError):
     """The wait limit passed while the lock was held by another owner."""
@@ -94,6 +113,7 @@ class LockManager:
         *,
         wait: Optional[float] = None,
         token: Optional[_Text] = None,
+        reentrant: bool = False,
         auto_extend: bool = False,
         max_hold: Optional[float] = None,
         on_lost: Optional[_OnLost] = None,
@@ -105,6 +125,7 @@ class LockManager:
         ttl: float = 30.0,
         *,
         token: Optional[_Text] = None,
+        reentrant: bool = False,
         auto_extend: bool = False,
         max_hold: Optional[float] = None,
         on_lost: Optional[_OnLost] = None,
@@ -222,6 +243,7 @@ class AsyncLockManager:
         *,
         wait: Optional[float] = None,
         token: Optional[_Text] = None,
+        reentrant: bool = False,
         auto_extend: bool = False,
         max_hold: Optional[float] = None,
         on_lost: Optional[Callable[["LockLost"], object]] = None,
@@ -233,6 +255,7 @@ class AsyncLockManager:
         ttl: float = 30.0,
         *,
         token: Optional[_Text] = None,
+        reentrant: bool = False,
         auto_extend: bool = False,
         max_hold: Optional[float] = None,
         on_lost: Optional[Callable[["LockLost"], object]] = None,
