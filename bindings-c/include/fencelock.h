@@ -34,6 +34,12 @@
 
 
 /**
+ * `fl_lock_acquire_with_flags`: with a caller's token, the name already held with it is
+ * acquired again (its TTL reset, a new fencing token) instead of being refused.
+ */
+#define FL_ACQUIRE_REENTRANT 1
+
+/**
  * The result of every fallible call. The numbers are stable: a value never changes meaning
  * and is never reused. Read it as an integer (`fl_status` is a `uint32_t`): a newer library
  * may return a status this header does not name yet; `fl_status_str()` handles any value.
@@ -159,6 +165,45 @@ typedef uint32_t fl_event_level;
 #endif // __cplusplus
 
 /**
+ * What one server answered in the last attempt of a failed acquisition
+ * (`fl_last_error_server`). The numbers are stable and never reused; read it as an integer:
+ * `fl_server_outcome_str()` handles any value.
+ */
+enum fl_server_outcome
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * It granted the lock (the acquisition still failed: too few others did, or too late).
+   */
+  FL_SERVER_GRANTED = 0,
+  /**
+   * Another owner holds the lock there (or this token, and re-entry was not asked for).
+   */
+  FL_SERVER_HELD = 1,
+  /**
+   * It could not be reached, or cannot serve yet (loading, failing over, a slot moving).
+   */
+  FL_SERVER_UNREACHABLE = 2,
+  /**
+   * It did not answer within the per-server timeout.
+   */
+  FL_SERVER_TIMEOUT = 3,
+  /**
+   * It answered with an error (a key of another type, a missing permission).
+   */
+  FL_SERVER_ERROR = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum fl_server_outcome fl_server_outcome;
+#else
+typedef uint32_t fl_server_outcome;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A lock acquired through a manager. Opaque: made by `fl_lock_acquire`,
  * `fl_lock_acquire_with_token` or `fl_lock_try_acquire`, freed by `fl_lock_free`.
  *
@@ -224,6 +269,33 @@ typedef void (*fl_event_callback)(fl_event_level level, const char *message, con
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * How many servers the last failed call on this thread reports (`fl_last_error_server`): one
+ * per configured server, in the manager's order, after a failed acquisition
+ * (`FL_NOT_ACQUIRED`, `FL_UNAVAILABLE`, `FL_REDIS_ERROR` from an acquire call); 0 after
+ * any other failure, or when no call has failed on this thread.
+ */
+size_t fl_last_error_server_count(void);
+
+/**
+ * What server `index` (0-based, below `fl_last_error_server_count()`) answered in the last
+ * attempt of this thread's last failed acquisition: `*server` its address as configured
+ * (never a password), `*outcome` an `fl_server_outcome` number, `*detail` a sentence for
+ * people (how long the holder keeps the lock, or why the server failed). The strings stay
+ * valid until the next failing fencelock call on this thread; any out-pointer may be NULL
+ * to skip it.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for an index out of range (the out-pointers untouched).
+ */
+fl_status fl_last_error_server(size_t index, const char **server, uint32_t *outcome, const char **detail);
+
+/**
+ * A short, static, lower-case name of a server outcome (`"granted"`, `"held"`,
+ * `"unreachable"`, `"timeout"`, `"error"`), or `"unknown outcome"` for a number this library
+ * does not know. Never NULL; never freed.
+ */
+const char *fl_server_outcome_str(uint32_t outcome);
 
 /**
  * The message of the last call on this thread that did not return `FL_OK`: what failed and
@@ -434,15 +506,28 @@ fl_status fl_lock_acquire(const struct fl_manager *manager, const char *name, ui
 
 /**
  * As `fl_lock_acquire`, with a token chosen by the caller (non-empty, at most 512 bytes,
- * e.g. a request id) as the value of the lock key instead of a random one. Acquiring again
- * with the same token while it is held succeeds and resets the TTL (re-entrant for that
- * token). Pair it with `fl_release_by_token` to release the lock from anywhere that knows the
+ * e.g. a request id) as the value of the lock key instead of a random one. The token is
+ * exclusive, as `SET NX` with a request id is: while the name is held with it (by another
+ * process passing the same token too), this waits like for any other holder
+ * (`fl_lock_acquire_with_flags` with `FL_ACQUIRE_REENTRANT` acquires it again instead).
+ * Pair it with `fl_release_by_token` to release the lock from anywhere that knows the
  * name and token (see `fl_lock_detach`).
  *
  * Errors: as `fl_lock_acquire`; also `FL_INVALID_ARGUMENT` for a NULL, empty or too long
  * token.
  */
 fl_status fl_lock_acquire_with_token(const struct fl_manager *manager, const char *name, const char *token, uint64_t ttl_ms, int64_t wait_ms, struct fl_lock **out);
+
+/**
+ * As `fl_lock_acquire_with_token` (`token` may be NULL for a random one), with `flags`: 0, or
+ * `FL_ACQUIRE_REENTRANT` to acquire again a name already held with `token` (its TTL reset,
+ * a new fencing token). Without it a caller's token is exclusive, as `SET NX` with a request
+ * id is: while the name is held with it (by another process passing it too), the acquire
+ * waits like for any other holder.
+ *
+ * Errors: as `fl_lock_acquire_with_token`; also `FL_INVALID_ARGUMENT` for an unknown flag.
+ */
+fl_status fl_lock_acquire_with_flags(const struct fl_manager *manager, const char *name, const char *token, uint64_t ttl_ms, int64_t wait_ms, uint32_t flags, struct fl_lock **out);
 
 /**
  * As `fl_lock_acquire_with_token` (`token` may be NULL for a random one), with a way to give

@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};
 
-use fencelock::ErrorKind;
+use fencelock::{ErrorKind, ServerOutcome};
 
 use crate::panic::boundary_or;
 
@@ -46,20 +46,162 @@ pub fn status_of(kind: ErrorKind) -> fl_status {
     }
 }
 
-thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+/// What one server answered in the last attempt of a failed acquisition
+/// (`fl_last_error_server`). The numbers are stable and never reused; read it as an integer:
+/// `fl_server_outcome_str()` handles any value.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum fl_server_outcome {
+    /// It granted the lock (the acquisition still failed: too few others did, or too late).
+    FL_SERVER_GRANTED = 0,
+    /// Another owner holds the lock there (or this token, and re-entry was not asked for).
+    FL_SERVER_HELD = 1,
+    /// It could not be reached, or cannot serve yet (loading, failing over, a slot moving).
+    FL_SERVER_UNREACHABLE = 2,
+    /// It did not answer within the per-server timeout.
+    FL_SERVER_TIMEOUT = 3,
+    /// It answered with an error (a key of another type, a missing permission).
+    FL_SERVER_ERROR = 4,
 }
 
-/// Records the message of a failed call for `fl_last_error_message` on this thread.
+/// The outcome of each core outcome: the one mapping to C.
+pub fn outcome_of(outcome: ServerOutcome) -> fl_server_outcome {
+    match outcome {
+        ServerOutcome::Granted => fl_server_outcome::FL_SERVER_GRANTED,
+        ServerOutcome::Held => fl_server_outcome::FL_SERVER_HELD,
+        ServerOutcome::Unreachable => fl_server_outcome::FL_SERVER_UNREACHABLE,
+        ServerOutcome::TimedOut => fl_server_outcome::FL_SERVER_TIMEOUT,
+        ServerOutcome::Error => fl_server_outcome::FL_SERVER_ERROR,
+    }
+}
+
+/// One server's report of the last failed acquisition, as C reads it.
+struct Report {
+    server: CString,
+    outcome: fl_server_outcome,
+    detail: CString,
+}
+
+/// The last failed call on a thread: its message and, for an acquisition, the servers' reports.
+#[derive(Default)]
+struct LastError {
+    message: CString,
+    servers: Vec<Report>,
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<LastError> = RefCell::new(LastError::default());
+}
+
+fn c_text(text: &str) -> CString {
+    CString::new(text.replace('\0', "\\0")).unwrap_or_default()
+}
+
+/// Records the message of a failed call for `fl_last_error_message` on this thread (and no
+/// server reports).
 pub(crate) fn set_last_error(message: &str) {
-    let c = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+    let last = LastError {
+        message: c_text(message),
+        servers: Vec::new(),
+    };
     // Fails only while the thread is being torn down; then there is no one to read it.
-    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = c);
+    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = last);
+}
+
+/// Records a core error: its message and what each server answered.
+pub(crate) fn set_last_core_error(e: &fencelock::Error) {
+    let servers = e
+        .servers()
+        .iter()
+        .map(|r| Report {
+            server: c_text(&r.server),
+            outcome: outcome_of(r.outcome),
+            detail: c_text(&r.detail),
+        })
+        .collect();
+    let last = LastError {
+        message: c_text(&e.to_string()),
+        servers,
+    };
+    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = last);
 }
 
 #[cfg(test)]
 pub(crate) fn last_error() -> String {
-    LAST_ERROR.with(|slot| slot.borrow().to_string_lossy().into_owned())
+    LAST_ERROR.with(|slot| slot.borrow().message.to_string_lossy().into_owned())
+}
+
+/// How many servers the last failed call on this thread reports (`fl_last_error_server`): one
+/// per configured server, in the manager's order, after a failed acquisition
+/// (`FL_NOT_ACQUIRED`, `FL_UNAVAILABLE`, `FL_REDIS_ERROR` from an acquire call); 0 after
+/// any other failure, or when no call has failed on this thread.
+#[no_mangle]
+pub extern "C" fn fl_last_error_server_count() -> usize {
+    boundary_or(0, || {
+        LAST_ERROR
+            .try_with(|slot| slot.borrow().servers.len())
+            .unwrap_or(0)
+    })
+}
+
+/// What server `index` (0-based, below `fl_last_error_server_count()`) answered in the last
+/// attempt of this thread's last failed acquisition: `*server` its address as configured
+/// (never a password), `*outcome` an `fl_server_outcome` number, `*detail` a sentence for
+/// people (how long the holder keeps the lock, or why the server failed). The strings stay
+/// valid until the next failing fencelock call on this thread; any out-pointer may be NULL
+/// to skip it.
+///
+/// Errors: `FL_INVALID_ARGUMENT` for an index out of range (the out-pointers untouched).
+#[no_mangle]
+pub unsafe extern "C" fn fl_last_error_server(
+    index: usize,
+    server: *mut *const c_char,
+    outcome: *mut u32,
+    detail: *mut *const c_char,
+) -> fl_status {
+    boundary_or(fl_status::FL_PANIC, || {
+        let found = LAST_ERROR
+            .try_with(|slot| {
+                let last = slot.borrow();
+                let r = last.servers.get(index)?;
+                Some((r.server.as_ptr(), r.outcome as u32, r.detail.as_ptr()))
+            })
+            .ok()
+            .flatten();
+        let Some((s, o, d)) = found else {
+            // Not recorded as the last error: that would erase the reports being read.
+            return fl_status::FL_INVALID_ARGUMENT;
+        };
+        // SAFETY: each pointer is NULL or points to writable memory, by contract.
+        unsafe {
+            if !server.is_null() {
+                *server = s;
+            }
+            if !outcome.is_null() {
+                *outcome = o;
+            }
+            if !detail.is_null() {
+                *detail = d;
+            }
+        }
+        fl_status::FL_OK
+    })
+}
+
+/// A short, static, lower-case name of a server outcome (`"granted"`, `"held"`,
+/// `"unreachable"`, `"timeout"`, `"error"`), or `"unknown outcome"` for a number this library
+/// does not know. Never NULL; never freed.
+#[no_mangle]
+pub extern "C" fn fl_server_outcome_str(outcome: u32) -> *const c_char {
+    let s: &'static CStr = match outcome {
+        0 => c"granted",
+        1 => c"held",
+        2 => c"unreachable",
+        3 => c"timeout",
+        4 => c"error",
+        _ => c"unknown outcome",
+    };
+    s.as_ptr()
 }
 
 /// The message of the last call on this thread that did not return `FL_OK`: what failed and
@@ -73,7 +215,7 @@ pub(crate) fn last_error() -> String {
 pub extern "C" fn fl_last_error_message() -> *const c_char {
     boundary_or(c"".as_ptr(), || {
         LAST_ERROR
-            .try_with(|slot| slot.borrow().as_ptr())
+            .try_with(|slot| slot.borrow().message.as_ptr())
             .unwrap_or(c"".as_ptr())
     })
 }
@@ -87,8 +229,8 @@ pub unsafe extern "C" fn fl_last_error_copy(buf: *mut c_char, buf_len: usize) ->
     boundary_or(0, || {
         LAST_ERROR
             .try_with(|slot| {
-                let msg = slot.borrow();
-                let bytes = msg.as_bytes();
+                let last = slot.borrow();
+                let bytes = last.message.as_bytes();
                 if !buf.is_null() && buf_len > 0 {
                     let n = bytes.len().min(buf_len - 1);
                     // SAFETY: the caller gives a buffer of buf_len writable bytes; n < buf_len.
@@ -147,6 +289,50 @@ mod tests {
             // The C name of a status reads as the core's name of its kind.
             assert_eq!(text(fl_status_str(st as u32)), kind.as_str());
         }
+    }
+
+    #[test]
+    fn every_server_outcome_maps_to_its_own_number_with_the_same_name() {
+        let mut seen = Vec::new();
+        for outcome in ServerOutcome::ALL {
+            let o = outcome_of(outcome);
+            assert!(!seen.contains(&o), "{outcome:?} shares a number");
+            seen.push(o);
+            assert_eq!(text(fl_server_outcome_str(o as u32)), outcome.as_str());
+        }
+        assert_eq!(text(fl_server_outcome_str(5)), "unknown outcome");
+    }
+
+    #[test]
+    fn the_last_errors_server_reports_are_read_by_index() {
+        use fencelock::{Error, ServerReport};
+        let e = Error::not_acquired("held").with_servers(vec![ServerReport {
+            server: "127.0.0.1:7001".into(),
+            outcome: ServerOutcome::Held,
+            detail: "held by another owner for 5 ms more".into(),
+        }]);
+        set_last_core_error(&e);
+        assert_eq!(fl_last_error_server_count(), 1);
+        let (mut s, mut o, mut d) = (std::ptr::null(), 99u32, std::ptr::null());
+        assert_eq!(
+            unsafe { fl_last_error_server(0, &mut s, &mut o, &mut d) },
+            fl_status::FL_OK
+        );
+        assert_eq!(text(s), "127.0.0.1:7001");
+        assert_eq!(o, fl_server_outcome::FL_SERVER_HELD as u32);
+        assert!(text(d).contains("5 ms"));
+        let before = last_error();
+        assert_eq!(
+            unsafe { fl_last_error_server(1, &mut s, &mut o, &mut d) },
+            fl_status::FL_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            last_error(),
+            before,
+            "reading does not replace the last error"
+        );
+        set_last_error("another failure");
+        assert_eq!(fl_last_error_server_count(), 0);
     }
 
     #[test]

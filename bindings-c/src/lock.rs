@@ -92,6 +92,13 @@ unsafe fn acquire(
     m.inner.acquire_with(name, &opts)
 }
 
+/// `fl_lock_acquire_with_flags`: with a caller's token, the name already held with it is
+/// acquired again (its TTL reset, a new fencing token) instead of being refused.
+pub const FL_ACQUIRE_REENTRANT: u32 = 1;
+
+/// Every flag `fl_lock_acquire_with_flags` knows.
+const KNOWN_FLAGS: u32 = FL_ACQUIRE_REENTRANT;
+
 /// The manager, name and options of an acquire call, checked.
 ///
 /// # Safety
@@ -155,9 +162,11 @@ pub unsafe extern "C" fn fl_lock_acquire(
 }
 
 /// As `fl_lock_acquire`, with a token chosen by the caller (non-empty, at most 512 bytes,
-/// e.g. a request id) as the value of the lock key instead of a random one. Acquiring again
-/// with the same token while it is held succeeds and resets the TTL (re-entrant for that
-/// token). Pair it with `fl_release_by_token` to release the lock from anywhere that knows the
+/// e.g. a request id) as the value of the lock key instead of a random one. The token is
+/// exclusive, as `SET NX` with a request id is: while the name is held with it (by another
+/// process passing the same token too), this waits like for any other holder
+/// (`fl_lock_acquire_with_flags` with `FL_ACQUIRE_REENTRANT` acquires it again instead).
+/// Pair it with `fl_release_by_token` to release the lock from anywhere that knows the
 /// name and token (see `fl_lock_detach`).
 ///
 /// Errors: as `fl_lock_acquire`; also `FL_INVALID_ARGUMENT` for a NULL, empty or too long
@@ -176,6 +185,39 @@ pub unsafe extern "C" fn fl_lock_acquire_with_token(
         // SAFETY: the pointers are forwarded under the caller's contract.
         let lock = unsafe { acquire(manager, name, Some(token), ttl_ms, wait_ms) }?;
         hand_out(lock, out)
+    })
+}
+
+/// As `fl_lock_acquire_with_token` (`token` may be NULL for a random one), with `flags`: 0, or
+/// `FL_ACQUIRE_REENTRANT` to acquire again a name already held with `token` (its TTL reset,
+/// a new fencing token). Without it a caller's token is exclusive, as `SET NX` with a request
+/// id is: while the name is held with it (by another process passing it too), the acquire
+/// waits like for any other holder.
+///
+/// Errors: as `fl_lock_acquire_with_token`; also `FL_INVALID_ARGUMENT` for an unknown flag.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_acquire_with_flags(
+    manager: *const fl_manager,
+    name: *const c_char,
+    token: *const c_char,
+    ttl_ms: u64,
+    wait_ms: i64,
+    flags: u32,
+    out: *mut *mut fl_lock,
+) -> fl_status {
+    boundary(|| {
+        let out = ffi::out(out, "out")?;
+        if flags & !KNOWN_FLAGS != 0 {
+            return Err(ffi::invalid(format!(
+                "unknown acquire flags {:#x} (known: FL_ACQUIRE_REENTRANT = {FL_ACQUIRE_REENTRANT:#x})",
+                flags & !KNOWN_FLAGS
+            )));
+        }
+        let token = (!token.is_null()).then_some(token);
+        // SAFETY: the pointers are forwarded under the caller's contract.
+        let (m, name, opts) = unsafe { acquire_args(manager, name, token, ttl_ms, wait_ms) }?;
+        let opts = opts.reentrant(flags & FL_ACQUIRE_REENTRANT != 0);
+        hand_out(m.inner.acquire_with(name, &opts)?, out)
     })
 }
 

@@ -4,7 +4,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use fencelock::Error;
 
-use crate::error::{fl_status, set_last_error, status_of};
+use crate::error::{fl_status, set_last_core_error, set_last_error, status_of};
 
 /// Runs `body`, turning its error into a status (and the thread's last error message) and a
 /// panic into `FL_PANIC`. Nothing unwinds past this point.
@@ -12,7 +12,7 @@ pub(crate) fn boundary(body: impl FnOnce() -> Result<(), Error>) -> fl_status {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => fl_status::FL_OK,
         Ok(Err(e)) => {
-            set_last_error(&e.to_string());
+            set_last_core_error(&e);
             status_of(e.kind())
         }
         Err(payload) => {

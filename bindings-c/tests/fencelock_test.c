@@ -592,8 +592,27 @@ static void test_caller_token_release_by_token_and_detach(void) {
     CHECK_ST(fl_lock_acquire_with_token(m, name, "req-1", 10000, 0, &l), FL_OK);
     CHECK_ST(fl_lock_token(l, &tok), FL_OK);
     CHECK(strcmp(tok, "req-1") == 0);
-    /* Re-entrant for the same token; another token waits. */
-    CHECK_ST(fl_lock_acquire_with_token(m, name, "req-1", 20000, 0, &again), FL_OK);
+    /* The same token again is refused, as SET NX with a request id is, and each server says
+       what it answered; re-entry only when asked for. */
+    again = SENTINEL;
+    CHECK_ST(fl_lock_acquire_with_token(m, name, "req-1", 20000, 0, &again), FL_NOT_ACQUIRED);
+    CHECK(again == SENTINEL);
+    CHECK(strstr(fl_last_error_message(), "reentrant") != NULL);
+    {
+        const char *server = NULL, *detail = NULL;
+        uint32_t outcome = 99;
+        CHECK(fl_last_error_server_count() == 1);
+        CHECK_ST(fl_last_error_server(0, &server, &outcome, &detail), FL_OK);
+        CHECK(outcome == FL_SERVER_HELD);
+        CHECK(strcmp(fl_server_outcome_str(outcome), "held") == 0);
+        CHECK(strstr(server, "127.0.0.1:") != NULL);
+        CHECK(strstr(detail, "this token") != NULL);
+        CHECK_ST(fl_last_error_server(1, &server, &outcome, &detail), FL_INVALID_ARGUMENT);
+        CHECK_ST(fl_last_error_server(0, NULL, NULL, NULL), FL_OK);
+    }
+    CHECK_INVALID(fl_lock_acquire_with_flags(m, name, "req-1", 20000, 0, 0x10, &again), "unknown acquire flags");
+    CHECK(fl_last_error_server_count() == 0);
+    CHECK_ST(fl_lock_acquire_with_flags(m, name, "req-1", 20000, 0, FL_ACQUIRE_REENTRANT, &again), FL_OK);
     CHECK(raw2(ports[0], val, sizeof val, "PTTL", name) == ':' && atol(val) > 10000);
     fl_lock_detach(again);
     fl_lock_free(again);
