@@ -15,7 +15,7 @@ use futures_util::FutureExt;
 use crate::attempt::{attempt, Attempt, Own, Refusal};
 use crate::engine::{Acquired, Engine, Target};
 use crate::error::{Error, ErrorKind, Result};
-use crate::keys::{check_name, display_name};
+use crate::keys::{check_name, display_name, MAX_NAMES};
 use crate::pubsub::Subscription;
 use crate::queue::{judge_handoffs, Place, Verdict};
 use crate::timing::{self, MIN_SUBSCRIBE_TIME, PARTIAL_HANDOFF_WAIT, WAIT_WARNING_EVERY};
@@ -135,15 +135,44 @@ impl AcquireCall {
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad name, TTL or token.
     pub fn new(engine: &Arc<Engine>, name: &[u8], opts: &AcquireOptions) -> Result<AcquireCall> {
         check_name(name)?;
-        let ttl = engine.check_ttl(opts.ttl)?;
-        let token = match &opts.token {
+        let token = Self::token(engine, opts)?;
+        Self::prepare(engine, engine.target(name, token), opts)
+    }
+
+    /// As [`new`](Self::new), for a lock on all of `names` at once (see
+    /// [`LockManager::acquire_many_with`](crate::LockManager::acquire_many_with)).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] for no names, too many, a bad or repeated name, names in
+    /// different hash slots when a server is a Redis Cluster, a bad TTL or token.
+    pub fn new_many(
+        engine: &Arc<Engine>,
+        names: &[Vec<u8>],
+        opts: &AcquireOptions,
+    ) -> Result<AcquireCall> {
+        check_names(names)?;
+        let token = Self::token(engine, opts)?;
+        let target = engine.target_many(names, token);
+        if engine.has_cluster() {
+            check_one_slot(&target)?;
+        }
+        Self::prepare(engine, target, opts)
+    }
+
+    /// The caller's token, checked, or a new one.
+    fn token(engine: &Engine, opts: &AcquireOptions) -> Result<Vec<u8>> {
+        match &opts.token {
             Some(t) => {
                 token::check_token(t)?;
-                t.clone()
+                Ok(t.clone())
             }
-            None => token::generate(&engine.wake_id),
-        };
-        let target = Arc::new(engine.target(name, token));
+            None => Ok(token::generate(&engine.wake_id)),
+        }
+    }
+
+    fn prepare(engine: &Arc<Engine>, target: Target, opts: &AcquireOptions) -> Result<AcquireCall> {
+        let ttl = engine.check_ttl(opts.ttl)?;
+        let target = Arc::new(target);
         let started = Instant::now();
         let timeout = engine.server_timeout(ttl);
         let waits = opts.wait != Some(Duration::ZERO);
@@ -233,7 +262,7 @@ impl AcquireCall {
     fn acquired(mut self, a: Acquired, handed_over: bool) -> (Arc<Target>, Duration, Acquired) {
         tracing::debug!(
             target: "fencelock",
-            lock = %display_name(&self.target.name),
+            lock = %self.target.label(),
             attempts = self.attempts,
             handed_over,
             elapsed_ms = self.started.elapsed().as_millis() as u64,
@@ -275,7 +304,7 @@ impl AcquireCall {
         }
         tracing::debug!(
             target: "fencelock",
-            lock = %display_name(&self.target.name),
+            lock = %self.target.label(),
             attempts = self.attempts,
             elapsed_ms = self.started.elapsed().as_millis() as u64,
             error = %error,
@@ -358,7 +387,7 @@ impl AcquireCall {
         self.warned = Instant::now();
         tracing::warn!(
             target: "fencelock",
-            lock = %display_name(&self.target.name),
+            lock = %self.target.label(),
             attempts = self.attempts,
             waited_ms = self.started.elapsed().as_millis() as u64,
             error = %error,
@@ -409,6 +438,7 @@ impl AcquireCall {
                 Verdict::Done { fence, validity } => {
                     return Some(Acquired {
                         fencing_token: fence,
+                        more_fences: Vec::new(),
                         valid_until: Instant::now() + validity,
                     })
                 }
@@ -426,37 +456,84 @@ impl AcquireCall {
     }
 }
 
-/// Joins the waiter's wake-up channel with no network call, when every server's subscriber
-/// already listens to it (another waiter of this manager, or a recent wait on the same lock):
-/// then a waiter joins before its first attempt, and a refusal needs no second attempt to
-/// cover a release that came before the subscription.
+/// Joins the waiter's wake-up channels (one per name) with no network call, when every
+/// server's subscriber already listens to them (another waiter of this manager, or a recent
+/// wait on the same lock): then a waiter joins before its first attempt, and a refusal needs
+/// no second attempt to cover a release that came before the subscription.
 fn join_subscribed(engine: &Engine, target: &Target) -> Option<Vec<(usize, Subscription)>> {
-    let channel = target.keys.wake_channel(&target.token);
-    engine
-        .servers
-        .iter()
-        .enumerate()
-        .map(|(i, s)| Some((i, s.join_subscribed(&channel, &target.token)?)))
-        .collect()
+    let channels = wake_channels(target);
+    let mut subs = Vec::with_capacity(engine.n() * channels.len());
+    for (i, s) in engine.servers.iter().enumerate() {
+        for channel in &channels {
+            subs.push((i, s.join_subscribed(channel, &target.token)?));
+        }
+    }
+    Some(subs)
 }
 
-/// Subscribes to the waiter's wake-up channel (shared by this manager's waiters of the lock)
+/// Subscribes to the waiter's wake-up channels (shared by this manager's waiters of the lock)
 /// on every server that answers in time.
 async fn subscribe(
     engine: &Engine,
     target: &Target,
     timeout: Duration,
 ) -> Vec<(usize, Subscription)> {
-    let channel = target.keys.wake_channel(&target.token);
-    join_all(
-        engine
-            .servers
+    let channels = wake_channels(target);
+    let each = engine.servers.iter().enumerate().flat_map(|(i, s)| {
+        channels
             .iter()
-            .map(|s| s.subscribe(&channel, &target.token, timeout)),
-    )
-    .await
-    .into_iter()
-    .enumerate()
-    .filter_map(|(i, r)| Some((i, r.ok()?)))
-    .collect()
+            .map(move |c| async move { (i, s.subscribe(c, &target.token, timeout).await) })
+    });
+    join_all(each)
+        .await
+        .into_iter()
+        .filter_map(|(i, r)| Some((i, r.ok()?)))
+        .collect()
+}
+
+/// The waiter's wake-up channel of each of the lock's names.
+fn wake_channels(target: &Target) -> Vec<Vec<u8>> {
+    target
+        .all_keys()
+        .iter()
+        .map(|k| k.wake_channel(&target.token))
+        .collect()
+}
+
+/// The names of a lock on several names: at least one, at most [`MAX_NAMES`], each a valid
+/// name, none twice.
+fn check_names(names: &[Vec<u8>]) -> Result<()> {
+    if names.is_empty() || names.len() > MAX_NAMES {
+        return Err(Error::invalid(format!(
+            "a lock on several names takes 1 to {MAX_NAMES} names, got {}",
+            names.len()
+        )));
+    }
+    for (i, name) in names.iter().enumerate() {
+        check_name(name)?;
+        if names[..i].contains(name) {
+            return Err(Error::invalid(format!(
+                "name {} is given twice",
+                display_name(name)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// On a Redis Cluster one script's keys must share a hash slot: so must the names of a lock
+/// on several names.
+fn check_one_slot(target: &Target) -> Result<()> {
+    let first = target.keys.slot;
+    let Some((other, keys)) = target.more.iter().find(|(_, k)| k.slot != first) else {
+        return Ok(());
+    };
+    Err(Error::invalid(format!(
+        "the names of a lock on several names must share a Redis Cluster hash slot (a server is \
+         a cluster): give them a common hash tag, the part between {{ and }}, as in \
+         {{order-42}}:payment and {{order-42}}:stock; {} is in slot {first}, {} in slot {}",
+        display_name(&target.name),
+        display_name(other),
+        keys.slot
+    )))
 }

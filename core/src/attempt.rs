@@ -10,18 +10,17 @@ use futures_util::future::join_all;
 use crate::engine::{Acquired, Engine, Target};
 use crate::error::{Error, ErrorKind, ServerOutcome, ServerReport};
 use crate::failure::ServerFailure;
-use crate::keys::display_name;
 use crate::queue::Place;
 use crate::quorum;
 use crate::scripts::{parse_acquire, AcquireReply, ScriptCall};
 use crate::undo::UndoGuard;
 
-/// One server's vote.
+/// One server's vote, with the fencing counters it reported (one per name).
 enum Vote {
-    Granted(u64),
+    Granted(Vec<u64>),
     Held {
         pttl: Option<Duration>,
-        fence: u64,
+        fences: Vec<u64>,
         /// Held with this call's token by another acquisition (re-entry not asked for).
         same_token: bool,
     },
@@ -42,10 +41,10 @@ pub(crate) enum Own<'a> {
 }
 
 impl Vote {
-    /// The fencing counter the server reported.
-    fn counter(&self) -> Option<u64> {
+    /// The fencing counter the server reported for the lock's name `i`.
+    fn counter(&self, i: usize) -> Option<u64> {
         match self {
-            Vote::Granted(f) | Vote::Held { fence: f, .. } => Some(*f),
+            Vote::Granted(f) | Vote::Held { fences: f, .. } => f.get(i).copied(),
             Vote::Failed(_) => None,
         }
     }
@@ -75,7 +74,7 @@ impl Vote {
         let (outcome, detail) = match self {
             Vote::Granted(f) => (
                 ServerOutcome::Granted,
-                format!("granted (fencing counter {f})"),
+                format!("granted (fencing counter {})", f[0]),
             ),
             Vote::Held {
                 same_token: true, ..
@@ -185,7 +184,7 @@ pub(crate) async fn attempt(
         })
     };
     if !quorum::has_quorum(granted, engine.n()) {
-        let (error, fatal) = refusal(engine, &target.name, &votes);
+        let (error, fatal) = refusal(engine, &target.label(), &votes);
         // Only a server that granted, or that may have acted on a call whose reply was lost,
         // can hold this token: when every server answered "held", nothing to undo.
         if may_hold.contains(&true) {
@@ -214,16 +213,22 @@ async fn confirm(
     timeout: Duration,
     start: Instant,
 ) -> Result<Acquired, Error> {
-    let (fence, at_fence) = settle_fence(engine, target, votes, timeout).await;
     let (n, q) = (engine.n(), quorum::quorum(engine.n()));
-    if !quorum::has_quorum(at_fence, n) {
-        let lock = display_name(&target.name);
-        return Err(Error::unavailable(format!(
-            "lock {lock}: only {at_fence} of {n} servers confirmed fencing token {fence}, quorum is {q}"
-        )));
+    let settled =
+        join_all((0..target.count()).map(|i| settle_fence(engine, target, votes, i, timeout)))
+            .await;
+    let mut fences = Vec::with_capacity(settled.len());
+    for (fence, at_fence) in settled {
+        if !quorum::has_quorum(at_fence, n) {
+            let lock = target.label();
+            return Err(Error::unavailable(format!(
+                "lock {lock}: only {at_fence} of {n} servers confirmed fencing token {fence}, quorum is {q}"
+            )));
+        }
+        fences.push(fence);
     }
     let Some(validity) = quorum::validity(ttl, start.elapsed(), engine.drift_factor()) else {
-        let lock = display_name(&target.name);
+        let lock = target.label();
         return Err(Error::not_acquired(format!(
             "lock {lock}: acquiring took {} ms, too long for a ttl of {} ms with the drift allowance; it would have been expired when handed out",
             start.elapsed().as_millis(),
@@ -231,7 +236,8 @@ async fn confirm(
         )));
     };
     Ok(Acquired {
-        fencing_token: fence,
+        fencing_token: fences[0],
+        more_fences: fences.split_off(1),
         valid_until: Instant::now() + validity,
     })
 }
@@ -255,7 +261,12 @@ async fn collect_votes(
     own: Own<'_>,
 ) -> Vec<Vote> {
     let start = Instant::now();
-    let call = |own| ScriptCall::acquire(&target.keys, &target.token, ttl, place, own);
+    let all_keys = target.all_keys();
+    let call = |own| match target.more.is_empty() {
+        true => ScriptCall::acquire(&target.keys, &target.token, ttl, place, own),
+        false => ScriptCall::acquire_many(&all_keys, &target.token, ttl, place, own),
+    };
+    let names = target.count();
     let (owned, foreign) = match own {
         Own::All => (call(true), None),
         Own::Only(_) => (call(true), Some(call(false))),
@@ -267,15 +278,15 @@ async fn collect_votes(
         };
         async move {
             match s.eval(call, timeout).await {
-                Ok(v) => match parse_acquire(&v) {
+                Ok(v) => match parse_acquire(&v, names) {
                     Ok(AcquireReply::Granted(f)) => Vote::Granted(f),
                     Ok(AcquireReply::Held {
                         pttl,
-                        fence,
+                        fences,
                         same_token,
                     }) => Vote::Held {
                         pttl,
-                        fence,
+                        fences,
                         same_token,
                     },
                     Err(e) => Vote::Failed(ServerFailure::Reply(e)),
@@ -287,7 +298,7 @@ async fn collect_votes(
     .await;
     tracing::trace!(
         target: "fencelock",
-        lock = %display_name(&target.name),
+        lock = %target.label(),
         servers = engine.n(),
         answered = votes.iter().filter(|v| v.failure().is_none()).count(),
         granted = votes.iter().filter(|v| matches!(v, Vote::Granted(_))).count(),
@@ -297,31 +308,38 @@ async fn collect_votes(
     votes
 }
 
-/// Fencing: the token is the largest counter any server reported; servers that reported less
-/// are raised to it. Returns the token and how many servers hold at least it.
+/// Fencing of the lock's name `i`: the token is the largest counter any server reported;
+/// servers that reported less are raised to it. Returns the token and how many servers hold at
+/// least it.
 async fn settle_fence(
     engine: &Engine,
     target: &Target,
     votes: &[Vote],
+    i: usize,
     timeout: Duration,
 ) -> (u64, usize) {
-    let fence = quorum::fencing_max(votes.iter().filter_map(Vote::counter)).unwrap_or(0);
+    let fence = quorum::fencing_max(votes.iter().filter_map(|v| v.counter(i))).unwrap_or(0);
     let behind: Vec<_> = engine
         .servers
         .iter()
         .zip(votes)
-        .filter(|(_, v)| matches!(v.counter(), Some(f) if f < fence))
+        .filter(|(_, v)| matches!(v.counter(i), Some(f) if f < fence))
         .map(|(s, _)| s)
         .collect();
     let mut at_fence = votes
         .iter()
-        .filter(|v| matches!(v.counter(), Some(f) if f >= fence))
+        .filter(|v| matches!(v.counter(i), Some(f) if f >= fence))
         .count();
     if behind.is_empty() {
         // All counters equal: no extra round trip.
         return (fence, at_fence);
     }
-    let call = ScriptCall::raise_fence(&target.keys, fence);
+    let keys = if i == 0 {
+        &target.keys
+    } else {
+        &target.more[i - 1].1
+    };
+    let call = ScriptCall::raise_fence(keys, fence);
     let raised = join_all(behind.iter().map(|s| s.eval::<u64>(&call, timeout))).await;
     at_fence += raised
         .iter()
@@ -331,7 +349,7 @@ async fn settle_fence(
 }
 
 /// The error of a refused attempt, and whether retrying is hopeless.
-fn refusal(engine: &Engine, name: &[u8], votes: &[Vote]) -> (Error, bool) {
+fn refusal(engine: &Engine, lock: &str, votes: &[Vote]) -> (Error, bool) {
     let n = engine.n();
     let q = quorum::quorum(n);
     let count = |f: fn(&Vote) -> bool| votes.iter().filter(|v| f(v)).count();
@@ -340,7 +358,6 @@ fn refusal(engine: &Engine, name: &[u8], votes: &[Vote]) -> (Error, bool) {
     let permanent = count(|v| matches!(v, Vote::Failed(f) if f.is_permanent()));
     let failures = engine.failures(votes.iter().map(Vote::failure));
     let answered = held + granted;
-    let lock = display_name(name);
     if !quorum::quorum_possible(permanent, n) {
         let replies = votes
             .iter()

@@ -175,6 +175,36 @@ impl LockManager {
         Ok(self.wrap(lock))
     }
 
+    /// See [`crate::LockManager::acquire_many_with`].
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::acquire_many_with`].
+    pub fn acquire_many_with<N: AsRef<[u8]>>(
+        &self,
+        names: impl IntoIterator<Item = N>,
+        opts: &AcquireOptions,
+    ) -> Result<Lock> {
+        let lock = self.block_on(self.inner.acquire_many_with(names, opts))??;
+        Ok(self.wrap(lock))
+    }
+
+    /// [`acquire_many_with`](Self::acquire_many_with) that can be interrupted, as
+    /// [`block_on_interruptible`](Self::block_on_interruptible).
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::acquire_many_with`], or [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled).
+    pub fn acquire_many_interruptible<N: AsRef<[u8]>>(
+        &self,
+        names: impl IntoIterator<Item = N>,
+        opts: &AcquireOptions,
+        every: Duration,
+        interrupted: impl FnMut() -> bool,
+    ) -> Result<Lock> {
+        let fut = self.inner.acquire_many_with(names, opts);
+        let lock = self.block_on_interruptible(fut, every, interrupted)??;
+        Ok(self.wrap(lock))
+    }
+
     /// See [`crate::LockManager::try_acquire`].
     ///
     /// # Errors
@@ -276,6 +306,14 @@ impl Lock {
     /// See [`crate::Lock::fencing_token`].
     pub fn fencing_token(&self) -> u64 {
         self.inner.fencing_token()
+    }
+    /// See [`crate::Lock::names`].
+    pub fn names(&self) -> Vec<&[u8]> {
+        self.inner.names()
+    }
+    /// See [`crate::Lock::fencing_tokens`].
+    pub fn fencing_tokens(&self) -> &[u64] {
+        self.inner.fencing_tokens()
     }
     /// See [`crate::Lock::ttl`].
     pub fn ttl(&self) -> Duration {

@@ -34,18 +34,68 @@ pub(crate) struct Engine {
     pub min_ttl: Duration,
 }
 
-/// One lock as a call addresses it: its name, its keys and the token acting on it.
+/// One lock as a call addresses it: its name, its keys and the token acting on it; a lock on
+/// several names has the further names in `more` (acquired, extended and released together).
 #[derive(Debug)]
 pub(crate) struct Target {
     pub name: Vec<u8>,
     pub keys: LockKeys,
+    pub more: Vec<(Vec<u8>, LockKeys)>,
     pub token: Vec<u8>,
 }
 
+impl Target {
+    /// How many names the lock has.
+    pub fn count(&self) -> usize {
+        1 + self.more.len()
+    }
+
+    /// Every name, the first first.
+    pub fn names(&self) -> impl Iterator<Item = &[u8]> {
+        std::iter::once(self.name.as_slice()).chain(self.more.iter().map(|(n, _)| n.as_slice()))
+    }
+
+    /// Every name's keys, in the names' order.
+    pub fn all_keys(&self) -> Vec<&LockKeys> {
+        std::iter::once(&self.keys)
+            .chain(self.more.iter().map(|(_, k)| k))
+            .collect()
+    }
+
+    /// The lock as messages name it: its name, and how many more it has.
+    pub fn label(&self) -> String {
+        match self.more.len() {
+            0 => display_name(&self.name),
+            more => format!("{} (and {more} more names)", display_name(&self.name)),
+        }
+    }
+
+    /// The release script's call (`mode`: 0 keep the place in the queue, 1 leave it too, 2
+    /// leave the place only).
+    pub fn release_call(&self, mode: u8) -> ScriptCall {
+        match self.more.is_empty() {
+            true if mode == 2 => ScriptCall::leave_queue(&self.keys, &self.token),
+            true => ScriptCall::release(&self.keys, &self.token, mode == 1),
+            false => ScriptCall::release_many(&self.all_keys(), &self.token, mode),
+        }
+    }
+
+    /// The extend script's call (`add`: to the remaining TTL).
+    pub fn extend_call(&self, ttl: Duration, add: bool) -> ScriptCall {
+        match (self.more.is_empty(), add) {
+            (true, false) => ScriptCall::extend(&self.keys, &self.token, ttl),
+            (true, true) => ScriptCall::extend_by(&self.keys, &self.token, ttl),
+            (false, _) => ScriptCall::extend_many(&self.all_keys(), &self.token, ttl, add),
+        }
+    }
+}
+
 /// What a successful acquisition established.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Acquired {
     pub fencing_token: u64,
+    /// The fencing tokens of a lock's further names (empty for one name).
+    pub more_fences: Vec<u64>,
     pub valid_until: Instant,
 }
 
@@ -104,8 +154,25 @@ impl Engine {
         Target {
             name: name.to_vec(),
             keys: LockKeys::new(&self.config.prefix, name),
+            more: Vec::new(),
             token,
         }
+    }
+
+    /// The call target for a lock on all of `names` (at least one; each already checked).
+    pub fn target_many(&self, names: &[Vec<u8>], token: Vec<u8>) -> Target {
+        let keys = |n: &[u8]| LockKeys::new(&self.config.prefix, n);
+        Target {
+            name: names[0].clone(),
+            keys: keys(&names[0]),
+            more: names[1..].iter().map(|n| (n.clone(), keys(n))).collect(),
+            token,
+        }
+    }
+
+    /// Whether any of the servers is a Redis Cluster (where one call's keys share a slot).
+    pub fn has_cluster(&self) -> bool {
+        self.config.servers.iter().any(|s| s.cluster.is_some())
     }
 
     /// Number of servers.
@@ -152,7 +219,7 @@ impl Engine {
     }
 
     /// Judges release/extend outcomes: Ok when a quorum did it, else NotHeld or Unavailable.
-    fn judge(&self, what: &str, name: &[u8], outcomes: &[Outcome]) -> Result<()> {
+    fn judge(&self, what: &str, lock: &str, outcomes: &[Outcome]) -> Result<()> {
         let n = self.n();
         let q = quorum::quorum(n);
         let count = |c: Compared| {
@@ -170,7 +237,6 @@ impl Engine {
             return Ok(());
         }
         let failures = self.failures(outcomes.iter().map(|o| o.as_ref().err()));
-        let lock = display_name(name);
         if done + gone + other < q {
             if outcomes
                 .iter()
@@ -225,15 +291,14 @@ impl Engine {
     ) -> std::result::Result<(), Failed> {
         let start = Instant::now();
         let outcomes = self.release_each(t, timeout, leave).await;
-        let judged = self.judge("release", &t.name, &outcomes);
-        trace_outcome("release", &t.name, &outcomes, start, &judged);
+        let judged = self.judge("release", &t.label(), &outcomes);
+        trace_outcome("release", t, &outcomes, start, &judged);
         judged.map_err(|error| Failed::judged(error, &outcomes))
     }
 
     /// The release script on every server, each one's answer (see [`release`](Self::release)).
     pub async fn release_each(&self, t: &Target, timeout: Duration, leave: bool) -> Vec<Outcome> {
-        let call = ScriptCall::release(&t.keys, &t.token, leave);
-        self.on_all(&call, timeout).await
+        self.on_all(&t.release_call(u8::from(leave)), timeout).await
     }
 
     /// [`release_each`](Self::release_each) on the servers `mine` marks (those that may hold
@@ -247,8 +312,8 @@ impl Engine {
         leave: bool,
         mine: &[bool],
     ) -> Vec<Outcome> {
-        let release = ScriptCall::release(&t.keys, &t.token, leave);
-        let queue_only = ScriptCall::leave_queue(&t.keys, &t.token);
+        let release = t.release_call(u8::from(leave));
+        let queue_only = t.release_call(2);
         join_all(self.servers.iter().enumerate().map(|(i, s)| {
             let call = match (mine.get(i).copied().unwrap_or(true), leave) {
                 (true, _) => Some(&release),
@@ -273,9 +338,7 @@ impl Engine {
         let ttl = self.check_ttl(ttl)?;
         let start = Instant::now();
         let timeout = self.server_timeout(ttl);
-        let outcomes = self
-            .on_all(&ScriptCall::extend(&t.keys, &t.token, ttl), timeout)
-            .await;
+        let outcomes = self.on_all(&t.extend_call(ttl, false), timeout).await;
         self.settle_extend(t, start, timeout, &outcomes, ttl).await
     }
 
@@ -289,8 +352,8 @@ impl Engine {
         outcomes: &[Outcome],
         ttl: Duration,
     ) -> std::result::Result<Instant, Failed> {
-        let judged = self.judge("extend", &t.name, outcomes);
-        trace_outcome("extend", &t.name, outcomes, start, &judged);
+        let judged = self.judge("extend", &t.label(), outcomes);
+        trace_outcome("extend", t, outcomes, start, &judged);
         if let Err(error) = judged {
             let failed = Failed::judged(error, outcomes);
             if failed.lost.is_some() {
@@ -303,7 +366,7 @@ impl Engine {
             None => Err(Failed {
                 error: Error::not_held(format!(
                     "extend of lock {}: took {} ms, longer than the {} ms it kept allow",
-                    display_name(&t.name),
+                    t.label(),
                     start.elapsed().as_millis(),
                     ttl.as_millis()
                 )),
@@ -327,7 +390,7 @@ impl Engine {
         let add = Duration::from_millis(timing::check_ttl(add)?);
         let start = Instant::now();
         let timeout = self.server_timeout(add);
-        let call = ScriptCall::extend_by(&t.keys, &t.token, add);
+        let call = t.extend_call(add, true);
         let replies = join_all(self.servers.iter().map(|s| async {
             let reply = s.eval::<i64>(&call, timeout).await?;
             Compared::parse_added(reply).map_err(ServerFailure::Reply)
@@ -452,39 +515,44 @@ impl Engine {
     ///
     /// # Errors
     /// As [`inspect`](Self::inspect).
+    /// A lock on several names is held when each name is.
     pub async fn holds(&self, t: &Target) -> Result<std::result::Result<(), LostReason>> {
-        let views = self.views(&t.name, &t.keys).await?;
-        let mut ours = 0;
-        let mut others = false;
-        for view in views.iter().flatten() {
-            if let Holder::Held { token, .. } = view {
-                if *token == t.token.as_slice() {
-                    ours += 1;
-                } else {
-                    others = true;
+        let mut held = Ok(());
+        for (name, keys) in t.names().zip(t.all_keys()) {
+            let views = self.views(name, keys).await?;
+            let mut ours = 0;
+            let mut others = false;
+            for view in views.iter().flatten() {
+                if let Holder::Held { token, .. } = view {
+                    if *token == t.token.as_slice() {
+                        ours += 1;
+                    } else {
+                        others = true;
+                    }
                 }
             }
+            if ours >= quorum::quorum(self.n()) {
+                continue;
+            }
+            if others {
+                return Ok(Err(LostReason::Taken));
+            }
+            held = Err(LostReason::Expired);
         }
-        Ok(if ours >= quorum::quorum(self.n()) {
-            Ok(())
-        } else if others {
-            Err(LostReason::Taken)
-        } else {
-            Err(LostReason::Expired)
-        })
+        Ok(held)
     }
 }
 
 fn trace_outcome<T>(
     what: &str,
-    name: &[u8],
+    t: &Target,
     outcomes: &[Outcome],
     start: Instant,
     judged: &Result<T>,
 ) {
     tracing::debug!(
         target: "fencelock",
-        lock = %display_name(name),
+        lock = %t.label(),
         servers = outcomes.len(),
         answered = outcomes.iter().filter(|o| o.is_ok()).count(),
         elapsed_us = start.elapsed().as_micros() as u64,

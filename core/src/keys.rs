@@ -38,6 +38,8 @@ use crate::token::WAKE_ID_LEN;
 
 /// Longest lock name, in bytes.
 pub const MAX_NAME_LEN: usize = 1024;
+/// Most names of a lock on several names.
+pub const MAX_NAMES: usize = 64;
 /// Longest key prefix, in bytes.
 pub const MAX_PREFIX_LEN: usize = 1024;
 /// What every key of fencelock's own starts with, after the prefix; lock names starting with

@@ -61,7 +61,8 @@ impl std::fmt::Display for LostReason {
 struct Holding {
     engine: Arc<Engine>,
     target: Arc<Target>,
-    fencing_token: u64,
+    /// One per name, the first name's first.
+    fencing_tokens: Vec<u64>,
     acquired_at: Instant,
     /// The runtime the lock was acquired on: auto-extension and drop-release run there, even
     /// when the lock is dropped on a thread outside any runtime.
@@ -132,7 +133,7 @@ impl Holding {
             tracing::warn!(
                 target: "fencelock",
                 lock = %display_name(&self.target.name),
-                fencing_token = self.fencing_token,
+                fencing_token = self.fencing_tokens[0],
                 held_ms = self.acquired_at.elapsed().as_millis() as u64,
                 reason = why.as_str(),
                 "lock lost"
@@ -203,7 +204,7 @@ impl std::fmt::Debug for Lock {
         // Never the token: it is the key to release the lock.
         f.debug_struct("Lock")
             .field("name", &String::from_utf8_lossy(&self.shared.target.name))
-            .field("fencing_token", &self.shared.fencing_token)
+            .field("fencing_token", &self.shared.fencing_tokens[0])
             .field("validity", &self.validity())
             .field("lost", &self.is_lost())
             .finish()
@@ -221,7 +222,9 @@ impl Lock {
             shared: Arc::new(Holding {
                 engine,
                 target,
-                fencing_token: acquired.fencing_token,
+                fencing_tokens: std::iter::once(acquired.fencing_token)
+                    .chain(acquired.more_fences)
+                    .collect(),
                 acquired_at: Instant::now(),
                 runtime: tokio::runtime::Handle::try_current().ok(),
                 state: StdMutex::new(State {
@@ -236,9 +239,14 @@ impl Lock {
         }
     }
 
-    /// The lock's name (without the key prefix).
+    /// The lock's name (without the key prefix); of a lock on several names, the first.
     pub fn name(&self) -> &[u8] {
         &self.shared.target.name
+    }
+
+    /// Every name of the lock, in the order they were given (one for a lock on one name).
+    pub fn names(&self) -> Vec<&[u8]> {
+        self.shared.target.names().collect()
     }
 
     /// This acquisition's token: the value of the lock key on the servers.
@@ -247,9 +255,16 @@ impl Lock {
     }
 
     /// The fencing token: larger than that of every earlier acquisition of any lock on this
-    /// server set. Pass it to the storage you protect and have it reject smaller ones.
+    /// server set. Pass it to the storage you protect and have it reject smaller ones. Of a
+    /// lock on several names, the first name's (see [`fencing_tokens`](Self::fencing_tokens)).
     pub fn fencing_token(&self) -> u64 {
-        self.shared.fencing_token
+        self.shared.fencing_tokens[0]
+    }
+
+    /// One fencing token per name, in the order of [`names`](Self::names): each larger than
+    /// every earlier acquisition's of that name.
+    pub fn fencing_tokens(&self) -> &[u64] {
+        &self.shared.fencing_tokens
     }
 
     /// The TTL of the last acquire or extend.

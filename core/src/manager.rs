@@ -138,6 +138,50 @@ impl LockManager {
         opts: &AcquireOptions,
     ) -> Result<Lock> {
         let call = AcquireCall::new(&self.engine, name.as_ref(), opts)?;
+        self.finish_acquire(call, opts).await
+    }
+
+    /// Acquires all of `names` at once, or none: on each server one script sets every key
+    /// (one token, one fencing token per name) or none, so no other owner ever sees a part of
+    /// them held for this lock, and a waiter never holds one name while it waits for another
+    /// (no hold-and-wait, no deadlock between locks on overlapping names). It waits in every
+    /// name's queue in the order callers came, as for one name; a release wakes it rather
+    /// than handing it one name alone. The lock is extended and released as one; its
+    /// [`names`](Lock::names) and [`fencing_tokens`](Lock::fencing_tokens) list every name.
+    ///
+    /// On a Redis Cluster (a `redis+cluster://` server) the names must share a hash slot: give
+    /// them a common hash tag (`{order-42}:payment`, `{order-42}:stock`).
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire); also [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)
+    /// for no names, more than [`MAX_NAMES`](crate::keys::MAX_NAMES), a name given twice, or
+    /// names in different hash slots when a server is a cluster.
+    pub async fn acquire_many<N: AsRef<[u8]>>(
+        &self,
+        names: impl IntoIterator<Item = N>,
+        ttl: Duration,
+        wait: Option<Duration>,
+    ) -> Result<Lock> {
+        self.acquire_many_with(names, &AcquireOptions::new(ttl).wait(wait))
+            .await
+    }
+
+    /// [`acquire_many`](Self::acquire_many) with every option.
+    ///
+    /// # Errors
+    /// As [`acquire_many`](Self::acquire_many); also
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad token.
+    pub async fn acquire_many_with<N: AsRef<[u8]>>(
+        &self,
+        names: impl IntoIterator<Item = N>,
+        opts: &AcquireOptions,
+    ) -> Result<Lock> {
+        let names: Vec<Vec<u8>> = names.into_iter().map(|n| n.as_ref().to_vec()).collect();
+        let call = AcquireCall::new_many(&self.engine, &names, opts)?;
+        self.finish_acquire(call, opts).await
+    }
+
+    async fn finish_acquire(&self, call: AcquireCall, opts: &AcquireOptions) -> Result<Lock> {
         let (target, ttl, acquired) = call.run().await?;
         let lock = Lock::new(Arc::clone(&self.engine), target, ttl, acquired);
         if opts.auto_extend {

@@ -43,6 +43,22 @@ const EXTEND_SRC: &str = include_str!("scripts/extend.lua");
 static RAISE_FENCE: LazyLock<Script> = LazyLock::new(|| Script::new(RAISE_FENCE_SRC));
 const RAISE_FENCE_SRC: &str = include_str!("scripts/raise_fence.lua");
 
+/// [`ACQUIRE`] for several names at once, all or none.
+static ACQUIRE_MANY: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_MANY_SRC));
+const ACQUIRE_MANY_SRC: &str = concat!(
+    include_str!("scripts/queue.lua"),
+    include_str!("scripts/acquire_many.lua")
+);
+/// [`RELEASE`] for several names at once.
+static RELEASE_MANY: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_MANY_SRC));
+const RELEASE_MANY_SRC: &str = concat!(
+    include_str!("scripts/queue.lua"),
+    include_str!("scripts/release_many.lua")
+);
+/// [`EXTEND`] for several names at once, all or none.
+static EXTEND_MANY: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_MANY_SRC));
+const EXTEND_MANY_SRC: &str = include_str!("scripts/extend_many.lua");
+
 /// Read-only: the holder's token and PTTL.
 static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(INSPECT_SRC));
 const INSPECT_SRC: &str = include_str!("scripts/inspect.lua");
@@ -79,12 +95,24 @@ pub(crate) struct ScriptCall {
 
 impl ScriptCall {
     fn new(
+        script: (&'static Script, &'static str),
+        keys: &[&[u8]],
+        args: (&[&[u8]], bool),
+    ) -> ScriptCall {
+        let parts = 3 + keys.len() + args.0.len();
+        debug_assert!(parts <= MAX_PARTS, "{parts} parts");
+        Self::unbounded(script, keys, args)
+    }
+
+    /// A call of any length: for the calls of several names, which grow with their number.
+    /// They reach only connections whose preflight (a short call) passed, so authenticated
+    /// ones, which take commands of any length.
+    fn unbounded(
         (script, source): (&'static Script, &'static str),
         keys: &[&[u8]],
         (args, publishes): (&[&[u8]], bool),
     ) -> ScriptCall {
         let parts = 3 + keys.len() + args.len();
-        debug_assert!(parts <= MAX_PARTS, "{parts} parts");
         let size = keys.iter().chain(args).map(|a| a.len()).sum::<usize>() + 7 + 40 + 4;
         let mut cmd = redis::Cmd::with_capacity(parts, size);
         cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys.len());
@@ -143,6 +171,57 @@ impl ScriptCall {
             (&[token, &arg], true),
         )
         .acked()
+    }
+
+    /// [`acquire`](Self::acquire) of several names at once, all or none: `keys` holds each
+    /// name's keys. Reply: [`parse_acquire`] with `keys.len()` names.
+    pub fn acquire_many(
+        keys: &[&LockKeys],
+        token: &[u8],
+        ttl: Duration,
+        place: Option<&Place>,
+        own: bool,
+    ) -> Self {
+        let (arrival, lasts) = place.map_or((0, 0), |p| (p.arrival, p.lasts.as_millis().max(1)));
+        let own = u8::from(own);
+        let arg = Self::packed(
+            format!("{} {WAKE_ID_LEN} {arrival} {lasts} {own}", ttl.as_millis()),
+            b"",
+        );
+        let (all, mut args) = Self::many_parts(keys, token);
+        args.push(&arg);
+        ScriptCall::unbounded((&ACQUIRE_MANY, ACQUIRE_MANY_SRC), &all, (&args, true)).acked()
+    }
+
+    /// [`release`](Self::release) of several names at once (`mode`: 0 keep the place, 1 leave
+    /// it too, 2 leave the place only). Reply: [`Compared`].
+    pub fn release_many(keys: &[&LockKeys], token: &[u8], mode: u8) -> Self {
+        let arg = Self::packed(format!("{mode} {WAKE_ID_LEN}"), b"");
+        let (all, mut args) = Self::many_parts(keys, token);
+        args.push(&arg);
+        ScriptCall::unbounded((&RELEASE_MANY, RELEASE_MANY_SRC), &all, (&args, true))
+    }
+
+    /// [`extend`](Self::extend) (or, with `add`, [`extend_by`](Self::extend_by)) of several
+    /// names at once, all or none. Reply: as theirs (adding: the shortest new TTL).
+    pub fn extend_many(keys: &[&LockKeys], token: &[u8], ttl: Duration, add: bool) -> Self {
+        let ttl_ms = ttl.as_millis().to_string();
+        let mode: &[u8] = if add { b"1" } else { b"0" };
+        let locks: Vec<&[u8]> = keys.iter().map(|k| k.lock.as_slice()).collect();
+        let args: [&[u8]; 3] = [token, ttl_ms.as_bytes(), mode];
+        ScriptCall::unbounded((&EXTEND_MANY, EXTEND_MANY_SRC), &locks, (&args, false)).acked()
+    }
+
+    /// Every name's five keys in the one order, and ARGV's token and channels.
+    fn many_parts<'a>(keys: &[&'a LockKeys], token: &'a [u8]) -> (Vec<&'a [u8]>, Vec<&'a [u8]>) {
+        let all = keys
+            .iter()
+            .flat_map(|k| [&k.lock, &k.fence, &k.queue, &k.deadlines, &k.ttls])
+            .map(Vec::as_slice)
+            .collect();
+        let mut args = vec![token];
+        args.extend(keys.iter().map(|k| k.channel.as_slice()));
+        (all, args)
     }
 
     /// Release: compare-and-delete by `token`, handing the lock to the first waiter in line;
@@ -256,38 +335,45 @@ impl ScriptCall {
 }
 
 /// One server's answer to an acquire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum AcquireReply {
-    /// Granted, at this fencing counter.
-    Granted(u64),
-    /// Held by another owner, for this long (`None`: no expiry), the counter at this value;
-    /// `same_token`: the owner holds it with this call's token (another caller's acquisition
-    /// with the same token).
+    /// Granted, at these fencing counters (one per name).
+    Granted(Vec<u64>),
+    /// Held by another owner, for this long (`None`: no expiry), the counters at these values
+    /// (one per name); `same_token`: the owner holds it with this call's token (another
+    /// caller's acquisition with the same token).
     Held {
         pttl: Option<Duration>,
-        fence: u64,
+        fences: Vec<u64>,
         same_token: bool,
     },
 }
 
-/// Parses the acquire script's reply: `{1, counter}` or `{0, pttl, counter, same}`.
-pub(crate) fn parse_acquire(v: &Value) -> Result<AcquireReply, String> {
+/// Parses the acquire scripts' reply for `names` names: `{1, counter...}` or
+/// `{0, pttl, counter..., same}`.
+pub(crate) fn parse_acquire(v: &Value, names: usize) -> Result<AcquireReply, String> {
     let bad = || format!("acquire script returned {v:?}");
     let Value::Array(items) = v else {
         return Err(bad());
     };
     let ints: Vec<i64> = items
         .iter()
-        .filter_map(|i| match i {
+        .map(|i| match i {
             Value::Int(n) => Some(*n),
             _ => None,
         })
-        .collect();
+        .collect::<Option<_>>()
+        .ok_or_else(bad)?;
+    let counters = |c: &[i64]| -> Option<Vec<u64>> {
+        (c.len() == names)
+            .then(|| c.iter().map(|f| u64::try_from(*f).ok()).collect())
+            .flatten()
+    };
     match ints.as_slice() {
-        [1, fence] if *fence >= 0 => Ok(AcquireReply::Granted(*fence as u64)),
-        [0, pttl, fence, same @ (0 | 1)] if *fence >= 0 => Ok(AcquireReply::Held {
+        [1, fences @ ..] => counters(fences).map(AcquireReply::Granted).ok_or_else(bad),
+        [0, pttl, fences @ .., same @ (0 | 1)] => Ok(AcquireReply::Held {
             pttl: u64::try_from(*pttl).ok().map(Duration::from_millis),
-            fence: *fence as u64,
+            fences: counters(fences).ok_or_else(bad)?,
             same_token: *same == 1,
         }),
         _ => Err(bad()),
@@ -455,29 +541,47 @@ mod tests {
     #[test]
     fn acquire_replies_parse_or_say_what_came() {
         let arr = |v: &[i64]| Value::Array(v.iter().map(|&i| Value::Int(i)).collect());
-        assert_eq!(parse_acquire(&arr(&[1, 9])), Ok(AcquireReply::Granted(9)));
         assert_eq!(
-            parse_acquire(&arr(&[0, 250, 9, 0])),
+            parse_acquire(&arr(&[1, 9]), 1),
+            Ok(AcquireReply::Granted(vec![9]))
+        );
+        assert_eq!(
+            parse_acquire(&arr(&[0, 250, 9, 0]), 1),
             Ok(AcquireReply::Held {
                 pttl: Some(Duration::from_millis(250)),
-                fence: 9,
+                fences: vec![9],
                 same_token: false,
             })
         );
         assert_eq!(
-            parse_acquire(&arr(&[0, -1, 9, 1])),
+            parse_acquire(&arr(&[0, -1, 9, 1]), 1),
             Ok(AcquireReply::Held {
                 pttl: None,
-                fence: 9,
+                fences: vec![9],
                 same_token: true,
             })
         );
-        assert!(parse_acquire(&arr(&[0, 250, 9])).is_err());
-        assert!(parse_acquire(&arr(&[0, 250, 9, 2])).is_err());
-        assert!(parse_acquire(&arr(&[2, 9]))
+        // Several names: one counter each.
+        assert_eq!(
+            parse_acquire(&arr(&[1, 9, 10, 3]), 3),
+            Ok(AcquireReply::Granted(vec![9, 10, 3]))
+        );
+        assert_eq!(
+            parse_acquire(&arr(&[0, -2, 9, 3, 0]), 2),
+            Ok(AcquireReply::Held {
+                pttl: None,
+                fences: vec![9, 3],
+                same_token: false,
+            })
+        );
+        assert!(parse_acquire(&arr(&[1, 9]), 2).is_err());
+        assert!(parse_acquire(&arr(&[1, -9]), 1).is_err());
+        assert!(parse_acquire(&arr(&[0, 250, 9]), 1).is_err());
+        assert!(parse_acquire(&arr(&[0, 250, 9, 2]), 1).is_err());
+        assert!(parse_acquire(&arr(&[2, 9]), 1)
             .unwrap_err()
             .contains("returned"));
-        assert!(parse_acquire(&Value::Nil).is_err());
+        assert!(parse_acquire(&Value::Nil, 1).is_err());
         assert_eq!(Compared::parse(-1), Ok(Compared::Other));
         assert!(Compared::parse(5).is_err());
     }

@@ -74,6 +74,45 @@ async fn a_cluster_is_one_server_for_acquire_extend_release_and_fencing() {
     assert!(m.try_acquire("shared", MS(5000)).await.unwrap().is_none());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_on_several_names_needs_them_in_one_slot_on_a_cluster() {
+    let c = cluster();
+    let m = manager(&c);
+    // "a" and "b" are in different slots: refused before any call, naming the hash-tag rule.
+    assert_ne!(hash_slot(b"a"), hash_slot(b"b"));
+    let e = m
+        .acquire_many(["a", "b"], MS(5000), Some(MS(0)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("hash tag"), "{e}");
+    assert!(e.servers().is_empty());
+    // With a common hash tag they are one script's keys, on one master.
+    let names = ["{order-42}:payment", "{order-42}:stock"];
+    let lock = m.acquire_many(names, MS(5000), Some(MS(0))).await.unwrap();
+    let master = c.master_of(b"{order-42}");
+    for n in names {
+        assert_eq!(master.get(n.as_bytes()).as_deref(), Some(lock.token()));
+    }
+    assert_eq!(lock.fencing_tokens().len(), 2);
+    // Another lock on one of them waits; the release wakes it through sharded pub/sub.
+    let waiter = {
+        let m = m.clone();
+        tokio::spawn(async move {
+            m.acquire("{order-42}:stock", MS(5000), Some(MS(10_000)))
+                .await
+        })
+    };
+    wait_until_async(MS(5000), "the waiter queued", || {
+        queued(&c, b"{order-42}:stock") == 1
+    })
+    .await;
+    lock.release().await.unwrap();
+    let single = waiter.await.unwrap().unwrap();
+    assert!(single.fencing_token() > 0);
+    single.release().await.unwrap();
+}
+
 #[test]
 fn every_key_of_any_name_is_in_the_slot_the_cluster_gives_the_lock_key() {
     use proptest::prelude::*;

@@ -18,7 +18,8 @@
 -- when the holder is this token (another caller's acquisition with it).
 -- While anyone waits the lock is never free for a newcomer: a release hands it straight to
 -- the first in line, and a key found expired goes to the first in line that listens, not to
--- a caller behind it (nor to one not in line at all).
+-- a caller behind it (nor to one not in line at all); a waiter for several names first in
+-- line is woken instead, and the name stays free for it.
 -- A place is kept after a grant (removed by the release), so that a holder refused on one
 -- server and retrying is still first in line there.
 -- The counter is incremented before the lock key is written, so a counter of the wrong type
@@ -47,21 +48,13 @@ if holder == false then
     return grant()
   end
   sweep(KEYS[3], KEYS[4], KEYS[5], now_ms())
-  if hand_over(KEYS[1], KEYS[2], KEYS[3], KEYS[5], publish, channel, wake_id_len, ARGV[1]) ~= true then
+  local handed = hand_over(KEYS[1], KEYS[2], KEYS[3], KEYS[5], publish, channel, wake_id_len, ARGV[1])
+  if handed == false or handed == 'self' then
     return grant()
   end
 end
 if arrival ~= '0' then
-  local now = now_ms()
-  sweep(KEYS[3], KEYS[4], KEYS[5], now)
-  redis.call('ZADD', KEYS[3], 'NX', arrival, ARGV[1])
-  redis.call('ZADD', KEYS[4], now + lasts, ARGV[1])
-  redis.call('HSET', KEYS[5], ARGV[1], ttl)
-  for i = 3, 5 do
-    if redis.call('PTTL', KEYS[i]) < lasts then
-      redis.call('PEXPIRE', KEYS[i], lasts)
-    end
-  end
+  take_place(KEYS[3], KEYS[4], KEYS[5], ARGV[1], arrival, lasts, ttl, now_ms())
 end
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
 return {0, redis.call('PTTL', KEYS[1]), fence, same}

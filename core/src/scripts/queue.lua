@@ -34,8 +34,12 @@ end
 -- WAKE_ID_LEN bytes of its token). A waiter nobody listens for (its process is gone: the
 -- server closed its connections; or it is not subscribed yet) is passed over, keeping its
 -- place: the lock never goes to a dead waiter, and a live one not yet listening takes its
--- turn at its next attempt. Stops at `self` (an acquire's own token): returns 'self' there,
--- true when handed to another waiter, false when nobody in line listens.
+-- turn at its next attempt. A waiter for several names at once (its TTL entry is 'm' and the
+-- TTL) is never handed one name alone, which would have it hold one while it waits for
+-- another: it is woken ("0 ARRIVAL TOKEN") and takes all its names in one attempt, while the
+-- name stays free for it (nobody behind it passes it). Stops at `self` (an acquire's own
+-- token): returns 'self' there, true when handed to another waiter, 'woke' when a waiter for
+-- several names was woken, false when nobody in line listens.
 local function hand_over(lock, fence_key, queue, ttls, publish, channel, wake_id_len, self)
   local line = redis.call('ZRANGE', queue, 0, 7, 'WITHSCORES')
   local fence = nil
@@ -46,13 +50,34 @@ local function hand_over(lock, fence_key, queue, ttls, publish, channel, wake_id
     end
     local ttl = redis.call('HGET', ttls, token)
     if ttl then
-      fence = fence or redis.call('INCR', fence_key)
       local wake = channel .. '|' .. string.sub(token, 1, wake_id_len)
-      if publish_wake(publish, wake, fence .. ' ' .. arrival .. ' ' .. token) > 0 then
-        redis.call('SET', lock, token, 'PX', ttl)
-        return true
+      if string.sub(ttl, 1, 1) == 'm' then
+        if publish_wake(publish, wake, '0 ' .. arrival .. ' ' .. token) > 0 then
+          return 'woke'
+        end
+      else
+        fence = fence or redis.call('INCR', fence_key)
+        if publish_wake(publish, wake, fence .. ' ' .. arrival .. ' ' .. token) > 0 then
+          redis.call('SET', lock, token, 'PX', ttl)
+          return true
+        end
       end
     end
   end
   return false
+end
+
+-- Takes (or keeps) TOKEN's place in a lock's queue (QUEUE, DEADLINES, TTLS): arrival ARRIVAL,
+-- kept LASTS ms without a new attempt, TTL the waiter's entry for hand_over (a TTL in ms, or
+-- 'm' and one for a waiter of several names).
+local function take_place(queue, deadlines, ttls, token, arrival, lasts, ttl, now)
+  sweep(queue, deadlines, ttls, now)
+  redis.call('ZADD', queue, 'NX', arrival, token)
+  redis.call('ZADD', deadlines, now + lasts, token)
+  redis.call('HSET', ttls, token, ttl)
+  for _, key in ipairs({queue, deadlines, ttls}) do
+    if redis.call('PTTL', key) < lasts then
+      redis.call('PEXPIRE', key, lasts)
+    end
+  end
 end

@@ -16,7 +16,8 @@
 -- the message "COUNTER ARRIVAL TOKEN" (parsed by queue.rs): the fencing counter, its place's
 -- arrival (which names the acquire call the place belongs to) and its token. Its TTL started
 -- after its place was taken, which its own clock can bound. The others keep their places and
--- sleep. When nobody in line listens, the key is deleted.
+-- sleep. When nobody in line listens, or the first who does waits for several names (it is
+-- woken, and takes them all in one attempt), the key is deleted.
 -- The uncontended path (nobody queued) reads the queue and the key and deletes the key.
 local publish, mode, wake_id_len, channel = string.match(ARGV[2], '^(%S+) ([012]) (%d+) (.*)$')
 local leave = mode ~= '0'
@@ -37,7 +38,7 @@ if holder == ARGV[1] then
     return 1
   end
   sweep(KEYS[3], KEYS[4], KEYS[5], now_ms())
-  if not hand_over(KEYS[1], KEYS[2], KEYS[3], KEYS[5], publish, channel, wake_id_len, nil) then
+  if hand_over(KEYS[1], KEYS[2], KEYS[3], KEYS[5], publish, channel, wake_id_len, nil) ~= true then
     redis.call('DEL', KEYS[1])
   end
   return 1

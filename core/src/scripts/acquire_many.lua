@@ -1,0 +1,75 @@
+-- Acquire one server's vote for several names at once, all or none (run after queue.lua).
+-- KEYS: for each name, the five keys of acquire.lua in their order ([lock, fencing counter,
+-- wait queue, queue deadlines, waiters' TTLs]), name after name.
+-- ARGV[1] token, ARGV[1 + i] the release channel of name i, and last "PUBLISH TTL WAKE_ID_LEN
+-- ARRIVAL LASTS OWN" as in acquire.lua (last, where a cluster's call names SPUBLISH).
+-- A name is free for this call as for acquire.lua: its key absent with nobody listening in
+-- line ahead of this call (a waiter ahead gets it handed over, or is woken when it too waits
+-- for several names), or holding this call's token with OWN '1'. When every name is free,
+-- each counter is incremented and every key set to the token with TTL: returns
+-- {1, counter of name 1, ..., counter of name n}. Otherwise nothing is written but the
+-- queues: with ARRIVAL not 0 the call takes (or keeps) its place in every name's queue, as a
+-- waiter of several names ('m' and the TTL: a release wakes it instead of handing it one name
+-- alone), and returns {0, PTTL, counter 1, ..., counter n, SAME}: the longest PTTL of the
+-- names not free (-1: one has no expiry; -2: none is held, a waiter ahead was served first),
+-- and SAME 1 when one is held by this token for another acquisition.
+local publish, ttl, wake_id_len, arrival, lasts, own =
+  string.match(ARGV[#ARGV], '^(%S+) (%d+) (%d+) (%d+) (%d+) ([01])$')
+wake_id_len = tonumber(wake_id_len)
+lasts = tonumber(lasts)
+local token = ARGV[1]
+local n = #KEYS / 5
+local function key(i, j)
+  return KEYS[(i - 1) * 5 + j]
+end
+local blocked, same, pttl = false, 0, -2
+for i = 1, n do
+  local holder = redis.call('GET', key(i, 1))
+  local free = false
+  if holder == token then
+    if own == '1' then
+      free = true
+    else
+      same = 1
+    end
+  elseif holder == false then
+    local first = redis.call('ZRANGE', key(i, 3), 0, 0)[1]
+    if first == nil or first == token then
+      free = true
+    else
+      sweep(key(i, 3), key(i, 4), key(i, 5), now_ms())
+      local handed = hand_over(key(i, 1), key(i, 2), key(i, 3), key(i, 5), publish, ARGV[1 + i],
+        wake_id_len, token)
+      free = handed == false or handed == 'self'
+    end
+  end
+  if not free then
+    blocked = true
+    local left = redis.call('PTTL', key(i, 1))
+    if left == -1 or (pttl ~= -1 and left > pttl) then
+      pttl = left
+    end
+  end
+end
+if not blocked then
+  local granted = {1}
+  for i = 1, n do
+    granted[i + 1] = redis.call('INCR', key(i, 2))
+  end
+  for i = 1, n do
+    redis.call('SET', key(i, 1), token, 'PX', ttl)
+  end
+  return granted
+end
+if arrival ~= '0' then
+  local now = now_ms()
+  for i = 1, n do
+    take_place(key(i, 3), key(i, 4), key(i, 5), token, arrival, lasts, 'm' .. ttl, now)
+  end
+end
+local refused = {0, pttl}
+for i = 1, n do
+  refused[i + 2] = tonumber(redis.call('GET', key(i, 2)) or '0') or 0
+end
+refused[n + 3] = same
+return refused
