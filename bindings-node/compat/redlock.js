@@ -141,6 +141,7 @@ class Redlock extends EventEmitter {
   #servers
   #order
   #own = new Set()
+  #quit = false
 
   constructor(clients, settings = {}, scripts = {}) {
     super()
@@ -170,6 +171,7 @@ class Redlock extends EventEmitter {
 
   /** The manager for these clients and settings (driftFactor, retryDelay, retryJitter), shared and reference-counted. */
   #manager(s) {
+    if (this.#quit) throw new ExecutionError('fencelock/compat/redlock: this Redlock has quit (quit() was called)', [])
     const delay = Math.min(Math.max(s.retryDelay, 1), 3_600_000)
     const m = { driftFactor: s.driftFactor, retryDelay: delay, retryJitter: Math.min(Math.max(s.retryJitter, 0), delay) }
     const key = managerKey(this.#servers, m)
@@ -246,6 +248,7 @@ class Redlock extends EventEmitter {
 
   /** This method runs `.quit()` on all client connections, and closes fencelock's connections. */
   async quit() {
+    this.#quit = true
     const results = []
     for (const client of this.clients) results.push(client.quit())
     for (const key of this.#own) {

@@ -26,11 +26,16 @@ const { default: Redis } = require('ioredis')
 const clusterModule = require('ioredis/built/cluster')
 const Cluster = clusterModule.default
 
+// Every client the tests make, to disconnect once they ran: the tests never quit theirs, and an
+// open client would keep AVA's worker process alive until AVA's timeout.
+const clients = new Set()
+
 const parseOptions = Redis.prototype.parseOptions
 Redis.prototype.parseOptions = function parseMappedOptions(...args) {
   parseOptions.apply(this, args)
   const to = mapped(this.options.host, this.options.port)
   if (to) Object.assign(this.options, to)
+  clients.add(this)
 }
 
 function mapNode(node) {
@@ -43,6 +48,11 @@ function mapNode(node) {
 class MappedCluster extends Cluster {
   constructor(startupNodes, options) {
     super(Array.isArray(startupNodes) ? startupNodes.map(mapNode) : startupNodes, options)
+    clients.add(this)
   }
 }
 clusterModule.default = MappedCluster
+
+require('ava').after.always('disconnect the ioredis clients (hosts.cjs)', () => {
+  for (const c of clients) c.disconnect()
+})
