@@ -3,7 +3,7 @@
 // the TypeScript example (`await using`) compiled with `tsc --strict` and run on this Node.
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
@@ -91,6 +91,53 @@ describe('the npm package', () => {
     `
     const out = run(process.execPath, ['--input-type=module', '-e', script])
     assert.equal(out.trim(), 'true true function')
+  })
+
+  it('the tarball holds fencelock/compat/redlock, which loads, as the main entry does, without ioredis installed', () => {
+    for (const f of ['compat/redlock.js', 'compat/redlock.mjs', 'compat/redlock.d.ts', 'compat/redlock.d.mts', 'compat/ioredis-servers.js']) {
+      assert.ok(tarball.files.includes(f), `${f} in ${tarball.files}`)
+    }
+    assert.ok(!existsSync(path.join(app, 'node_modules', 'ioredis')), 'ioredis is an optional peer dependency: not installed')
+    const out = run(process.execPath, ['-e', "const R = require('fencelock/compat/redlock'); const f = require('fencelock'); console.log(typeof R.default, typeof R.ExecutionError, typeof f.LockManager)"])
+    assert.equal(out.trim(), 'function function function')
+    const esm = run(process.execPath, ['--input-type=module', '-e', "import Redlock, { Lock } from 'fencelock/compat/redlock'; console.log(typeof Redlock, typeof Lock)"])
+    assert.equal(esm.trim(), 'function function')
+  })
+
+  it('fencelock/compat/redlock locks from the installed copy, from CommonJS and ES modules, typed by tsc --strict both ways', () => {
+    // The app's ioredis, as a user would install it (the package's own copy, linked).
+    symlinkSync(path.join(pkgDir, 'node_modules', 'ioredis'), path.join(app, 'node_modules', 'ioredis'))
+    const body = `
+      const client = new Redis({ host: '127.0.0.1', port: Number(new URL(String(process.env.FENCELOCK_URL)).port) })
+      const redlock = new Redlock([client], { retryCount: 0 })
+      const lock = await redlock.acquire(['compat:' + KIND], 5000)
+      const held = (await client.get('compat:' + KIND)) === lock.value
+      const refused = await redlock.acquire(['compat:' + KIND], 5000).then(() => false, (e: unknown) => e instanceof ExecutionError)
+      await lock.release()
+      await redlock.quit()
+      console.log(KIND, held, refused)
+    `
+    writeFileSync(path.join(app, 'esm.mts'), `import { Redis } from 'ioredis'\nimport Redlock, { ExecutionError } from 'fencelock/compat/redlock'\nconst KIND = 'esm'\n${body}\n`)
+    writeFileSync(path.join(app, 'cjs.cts'), `import { Redis } from 'ioredis'\nimport Redlock, { ExecutionError } from 'fencelock/compat/redlock'\nconst KIND = 'cjs'\nasync function main(): Promise<void> {${body}}\nvoid main()\n`)
+    writeFileSync(
+      path.join(app, 'tsconfig.compat.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          target: 'ES2022',
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          esModuleInterop: true,
+          types: ['node'],
+          typeRoots: [path.join(pkgDir, 'node_modules', '@types')],
+          noEmitOnError: true,
+        },
+        files: ['esm.mts', 'cjs.cts'],
+      }),
+    )
+    run(process.execPath, [path.join(pkgDir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(app, 'tsconfig.compat.json')])
+    assert.equal(run(process.execPath, [path.join(app, 'esm.mjs')]).trim(), 'esm true true')
+    assert.equal(run(process.execPath, [path.join(app, 'cjs.cjs')]).trim(), 'cjs true true')
   })
 
   it('examples/node/basic.js runs', () => {

@@ -321,18 +321,18 @@ export async function startSentinelSetup() {
 }
 
 /**
- * A Redis Cluster of 3 masters and 3 replicas on free loopback ports (the twin of the Rust
- * harness's `RedisCluster`): `redis-server --cluster-enabled yes` each, joined by
- * `redis-cli --cluster create --cluster-replicas 1`; every node stopped by its PID.
+ * A Redis Cluster of 3 masters and (by default) 3 replicas on free loopback ports (the twin of
+ * the Rust harness's `RedisCluster`): `redis-server --cluster-enabled yes` each, joined by
+ * `redis-cli --cluster create --cluster-replicas N`; every node stopped by its PID.
  */
-export async function startCluster() {
+export async function startCluster({ replicas = 1 } = {}) {
   const args = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000']
   const nodes = []
   try {
     // Each node's cluster bus on a free port of its own (by default the node's port + 10000,
     // which may be taken, or past 65535).
-    for (let i = 0; i < 6; i++) nodes.push(await RedisServer.start({ args: [...args, '--cluster-port', String(await freePort())] }))
-    execFileSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], { stdio: 'ignore' })
+    for (let i = 0; i < 3 * (1 + replicas); i++) nodes.push(await RedisServer.start({ args: [...args, '--cluster-port', String(await freePort())] }))
+    execFileSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { stdio: 'ignore' })
     await waitUntil(async () => {
       for (const n of nodes) {
         const c = n.client()
