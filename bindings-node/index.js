@@ -132,6 +132,7 @@ function withOwnSignal(method) {
 
 LockManager.prototype.acquire = withOwnSignal(LockManager.prototype.acquire)
 LockManager.prototype.tryAcquire = withOwnSignal(LockManager.prototype.tryAcquire)
+LockManager.prototype.acquireMany = withOwnSignal(LockManager.prototype.acquireMany)
 LockManager.prototype.__acquireScoped = withOwnSignal(LockManager.prototype.__acquireScoped)
 
 /**

@@ -13,6 +13,10 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class Lock {
   /** The lock's name (a Buffer name is decoded as UTF-8). */
   get name(): string
+  /** Every name of the lock, in the order given (`acquireMany`); one for `acquire`. */
+  get names(): Array<string>
+  /** One fencing token per name, in the order of `names`. */
+  get fencingTokens(): Array<bigint>
   /** This acquisition's token: the value of the lock key (a Buffer token is decoded as UTF-8). */
   get token(): string
   /** The fencing token: larger than that of every earlier acquisition on this server set. */
@@ -76,6 +80,14 @@ export declare class LockManager {
   acquire(name: string | Buffer, options?: AcquireOptions): Promise<Lock>
   /** One attempt: resolves to `null` when another owner holds the lock. */
   tryAcquire(name: string | Buffer, options?: TryAcquireOptions): Promise<Lock | null>
+  /**
+   * Acquires every name of `names` at once, or none, waiting up to `options.wait` ms
+   * (default: until acquired): one lock, one token, one fencing token per name
+   * (`lock.fencingTokens`). It waits without holding any of them, and a release of one
+   * never hands it that one alone. On a Redis Cluster the names must share a hash slot
+   * (a common hash tag: `{order-42}:payment`, `{order-42}:stock`).
+   */
+  acquireMany(names: ReadonlyArray<string | Buffer>, options?: AcquireOptions): Promise<Lock>
   /** Releases `name` if it is held with `token`, without a lock object. */
   release(name: string | Buffer, token: string | Buffer): Promise<void>
   /**

@@ -267,6 +267,36 @@ pub(crate) fn field<'e>(env: &'e Env, obj: &Option<Object<'e>>, key: &str) -> Ch
     }
 }
 
+/// The names of a lock on several names: an array of strings or Buffers (the core checks
+/// each name, duplicates and the count).
+pub(crate) fn names(v: &Unknown) -> Checked<Vec<Vec<u8>>> {
+    if !matches!(v.get_type(), Ok(ValueType::Object)) || !v.is_array().unwrap_or(false) {
+        return Err(invalid(format!(
+            "names must be an array of strings or Buffers, got {}",
+            type_name(v)
+        )));
+    }
+    let arr = unsafe { v.cast::<Array>() }.map_err(|_| invalid("names cannot be read"))?;
+    // Bounded before anything is allocated for it: a sparse array can claim 2^32 - 1 entries.
+    let max = fencelock::keys::MAX_NAMES;
+    if arr.len() as usize > max {
+        return Err(invalid(format!(
+            "a lock on several names takes 1 to {max} names, got {}",
+            arr.len()
+        )));
+    }
+    (0..arr.len())
+        .map(|i| {
+            let item: Unknown = arr
+                .get(i)
+                .ok()
+                .flatten()
+                .ok_or_else(|| invalid(format!("names[{i}] cannot be read")))?;
+            bytes(&format!("names[{i}]"), &item)
+        })
+        .collect()
+}
+
 /// The server list: one URL string or an array of them.
 pub(crate) fn servers(v: &Unknown) -> Checked<Vec<String>> {
     let wrong = || {

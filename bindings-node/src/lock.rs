@@ -22,6 +22,9 @@ type Slot = Arc<RwLock<Option<fencelock::Lock>>>;
 pub struct JsLock {
     slot: Slot,
     name: Vec<u8>,
+    /// Every name (one for a lock on one name) and its fencing token.
+    names: Vec<Vec<u8>>,
+    fencing_tokens: Vec<u64>,
     token: Vec<u8>,
     fencing_token: u64,
     /// Whether and why the lock was lost, also once released.
@@ -40,6 +43,8 @@ impl JsLock {
     pub(crate) fn new(lock: fencelock::Lock, runtime: tokio::runtime::Handle) -> JsLock {
         JsLock {
             name: lock.name().to_vec(),
+            names: lock.names().iter().map(|n| n.to_vec()).collect(),
+            fencing_tokens: lock.fencing_tokens().to_vec(),
             token: lock.token().to_vec(),
             fencing_token: lock.fencing_token(),
             lost_view: lock.lost_view(),
@@ -64,6 +69,24 @@ impl JsLock {
     #[napi(catch_unwind, getter)]
     pub fn name(&self) -> String {
         String::from_utf8_lossy(&self.name).into_owned()
+    }
+
+    /// Every name of the lock, in the order given (`acquireMany`); one for `acquire`.
+    #[napi(catch_unwind, getter)]
+    pub fn names(&self) -> Vec<String> {
+        self.names
+            .iter()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .collect()
+    }
+
+    /// One fencing token per name, in the order of `names`.
+    #[napi(catch_unwind, getter, js_name = "fencingTokens")]
+    pub fn fencing_tokens(&self) -> Vec<BigInt> {
+        self.fencing_tokens
+            .iter()
+            .map(|&f| BigInt::from(f))
+            .collect()
     }
 
     /// This acquisition's token: the value of the lock key (a Buffer token is decoded as UTF-8).

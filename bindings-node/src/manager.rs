@@ -33,16 +33,22 @@ enum Mode {
     Try,
     /// `using`: as `acquire`, with auto-extension on unless turned off.
     Scoped,
+    /// `acquireMany`: as `acquire`, for every name of an array at once.
+    Many,
 }
 
 /// Checked options of one acquisition, all owned Rust values.
 struct Acquisition {
-    name: Vec<u8>,
+    /// One name, or with `Mode::Many` every name of the lock.
+    names: Vec<Vec<u8>>,
     opts: AcquireOptions,
 }
 
 fn parse_acquire<'e>(name: &Unknown<'e>, fields: &Fields<'e>, mode: Mode) -> Checked<Acquisition> {
-    let name = args::bytes("name", name)?;
+    let names = match mode {
+        Mode::Many => args::names(name)?,
+        _ => vec![args::bytes("name", name)?],
+    };
     let field = |key| fields.get(key);
     let ttl = field("ttl")?;
     let ttl = if args::is_nullish(&ttl) {
@@ -56,7 +62,7 @@ fn parse_acquire<'e>(name: &Unknown<'e>, fields: &Fields<'e>, mode: Mode) -> Che
             "tryAcquire makes one attempt and takes no wait option; use acquire(name, { wait })",
         )),
         Mode::Try => Some(Duration::ZERO),
-        Mode::Acquire | Mode::Scoped => args::wait(&wait)?,
+        Mode::Acquire | Mode::Scoped | Mode::Many => args::wait(&wait)?,
     };
     let token = field("token")?;
     let token = if args::is_nullish(&token) {
@@ -74,7 +80,7 @@ fn parse_acquire<'e>(name: &Unknown<'e>, fields: &Fields<'e>, mode: Mode) -> Che
     };
     // The core starts auto-extension once the lock is acquired.
     Ok(Acquisition {
-        name,
+        names,
         opts: AcquireOptions {
             ttl,
             wait,
@@ -84,6 +90,11 @@ fn parse_acquire<'e>(name: &Unknown<'e>, fields: &Fields<'e>, mode: Mode) -> Che
             max_hold,
         },
     })
+}
+
+/// The name of a one-name acquisition (parse_acquire gives it exactly one).
+fn name_of_one(names: &[Vec<u8>]) -> &[u8] {
+    names.first().map_or(&[], Vec::as_slice)
 }
 
 /// The caller's `AbortSignal`, bridged to a tokio `Notify` through an `abort` listener that
@@ -199,6 +210,7 @@ impl JsLockManager {
                 Mode::Try => "the options of tryAcquire()",
                 Mode::Acquire => "the options of acquire()",
                 Mode::Scoped => "the options of using()",
+                Mode::Many => "the options of acquireMany()",
             };
             let fields = Fields::new(env, what, options, AcquireOptionsType::KEYS)?;
             let acquisition = parse_acquire(&name, &fields, mode)?;
@@ -216,7 +228,7 @@ impl JsLockManager {
                     ErrorKind::Cancelled,
                     format!(
                         "acquire of lock {} was aborted before it started",
-                        fencelock::display_name(&a.name)
+                        fencelock::display_name(a.names.first().map_or(&[][..], |n| n))
                     ),
                 );
                 let error = Failure::Core(e).into_js(env, Some(reason));
@@ -228,9 +240,12 @@ impl JsLockManager {
             }
             Signal::None => (None, None),
         };
-        let name = a.name.clone();
+        let name = a.names.first().cloned().unwrap_or_default();
         let acquire = async move {
-            let result = manager.acquire_with(&a.name, &a.opts).await;
+            let result = match mode {
+                Mode::Many => manager.acquire_many_with(&a.names, &a.opts).await,
+                _ => manager.acquire_with(name_of_one(&a.names), &a.opts).await,
+            };
             match result {
                 Ok(lock) => Ok(Some((lock, tokio::runtime::Handle::current()))),
                 Err(e) if mode == Mode::Try && e.kind() == ErrorKind::NotAcquired => Ok(None),
@@ -310,6 +325,26 @@ impl JsLockManager {
         options: Option<Unknown<'e>>,
     ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
         self.acquire_as(env, name, options, Mode::Try)
+    }
+
+    /// Acquires every name of `names` at once, or none, waiting up to `options.wait` ms
+    /// (default: until acquired): one lock, one token, one fencing token per name
+    /// (`lock.fencingTokens`). It waits without holding any of them, and a release of one
+    /// never hands it that one alone. On a Redis Cluster the names must share a hash slot
+    /// (a common hash tag: `{order-42}:payment`, `{order-42}:stock`).
+    #[napi(
+        catch_unwind,
+        js_name = "acquireMany",
+        ts_args_type = "names: ReadonlyArray<string | Buffer>, options?: AcquireOptions",
+        ts_return_type = "Promise<Lock>"
+    )]
+    pub fn acquire_many<'e>(
+        &self,
+        env: &'e Env,
+        names: Unknown<'e>,
+        options: Option<Unknown<'e>>,
+    ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
+        self.acquire_as(env, names, options, Mode::Many)
     }
 
     /// The acquisition behind `using` (index.js): auto-extension on by default.
