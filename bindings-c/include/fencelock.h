@@ -717,6 +717,47 @@ void fl_lock_free(struct fl_lock *lock);
 fl_status fl_with_lock(const struct fl_manager *manager, const char *name, uint64_t ttl_ms, int64_t wait_ms, fl_lock_callback callback, void *user_data);
 
 /**
+ * Acquires every name of `names` (`n_names` NUL-terminated strings, 1 to 64, none twice) at
+ * once, or none, as one lock: on each server one script sets every key or none, with one
+ * token (`token`, or a random one when NULL) and one fencing token per name
+ * (`fl_lock_fencing_token_at`). It waits up to `wait_ms` (-1 forever, 0 one try) in every
+ * name's queue in the order callers came, without holding any of the names meanwhile (a
+ * release never hands it one name alone), so locks on overlapping names never deadlock.
+ * Extending, releasing, auto-extension and `fl_lock_is_held` act on all the names;
+ * `fl_lock_name` gives the first. `flags`: 0 or `FL_ACQUIRE_REENTRANT`, as for
+ * `fl_lock_acquire_with_flags`. On a Redis Cluster the names must share a hash slot: give
+ * them a common hash tag (`{order-42}:payment`, `{order-42}:stock`).
+ *
+ * Errors: as `fl_lock_acquire_with_flags`; `FL_INVALID_ARGUMENT` also for a NULL `names`
+ * with `n_names > 0`, a NULL name, no names, more than 64, a name given twice, or names in
+ * different hash slots when a server is a cluster.
+ */
+fl_status fl_lock_acquire_many(const struct fl_manager *manager, const char *const *names, size_t n_names, const char *token, uint64_t ttl_ms, int64_t wait_ms, uint32_t flags, struct fl_lock **out);
+
+/**
+ * How many names the lock has (1 for a lock on one name).
+ *
+ * Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL.
+ */
+fl_status fl_lock_name_count(const struct fl_lock *lock, size_t *out);
+
+/**
+ * The lock's name number `index` (0-based, in the order given), NUL-terminated; valid until
+ * the handle is freed.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL or `index` is out of range.
+ */
+fl_status fl_lock_name_at(const struct fl_lock *lock, size_t index, const char **out);
+
+/**
+ * The fencing token of the lock's name number `index` (0-based, in the order given): larger
+ * than that of every earlier acquisition of that name.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` if `lock` or `out` is NULL or `index` is out of range.
+ */
+fl_status fl_lock_fencing_token_at(const struct fl_lock *lock, size_t index, uint64_t *out);
+
+/**
  * Called once, on a thread of the library's, if the lock is lost while held:
  * `callback(lock, user_data)`, where `lock` is the handle (read it with `fl_lock_lost_reason`,
  * `fl_lock_name`, `fl_lock_fencing_token`; do not release, detach or free it from the callback).

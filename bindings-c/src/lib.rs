@@ -35,6 +35,8 @@ mod manager;
 
 mod lock;
 
+mod many;
+
 mod lost;
 
 mod events;
@@ -58,6 +60,9 @@ pub use lost::{
     fl_lock_is_held, fl_lock_lost_reason, fl_lock_on_lost, fl_lost_reason, fl_lost_reason_str,
 };
 pub use manager::{fl_manager, fl_manager_free, fl_manager_new};
+pub use many::{
+    fl_lock_acquire_many, fl_lock_fencing_token_at, fl_lock_name_at, fl_lock_name_count,
+};
 pub use options::{
     fl_manager_options, fl_manager_options_free, fl_manager_options_new,
     fl_manager_options_set_connect_timeout_ms, fl_manager_options_set_drift_factor,

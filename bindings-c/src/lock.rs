@@ -27,6 +27,9 @@ pub struct fl_lock {
     name: CString,
     token: CString,
     fencing_token: u64,
+    /// Every name (one for a lock on one name) and its fencing token (`fl_lock_name_at`).
+    pub(crate) names: Vec<CString>,
+    pub(crate) fencing_tokens: Vec<u64>,
     /// Whether and why it was lost, also after a release.
     pub(crate) lost: fencelock::LostView,
     /// The `fl_lock_on_lost` callback.
@@ -34,7 +37,7 @@ pub struct fl_lock {
 }
 
 impl fl_lock {
-    fn new(lock: Lock) -> Result<fl_lock> {
+    pub(crate) fn new(lock: Lock) -> Result<fl_lock> {
         // Names and tokens come from C strings or are generated (hex and a UUID), so they hold no NUL.
         let c = |b: &[u8], what: &str| {
             CString::new(b).map_err(|_| Error::invalid_argument(format!("{what} contains NUL")))
@@ -43,6 +46,12 @@ impl fl_lock {
             name: c(lock.name(), "lock name")?,
             token: c(lock.token(), "token")?,
             fencing_token: lock.fencing_token(),
+            names: lock
+                .names()
+                .iter()
+                .map(|n| c(n, "lock name"))
+                .collect::<Result<_>>()?,
+            fencing_tokens: lock.fencing_tokens().to_vec(),
             lost: lock.lost_view(),
             on_lost: Default::default(),
             lock: Mutex::new(Some(lock)),
@@ -69,7 +78,7 @@ impl fl_lock {
 pub type fl_lock_callback =
     Option<unsafe extern "C" fn(lock: *const fl_lock, user_data: *mut c_void)>;
 
-fn manager<'a>(m: *const fl_manager) -> Result<&'a fl_manager> {
+pub(crate) fn manager<'a>(m: *const fl_manager) -> Result<&'a fl_manager> {
     // SAFETY: NULL or a live manager, by contract.
     unsafe { ffi::obj(m, "manager") }
 }
@@ -97,7 +106,18 @@ unsafe fn acquire(
 pub const FL_ACQUIRE_REENTRANT: u32 = 1;
 
 /// Every flag `fl_lock_acquire_with_flags` knows.
-const KNOWN_FLAGS: u32 = FL_ACQUIRE_REENTRANT;
+pub(crate) const KNOWN_FLAGS: u32 = FL_ACQUIRE_REENTRANT;
+
+/// The flags of an acquire call, checked: whether it re-enters.
+pub(crate) fn reentrant_flag(flags: u32) -> Result<bool> {
+    if flags & !KNOWN_FLAGS != 0 {
+        return Err(ffi::invalid(format!(
+            "unknown acquire flags {:#x} (known: FL_ACQUIRE_REENTRANT = {FL_ACQUIRE_REENTRANT:#x})",
+            flags & !KNOWN_FLAGS
+        )));
+    }
+    Ok(flags & FL_ACQUIRE_REENTRANT != 0)
+}
 
 /// The manager, name and options of an acquire call, checked.
 ///
@@ -113,21 +133,35 @@ unsafe fn acquire_args<'a>(
     let m = manager(m)?;
     // SAFETY: NULL or NUL-terminated strings, by contract.
     let name = unsafe { ffi::bytes(name, "name") }?;
+    // SAFETY: as above.
+    let opts = unsafe { acquire_options(token, ttl_ms, wait_ms) }?;
+    Ok((m, name, opts))
+}
+
+/// The options of an acquire call, checked: TTL, wait limit and the caller's token if any.
+///
+/// # Safety
+/// `token`, when given, is NULL or a NUL-terminated string.
+pub(crate) unsafe fn acquire_options(
+    token: Option<*const c_char>,
+    ttl_ms: u64,
+    wait_ms: i64,
+) -> Result<AcquireOptions> {
     let mut opts = AcquireOptions::new(ffi::ttl(ttl_ms)).wait(ffi::wait(wait_ms)?);
     if let Some(t) = token {
-        // SAFETY: as above.
+        // SAFETY: by contract.
         let t = unsafe { ffi::bytes(t, "token") }?;
         // Checked before it is copied into the options.
         fencelock::token::check_token(t)?;
         opts = opts.token(t);
     }
-    Ok((m, name, opts))
+    Ok(opts)
 }
 
 /// How often `fl_lock_acquire_interruptible` asks its callback whether to give up.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
-fn hand_out(lock: Lock, out: &mut *mut fl_lock) -> Result<()> {
+pub(crate) fn hand_out(lock: Lock, out: &mut *mut fl_lock) -> Result<()> {
     *out = Box::into_raw(Box::new(fl_lock::new(lock)?));
     Ok(())
 }
@@ -207,16 +241,11 @@ pub unsafe extern "C" fn fl_lock_acquire_with_flags(
 ) -> fl_status {
     boundary(|| {
         let out = ffi::out(out, "out")?;
-        if flags & !KNOWN_FLAGS != 0 {
-            return Err(ffi::invalid(format!(
-                "unknown acquire flags {:#x} (known: FL_ACQUIRE_REENTRANT = {FL_ACQUIRE_REENTRANT:#x})",
-                flags & !KNOWN_FLAGS
-            )));
-        }
+        let reentrant = reentrant_flag(flags)?;
         let token = (!token.is_null()).then_some(token);
         // SAFETY: the pointers are forwarded under the caller's contract.
         let (m, name, opts) = unsafe { acquire_args(manager, name, token, ttl_ms, wait_ms) }?;
-        let opts = opts.reentrant(flags & FL_ACQUIRE_REENTRANT != 0);
+        let opts = opts.reentrant(reentrant);
         hand_out(m.inner.acquire_with(name, &opts)?, out)
     })
 }

@@ -1637,6 +1637,58 @@ static void test_a_cluster_is_one_server(void) {
     }
 }
 
+static void test_acquire_many_takes_every_name_or_none(void) {
+    fl_manager *m = single_manager();
+    fl_lock *l = NULL, *other = SENTINEL;
+    const char *names[] = {fresh_name("many-a"), fresh_name("many-b"), fresh_name("many-c")};
+    const char *tok = NULL, *n = NULL;
+    char val[256];
+    uint64_t f0 = 0, f2 = 0;
+    size_t count = 0;
+
+    CHECK_ST(fl_lock_acquire_many(m, names, 3, NULL, 10000, 0, 0, &l), FL_OK);
+    CHECK_ST(fl_lock_token(l, &tok), FL_OK);
+    CHECK(raw2(ports[0], val, sizeof val, "GET", names[2]) == '$' && strcmp(val, tok) == 0);
+    CHECK_ST(fl_lock_name_count(l, &count), FL_OK);
+    CHECK(count == 3);
+    CHECK_ST(fl_lock_name_at(l, 1, &n), FL_OK);
+    CHECK(strcmp(n, names[1]) == 0);
+    CHECK_ST(fl_lock_name(l, &n), FL_OK);
+    CHECK(strcmp(n, names[0]) == 0);
+    CHECK_ST(fl_lock_fencing_token_at(l, 0, &f0), FL_OK);
+    CHECK_ST(fl_lock_fencing_token_at(l, 2, &f2), FL_OK);
+    CHECK(f0 > 0 && f2 > 0);
+    CHECK_INVALID(fl_lock_name_at(l, 3, &n), "out of range");
+    CHECK_INVALID(fl_lock_fencing_token_at(l, 3, &f0), "out of range");
+    /* Another lock on an overlapping set takes none of its names. */
+    {
+        const char *overlap[] = {fresh_name("many-free"), names[1]};
+        CHECK_ST(fl_lock_acquire_many(m, overlap, 2, NULL, 10000, 0, 0, &other), FL_NOT_ACQUIRED);
+        CHECK(other == SENTINEL);
+        CHECK(fl_last_error_server_count() == 1);
+        CHECK(raw2(ports[0], val, sizeof val, "GET", overlap[0]) == '$' && strcmp(val, "(nil)") == 0);
+    }
+    CHECK_ST(fl_lock_extend(l, 20000), FL_OK);
+    CHECK(raw2(ports[0], val, sizeof val, "PTTL", names[1]) == ':' && atol(val) > 15000);
+    CHECK_ST(fl_lock_release(l), FL_OK);
+    CHECK(raw2(ports[0], val, sizeof val, "GET", names[0]) == '$' && strcmp(val, "(nil)") == 0);
+    fl_lock_free(l);
+
+    /* Bad input, before any call. */
+    {
+        const char *twice[] = {names[0], names[0]};
+        const char *with_null[] = {names[0], NULL};
+        CHECK_INVALID(fl_lock_acquire_many(m, twice, 2, NULL, 1000, 0, 0, &other), "given twice");
+        CHECK_INVALID(fl_lock_acquire_many(m, with_null, 2, NULL, 1000, 0, 0, &other), "names[1]");
+        CHECK_INVALID(fl_lock_acquire_many(m, NULL, 2, NULL, 1000, 0, 0, &other), "names is NULL");
+        CHECK_INVALID(fl_lock_acquire_many(m, names, 0, NULL, 1000, 0, 0, &other), "1 to 64 names");
+        CHECK_INVALID(fl_lock_acquire_many(m, names, 65, NULL, 1000, 0, 0, &other), "1 to 64 names");
+        CHECK_INVALID(fl_lock_acquire_many(m, names, 2, NULL, 1000, 0, 0x8, &other), "unknown acquire flags");
+        CHECK(other == SENTINEL);
+    }
+    fl_manager_free(m);
+}
+
 int main(void) {
     const char *p = getenv("FL_TEST_PORTS"), *k = getenv("FL_TEST_KILL_PID");
     int i;
@@ -1687,6 +1739,7 @@ int main(void) {
     run_test("redlock_survives_one_server_killed", test_redlock_survives_one_server_killed);
     run_test("a_cluster_is_one_server", test_a_cluster_is_one_server);
     run_test("is_locked_and_remaining", test_is_locked_and_remaining);
+    run_test("acquire_many_takes_every_name_or_none", test_acquire_many_takes_every_name_or_none);
 
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed == 0 ? 0 : 1;

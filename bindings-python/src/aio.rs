@@ -25,8 +25,8 @@ use pyo3::types::{PyDict, PyTuple};
 use tokio::task::AbortHandle;
 
 use crate::convert::{
-    acquire_options, max_hold_arg, name_arg, opt_token_arg, token_arg, ttl_arg, wait_arg,
-    wait_limit, CallerToken, Servers, Text,
+    acquire_options, max_hold_arg, name_arg, names_arg, opt_token_arg, token_arg, ttl_arg,
+    wait_arg, wait_limit, CallerToken, Names, Servers, Text,
 };
 use crate::errors::{Failure, LockError};
 use crate::lost::{Deliver, Keep};
@@ -265,7 +265,7 @@ impl PyAsyncLockManager {
     fn start_acquire<'py>(
         &self,
         py: Python<'py>,
-        name: Text,
+        names: Names,
         ttl: f64,
         wait: Option<f64>,
         token: CallerToken,
@@ -282,9 +282,14 @@ impl PyAsyncLockManager {
         };
         let live = self.live(py)?;
         let manager = live.manager.as_async().clone();
-        let key = name.as_bytes().to_vec();
+        let keys = names.bytes();
+        let many = matches!(names, Names::Many(_));
         let fut = async move {
-            match manager.acquire_with(key, &opts).await {
+            let acquired = match many {
+                true => manager.acquire_many_with(&keys, &opts).await,
+                false => manager.acquire_with(&keys[0], &opts).await,
+            };
+            match acquired {
                 Ok(lock) => Ok(Some(lock)),
                 // As the core's try_acquire: only "held by another" is no lock.
                 Err(e) if try_once && e.kind() == ErrorKind::NotAcquired => Ok(None),
@@ -297,9 +302,12 @@ impl PyAsyncLockManager {
                 return Ok(py.None().into_bound(py));
             };
             if let Some(event_loop) = event_loop {
-                keep.watch(&lock, &name, Deliver::Loop(event_loop));
+                keep.watch(&lock, &names.first(), Deliver::Loop(event_loop));
             }
-            let lock = Bound::new(py, PyAsyncLock::new(lock, name, token.as_ref(), lock_live))?;
+            let lock = Bound::new(
+                py,
+                PyAsyncLock::new(lock, &names, token.as_ref(), lock_live),
+            )?;
             Ok(lock.into_any())
         })
     }
@@ -346,7 +354,31 @@ impl PyAsyncLockManager {
     ) -> PyResult<Bound<'py, PyAny>> {
         let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
         let token = CallerToken { token, reentrant };
-        self.start_acquire(py, name, ttl, wait, token, keep, false)
+        self.start_acquire(py, Names::One(name), ttl, wait, token, keep, false)
+    }
+
+    /// Acquires every name of ``names`` at once, or none; awaits one ``Lock`` for all of them.
+    /// As ``fencelock.LockManager.acquire_many``; cancelling the awaiting task abandons it.
+    #[pyo3(signature = (
+        names, ttl = 30.0, *, wait = None, token = None, reentrant = false,
+        auto_extend = false, max_hold = None, on_lost = None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn acquire_many<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = names_arg)] names: Names,
+        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
+        #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
+        reentrant: bool,
+        auto_extend: bool,
+        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
+        on_lost: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
+        let token = CallerToken { token, reentrant };
+        self.start_acquire(py, names, ttl, wait, token, keep, false)
     }
 
     /// Tries once to acquire ``name``: awaits the ``Lock``, or ``None`` when another owner
@@ -369,7 +401,7 @@ impl PyAsyncLockManager {
     ) -> PyResult<Bound<'py, PyAny>> {
         let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
         let token = CallerToken { token, reentrant };
-        self.start_acquire(py, name, ttl, None, token, keep, true)
+        self.start_acquire(py, Names::One(name), ttl, None, token, keep, true)
     }
 
     /// An async context manager that holds ``name`` while its block runs:
@@ -552,7 +584,7 @@ impl PyAsyncLockScope {
         let args = &me.args;
         let acquiring = me.manager.get().start_acquire(
             py,
-            args.name.clone(),
+            Names::One(args.name.clone()),
             args.ttl,
             args.wait,
             CallerToken::default(),

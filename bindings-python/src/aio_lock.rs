@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use tokio::sync::RwLock;
 
 use crate::aio::{none, ready, spawn, OnCancel};
-use crate::convert::{ttl_arg, ttl_seconds, Text};
+use crate::convert::{ttl_arg, ttl_seconds, Names, Text};
 use crate::errors::Failure;
 use crate::managed::{other_process, Live, ProcessLocal};
 use crate::options::{is_exception, lock_getters, HeldLock, LockFacts};
@@ -37,12 +37,12 @@ pub struct PyAsyncLock {
 impl PyAsyncLock {
     pub(crate) fn new(
         lock: fencelock::Lock,
-        name: Text,
+        names: &Names,
         token: Option<&Text>,
         live: Live,
     ) -> PyAsyncLock {
         PyAsyncLock {
-            facts: LockFacts::new(&lock, name, token),
+            facts: LockFacts::new(&lock, names, token),
             finishing: std::sync::atomic::AtomicBool::new(false),
             held: ProcessLocal::new(Held {
                 cell: Arc::new(RwLock::new(Some(lock))),

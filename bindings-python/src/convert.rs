@@ -277,6 +277,69 @@ fn optional<T>(
 pub fn name_arg(obj: &Bound<'_, PyAny>) -> PyResult<Text> {
     text("name", obj)
 }
+/// The name or names of an acquisition, as the caller gave them.
+#[derive(Clone)]
+pub enum Names {
+    /// `acquire(name, ...)`.
+    One(Text),
+    /// `acquire_many(names, ...)`: every name at once.
+    Many(Vec<Text>),
+}
+
+impl Names {
+    /// The first name (the lock's `name`); empty for an empty list, which the core refuses.
+    pub fn first(&self) -> Text {
+        match self {
+            Names::One(n) => n.clone(),
+            Names::Many(ns) => ns.first().cloned().unwrap_or_default(),
+        }
+    }
+
+    /// Every name.
+    pub fn all(&self) -> Vec<Text> {
+        match self {
+            Names::One(n) => vec![n.clone()],
+            Names::Many(ns) => ns.clone(),
+        }
+    }
+
+    /// Every name's bytes.
+    pub fn bytes(&self) -> Vec<Vec<u8>> {
+        self.all().iter().map(|n| n.as_bytes().to_vec()).collect()
+    }
+}
+
+/// `names` of `acquire_many`: an iterable (list, tuple, ...) of str or bytes, not a str or
+/// bytes itself (the core checks each name, duplicates and the count).
+pub fn names_arg(obj: &Bound<'_, PyAny>) -> PyResult<Names> {
+    if obj.is_instance_of::<PyString>()
+        || obj.is_instance_of::<PyBytes>()
+        || obj.is_instance_of::<PyByteArray>()
+    {
+        return Err(PyTypeError::new_err(
+            "names must be a list or tuple of names (str or bytes), not a single name; use \
+             acquire() for one",
+        ));
+    }
+    let items = obj.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "names must be a list or tuple of str or bytes, got {}",
+            type_name(obj)
+        ))
+    })?;
+    let max = fencelock::keys::MAX_NAMES;
+    let mut names = Vec::new();
+    for item in items {
+        if names.len() == max {
+            return Err(PyValueError::new_err(format!(
+                "a lock on several names takes 1 to {max} names, got more"
+            )));
+        }
+        names.push(text("name", &item?)?);
+    }
+    Ok(Names::Many(names))
+}
+
 /// `token` (required).
 pub fn token_arg(obj: &Bound<'_, PyAny>) -> PyResult<Text> {
     text("token", obj)

@@ -13,7 +13,7 @@ use crate::convert::{
     connect_timeout_arg, drift_factor_arg, key_prefix_arg, non_negative_seconds, positive_seconds,
     read_file, replica_ack_arg, replica_ack_timeout_arg, retry_delay_arg, retry_jitter_arg,
     server_timeout_arg, tls_ca_file_arg, tls_client_cert_arg, tls_client_key_arg, tls_insecure_arg,
-    ttl_seconds, wait_limit, Servers, Text,
+    ttl_seconds, wait_limit, Names, Servers, Text,
 };
 use crate::lost::Keep;
 use crate::managed::py_repr;
@@ -223,19 +223,25 @@ pub fn is_exception(exc_type: Option<&Bound<'_, PyAny>>) -> bool {
 /// them (str or bytes), the fencing token.
 pub struct LockFacts {
     pub name: Text,
+    /// Every name (one for `acquire`), as given.
+    pub names: Vec<Text>,
     pub token: Text,
     pub fencing_token: u64,
+    /// One per name.
+    pub fencing_tokens: Vec<u64>,
     /// Whether and why the lock was lost, also after its release (a release or the end of a
     /// scope that found it lost keeps `lost` true).
     pub lost: fencelock::LostView,
 }
 
 impl LockFacts {
-    pub fn new(lock: &fencelock::Lock, name: Text, token: Option<&Text>) -> LockFacts {
+    pub fn new(lock: &fencelock::Lock, names: &Names, token: Option<&Text>) -> LockFacts {
         LockFacts {
             token: Text::token(token, lock.token()),
             fencing_token: lock.fencing_token(),
-            name,
+            fencing_tokens: lock.fencing_tokens().to_vec(),
+            name: names.first(),
+            names: names.all(),
             lost: lock.lost_view(),
         }
     }
@@ -311,6 +317,23 @@ macro_rules! lock_getters {
             #[getter]
             fn name(&self, py: Python<'_>) -> Py<PyAny> {
                 $crate::options::HeldLock::facts(self).name.to_object(py)
+            }
+
+            /// Every name of the lock, as given (a tuple; one name for ``acquire``).
+            #[getter]
+            fn names<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+                let names = &$crate::options::HeldLock::facts(self).names;
+                pyo3::types::PyTuple::new(py, names.iter().map(|n| n.to_object(py)))
+            }
+
+            /// One fencing token per name, in the order of ``names`` (a tuple of int).
+            #[getter]
+            fn fencing_tokens<'py>(
+                &self,
+                py: Python<'py>,
+            ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+                let tokens = &$crate::options::HeldLock::facts(self).fencing_tokens;
+                pyo3::types::PyTuple::new(py, tokens.iter().copied())
             }
 
             /// This acquisition's token, the value of the lock's Redis key: as given, or the

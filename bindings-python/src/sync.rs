@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::convert::{
-    acquire_options, max_hold_arg, name_arg, opt_token_arg, token_arg, ttl_arg, ttl_seconds,
-    wait_arg, wait_limit, CallerToken, Servers, Text,
+    acquire_options, max_hold_arg, name_arg, names_arg, opt_token_arg, token_arg, ttl_arg,
+    ttl_seconds, wait_arg, wait_limit, CallerToken, Names, Servers, Text,
 };
 use crate::errors::{to_py, Failure, LockError};
 use crate::lost::{Deliver, Keep};
@@ -42,20 +42,26 @@ impl AcquireError {
 fn acquire_blocking(
     py: Python<'_>,
     manager: &blocking::LockManager,
-    name: &[u8],
+    names: &Names,
     opts: &AcquireOptions,
 ) -> Result<blocking::Lock, AcquireError> {
     let mut raised: Option<PyErr> = None;
-    let result = shutdown::detach(py, || {
-        manager.acquire_interruptible(name, opts, SIGNAL_POLL, || {
-            shutdown::reattach(|py| match py.check_signals() {
-                Ok(()) => false,
-                Err(e) => {
-                    raised = Some(e);
-                    true
-                }
-            })
+    let interrupted = || {
+        shutdown::reattach(|py| match py.check_signals() {
+            Ok(()) => false,
+            Err(e) => {
+                raised = Some(e);
+                true
+            }
         })
+    };
+    let result = shutdown::detach(py, || match names {
+        Names::One(name) => {
+            manager.acquire_interruptible(name.as_bytes(), opts, SIGNAL_POLL, interrupted)
+        }
+        Names::Many(_) => {
+            manager.acquire_many_interruptible(names.bytes(), opts, SIGNAL_POLL, interrupted)
+        }
     });
     match result {
         Ok(lock) => Ok(lock),
@@ -115,7 +121,7 @@ impl PyLockManager {
     fn acquire_inner(
         &self,
         py: Python<'_>,
-        name: Text,
+        names: Names,
         ttl: f64,
         wait: Option<f64>,
         token: CallerToken,
@@ -123,12 +129,10 @@ impl PyLockManager {
     ) -> PyResult<Result<PyLock, AcquireError>> {
         let opts = acquire_options(ttl, wait_limit(wait)?, &token, keep)?;
         let manager = self.live(py)?;
-        Ok(
-            acquire_blocking(py, &manager, name.as_bytes(), &opts).map(|lock| {
-                keep.watch(lock.as_async(), &name, Deliver::Thread);
-                PyLock::new(lock, name, token.token.as_ref())
-            }),
-        )
+        Ok(acquire_blocking(py, &manager, &names, &opts).map(|lock| {
+            keep.watch(lock.as_async(), &names.first(), Deliver::Thread);
+            PyLock::new(lock, &names, token.token.as_ref())
+        }))
     }
 }
 
@@ -185,7 +189,40 @@ impl PyLockManager {
     ) -> PyResult<PyLock> {
         let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
         let token = CallerToken { token, reentrant };
-        self.acquire_inner(py, name, ttl, wait, token, &keep)?
+        self.acquire_inner(py, Names::One(name), ttl, wait, token, &keep)?
+            .map_err(|e| e.into_py(py))
+    }
+
+    /// Acquires every name of ``names`` (a list or tuple of str or bytes) at once, or none,
+    /// and returns one ``Lock`` for all of them: on each server one script sets every key or
+    /// none, with one token and one fencing token per name (``lock.names``,
+    /// ``lock.fencing_tokens``). It waits in every name's queue in the order callers came,
+    /// without holding any of the names meanwhile (a release never hands it one name alone),
+    /// so locks on overlapping names never deadlock. ``extend``, ``release`` and auto-extension
+    /// act on all the names. On a Redis Cluster the names must share a hash slot: give them a
+    /// common hash tag (``["{order-42}:payment", "{order-42}:stock"]``). Other arguments and
+    /// errors as for ``acquire``; ``ValueError`` also for no names, more than 64, or one given
+    /// twice.
+    #[pyo3(signature = (
+        names, ttl = 30.0, *, wait = None, token = None, reentrant = false,
+        auto_extend = false, max_hold = None, on_lost = None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn acquire_many(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = names_arg)] names: Names,
+        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
+        #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
+        reentrant: bool,
+        auto_extend: bool,
+        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
+        on_lost: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<PyLock> {
+        let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
+        let token = CallerToken { token, reentrant };
+        self.acquire_inner(py, names, ttl, wait, token, &keep)?
             .map_err(|e| e.into_py(py))
     }
 
@@ -211,7 +248,7 @@ impl PyLockManager {
     ) -> PyResult<Option<PyLock>> {
         let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
         let token = CallerToken { token, reentrant };
-        match self.acquire_inner(py, name, ttl, Some(0.0), token, &keep)? {
+        match self.acquire_inner(py, Names::One(name), ttl, Some(0.0), token, &keep)? {
             Ok(lock) => Ok(Some(lock)),
             // As the core's try_acquire: "held by another" is no lock, anything else raises.
             Err(AcquireError::Failed(Failure::Core(e))) if e.kind() == ErrorKind::NotAcquired => {
@@ -369,7 +406,7 @@ impl PyLockScope {
             .get()
             .acquire_inner(
                 py,
-                a.name.clone(),
+                Names::One(a.name.clone()),
                 a.ttl,
                 a.wait,
                 CallerToken::default(),
@@ -420,9 +457,9 @@ pub struct PyLock {
 }
 
 impl PyLock {
-    fn new(lock: blocking::Lock, name: Text, token: Option<&Text>) -> PyLock {
+    fn new(lock: blocking::Lock, names: &Names, token: Option<&Text>) -> PyLock {
         PyLock {
-            facts: LockFacts::new(lock.as_async(), name, token),
+            facts: LockFacts::new(lock.as_async(), names, token),
             cell: ProcessLocal::new(RwLock::new(Some(lock))),
         }
     }

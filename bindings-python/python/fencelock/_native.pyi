@@ -2,7 +2,7 @@
 
 import os
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Literal, Optional, TypeVar, Union, final
 
@@ -119,6 +119,19 @@ class LockManager:
         on_lost: Optional[_OnLost] = None,
     ) -> Lock:
         """Acquires ``name`` for ``ttl`` seconds, waiting up to ``wait`` (None: no limit)."""
+    def acquire_many(
+        self,
+        names: Iterable[_Text],
+        ttl: float = 30.0,
+        *,
+        wait: Optional[float] = None,
+        token: Optional[_Text] = None,
+        reentrant: bool = False,
+        auto_extend: bool = False,
+        max_hold: Optional[float] = None,
+        on_lost: Optional[_OnLost] = None,
+    ) -> Lock:
+        """Acquires every name of ``names`` at once, or none: one lock for all of them."""
     def try_acquire(
         self,
         name: _Text,
@@ -190,6 +203,12 @@ class Lock:
     def fencing_token(self) -> int:
         """The fencing token: grows with every acquisition on the server set."""
     @property
+    def names(self) -> tuple[_Returned, ...]:
+        """Every name of the lock, as given (one for ``acquire``)."""
+    @property
+    def fencing_tokens(self) -> tuple[int, ...]:
+        """One fencing token per name, in the order of ``names``."""
+    @property
     def validity(self) -> float:
         """Seconds the lock is still safe to use; 0.0 once released, lost or expired."""
     @property
@@ -249,6 +268,19 @@ class AsyncLockManager:
         on_lost: Optional[Callable[["LockLost"], object]] = None,
     ) -> Coroutine[Any, Any, AsyncLock]:
         """Acquires ``name`` for ``ttl`` seconds, waiting up to ``wait`` (None: no limit)."""
+    def acquire_many(
+        self,
+        names: Iterable[_Text],
+        ttl: float = 30.0,
+        *,
+        wait: Optional[float] = None,
+        token: Optional[_Text] = None,
+        reentrant: bool = False,
+        auto_extend: bool = False,
+        max_hold: Optional[float] = None,
+        on_lost: Optional[_OnLost] = None,
+    ) -> Coroutine[Any, Any, AsyncLock]:
+        """Acquires every name of ``names`` at once, or none: one lock for all of them."""
     def try_acquire(
         self,
         name: _Text,
@@ -319,6 +351,12 @@ class AsyncLock:
     @property
     def fencing_token(self) -> int:
         """The fencing token: grows with every acquisition on the server set."""
+    @property
+    def names(self) -> tuple[_Returned, ...]:
+        """Every name of the lock, as given (one for ``acquire``)."""
+    @property
+    def fencing_tokens(self) -> tuple[int, ...]:
+        """One fencing token per name, in the order of ``names``."""
     @property
     def validity(self) -> float:
         """Seconds the lock is still safe to use; 0.0 once released, lost or expired."""
