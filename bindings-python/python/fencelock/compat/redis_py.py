@@ -70,7 +70,9 @@ class _ManagerCache:
 
     def __init__(self) -> None:
         self._managers: Dict[int, Any] = {}
-        self._guard = threading.Lock()
+        # Re-entrant: a collection inside get() may run the finalizer of another client
+        # (_forget) on this thread while the guard is held.
+        self._guard = threading.RLock()
 
     def get(self, client: Any, make: Any) -> Any:
         key = id(client)
