@@ -120,6 +120,13 @@ def async_manager_for(client: Any) -> fencelock.asyncio.LockManager:
 # What the sync and the asyncio lock share
 
 
+class _ThreadToken(threading.local):
+    """Thread-local storage of a token: ``None`` in a thread that has not acquired (where
+    redis-py's plain ``threading.local`` raises AttributeError)."""
+
+    token: Optional[bytes] = None
+
+
 class _LockBase:
     """State and rules shared by :class:`Lock` and :class:`AsyncLock`."""
 
@@ -147,7 +154,7 @@ class _LockBase:
         self.thread_local = bool(thread_local)
         self.raise_on_release_error = raise_on_release_error
         self.local: Union[threading.local, SimpleNamespace] = (
-            threading.local() if self.thread_local else SimpleNamespace()
+            _ThreadToken() if self.thread_local else SimpleNamespace()
         )
         self.local.token = None
         self._key = bytes(self._encoder().encode(name))
@@ -169,7 +176,9 @@ class _LockBase:
             return float(self.timeout), False
         return float(self.lease_ttl), True
 
-    def _wait(self, blocking: Optional[bool], blocking_timeout: Optional[_Number]) -> Optional[float]:
+    def _wait(
+        self, blocking: Optional[bool], blocking_timeout: Optional[_Number]
+    ) -> Optional[float]:
         """fencelock's ``wait``: 0 for one try, None for no limit."""
         if blocking is None:
             blocking = self.blocking
@@ -183,12 +192,12 @@ class _LockBase:
         """The token of this thread's acquisition, or redis-py's LockError."""
         token: Optional[bytes] = self.local.token
         if token is None:
-            raise LockError(f"Cannot {what} an unlocked lock", lock_name=self._shown_name())
+            raise _error(LockError, f"Cannot {what} an unlocked lock", self._shown_name())
         return token
 
     def _check_timeout(self, what: str) -> None:
         if not self.timeout:
-            raise LockError(f"Cannot {what} a lock with no timeout", lock_name=self._shown_name())
+            raise _error(LockError, f"Cannot {what} a lock with no timeout", self._shown_name())
 
     def _shown_name(self) -> str:
         name = self.name
@@ -202,15 +211,15 @@ class _LockBase:
         if isinstance(error, LockError):  # already redis-py's (LockError is a ValueError)
             raise error
         if isinstance(error, fencelock.LockLost):
-            raise LockNotOwnedError(
-                f"Cannot {what} a lock that's no longer owned", lock_name=name
+            raise _error(
+                LockNotOwnedError, f"Cannot {what} a lock that's no longer owned", name
             ) from error
         if isinstance(error, fencelock.Unavailable):
             raise redis.exceptions.ConnectionError(str(error)) from error
         if isinstance(error, fencelock.ServerError):
             raise redis.exceptions.ResponseError(str(error)) from error
         if isinstance(error, (fencelock.LockError, ValueError)):
-            raise LockError(str(error), lock_name=name) from error
+            raise _error(LockError, str(error), name) from error
         raise error
 
     def _forget(self, token: bytes) -> None:
@@ -271,8 +280,8 @@ class Lock(_LockBase):
     def __enter__(self: _Lock) -> _Lock:
         if self.acquire():
             return self
-        raise LockError(
-            "Unable to acquire lock within the time specified", lock_name=self._shown_name()
+        raise _error(
+            LockError, "Unable to acquire lock within the time specified", self._shown_name()
         )
 
     def __exit__(
@@ -347,9 +356,10 @@ class Lock(_LockBase):
         """Releases the lock; LockNotOwnedError if it had expired or been taken."""
         token: Optional[bytes] = self.local.token
         if token is None:
-            raise LockError(
+            raise _error(
+                LockError,
                 "Cannot release a lock that's not owned or is already unlocked.",
-                lock_name=self._shown_name(),
+                self._shown_name(),
             )
         self.local.token = None
         held = self._held.pop(token, None)
@@ -383,8 +393,8 @@ class Lock(_LockBase):
         # lower bound) plus the addition, then a compare-and-extend by token.
         remaining = self.manager.remaining(self._key)
         if remaining is None:
-            raise LockNotOwnedError(
-                "Cannot extend a lock that's no longer owned", lock_name=self._shown_name()
+            raise _error(
+                LockNotOwnedError, "Cannot extend a lock that's no longer owned", self._shown_name()
             )
         return remaining + float(additional_time)
 
@@ -437,8 +447,8 @@ class AsyncLock(_LockBase):
     async def __aenter__(self: _AsyncLock) -> _AsyncLock:
         if await self.acquire():
             return self
-        raise LockError(
-            "Unable to acquire lock within the time specified", lock_name=self._shown_name()
+        raise _error(
+            LockError, "Unable to acquire lock within the time specified", self._shown_name()
         )
 
     async def __aexit__(
@@ -512,9 +522,10 @@ class AsyncLock(_LockBase):
         owned), so a release whose task was cancelled can be retried."""
         token: Optional[bytes] = self.local.token
         if token is None:
-            raise LockError(
+            raise _error(
+                LockError,
                 "Cannot release a lock that's not owned or is already unlocked.",
-                lock_name=self._shown_name(),
+                self._shown_name(),
             )
         # A cancelled fencelock release still completes in the background: a retry then
         # goes by token (and finds the lock released: LockNotOwnedError, as redis-py's would).
@@ -544,9 +555,10 @@ class AsyncLock(_LockBase):
             else:
                 remaining = await self.manager.remaining(self._key)
                 if remaining is None:
-                    raise LockNotOwnedError(
+                    raise _error(
+                        LockNotOwnedError,
                         "Cannot extend a lock that's no longer owned",
-                        lock_name=self._shown_name(),
+                        self._shown_name(),
                     )
                 await self.manager.extend(self._key, token, remaining + float(additional_time))
         except _FENCELOCK_ERRORS as error:
@@ -567,6 +579,17 @@ class AsyncLock(_LockBase):
         except _FENCELOCK_ERRORS as error:
             self._raise(error, "reacquire")
         return True
+
+
+def _error(cls: Type[LockError], message: str, name: str) -> LockError:
+    """redis-py's ``cls(message, lock_name=name)`` (older redis-py versions take no
+    ``lock_name``: it is then set on the error)."""
+    try:
+        return cls(message, lock_name=name)
+    except TypeError:
+        error = cls(message)
+        error.lock_name = name
+        return error
 
 
 def _as_bytes(token: Union[str, bytes]) -> bytes:
