@@ -73,6 +73,47 @@ def test_the_url_is_made_from_host_port_db_and_percent_encoded_credentials(serve
     assert HARD_PASSWORD not in repr(lock) + repr(manager_for(r))
 
 
+def _specs_of_clients_made_without_a_server(password: str) -> List[Tuple[Any, str, str]]:
+    """(client, expected URL with ``PW`` for the encoded password, expected shown URL)."""
+    import redis.asyncio.cluster
+    import redis.asyncio.sentinel
+
+    sentinels = [("127.0.0.1", 26379), ("::1", 26380)]
+    return [
+        (redis.Redis(unix_socket_path="/run/r.sock", username="u", password=password, db=1),
+         "redis+unix:///run/r.sock?db=1&user=u&pass=PW", "redis+unix:///run/r.sock?db=1&user=***&pass=***"),
+        (redis.Redis(host="::1", port=7000, password=password),
+         "redis://:PW@[::1]:7000/0", "redis://***@[::1]:7000/0"),
+        (redis.sentinel.Sentinel(sentinels, sentinel_kwargs={"password": password}, password=password)
+         .master_for("mymaster", db=2),
+         "redis+sentinel://:PW@127.0.0.1:26379,[::1]:26380/mymaster/2?sentinel_password=PW",
+         "redis+sentinel://***@127.0.0.1:26379,[::1]:26380/mymaster/2?sentinel_password=***"),
+        (redis.asyncio.sentinel.Sentinel(sentinels, sentinel_kwargs={"ssl": True, "ssl_cert_reqs": "none"},
+                                         ssl=True, ssl_cert_reqs="none", username="u", password=password)
+         .master_for("mymaster"),
+         "rediss+sentinel://u:PW@127.0.0.1:26379,[::1]:26380/mymaster/0",
+         "rediss+sentinel://***@127.0.0.1:26379,[::1]:26380/mymaster/0"),
+        (redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=7001, password=password,
+                                            ssl=True, ssl_cert_reqs="none"),
+         "rediss+cluster://:PW@127.0.0.1:7001", "rediss+cluster://***@127.0.0.1:7001"),
+    ]
+
+
+def test_unix_sentinel_and_cluster_clients_make_urls_the_core_accepts_without_showing_passwords() -> None:
+    from urllib.parse import quote
+
+    password = HARD_PASSWORD + uuid.uuid4().hex
+    for client, url, shown in _specs_of_clients_made_without_a_server(password):
+        spec = server_spec(client)
+        assert spec.url == url.replace("PW", quote(password, safe="")), spec.shown
+        assert spec.shown == shown
+        assert password not in repr(spec) and quote(password, safe="") not in repr(spec)
+        # Building a manager never contacts a server: this proves the core parses the URL.
+        manager = fencelock.LockManager(spec.url, **spec.options)
+        assert password not in repr(manager) and quote(password, safe="") not in repr(manager)
+        manager.close()
+
+
 def test_a_wrong_password_is_a_connection_error_that_never_shows_it(server: RedisServer, name: str) -> None:
     server.client().config_set("requirepass", "right-" + uuid.uuid4().hex)
     wrong = "wrong-" + uuid.uuid4().hex
