@@ -165,6 +165,7 @@ def test_tls_options_map_to_the_managers(certs: pathlib.Path, name: str) -> None
         odd = redis.Redis(host="127.0.0.1", port=tls_port, ssl=True, ssl_ca_data=secret)
         with pytest.raises(ValueError, match="ssl_ca_data") as info:
             odd.lock(name, lock_class=Lock).acquire(blocking=False)
+        assert not isinstance(info.value, LockError), "a settings error is not 'not acquired'"
         assert secret not in str(info.value)
     finally:
         server.close()

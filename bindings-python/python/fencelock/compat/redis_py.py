@@ -311,13 +311,14 @@ class Lock(_LockBase):
         wanted = None if token is None else self._encode_token(token)
         ttl, auto_extend = self._lease()
         wait = self._wait(blocking, blocking_timeout)
+        manager = self.manager  # outside the try: a settings error stays a ValueError
         try:
             if wait == 0.0:
-                held = self.manager.try_acquire(
+                held = manager.try_acquire(
                     self._key, ttl, token=wanted, auto_extend=auto_extend
                 )
             else:
-                held = self.manager.acquire(
+                held = manager.acquire(
                     self._key, ttl, wait=wait, token=wanted, auto_extend=auto_extend
                 )
         except fencelock.NotAcquired:
@@ -333,8 +334,9 @@ class Lock(_LockBase):
 
     def locked(self) -> bool:
         """Whether the key is held by anyone (asks the servers)."""
+        manager = self.manager  # outside the try: a settings error stays a ValueError
         try:
-            return self.manager.is_locked(self._key)
+            return manager.is_locked(self._key)
         except _FENCELOCK_ERRORS as error:
             self._raise(error, "inspect")
 
@@ -363,11 +365,12 @@ class Lock(_LockBase):
             )
         self.local.token = None
         held = self._held.pop(token, None)
+        manager = self.manager  # outside the try: a settings error stays a ValueError
         try:
             if held is not None:
                 held.release()
             else:
-                self.manager.release(self._key, token)
+                manager.release(self._key, token)
         except _FENCELOCK_ERRORS as error:
             self._raise(error, "release")
 
@@ -377,21 +380,24 @@ class Lock(_LockBase):
         token = self._owned_token("extend")
         self._check_timeout("extend")
         held = self._held.get(token)
+        manager = self.manager  # outside the try: a settings error stays a ValueError
         try:
             if held is not None:
                 held.extend(float(additional_time), add=not replace_ttl)
             elif replace_ttl:
-                self.manager.extend(self._key, token, float(additional_time))
+                manager.extend(self._key, token, float(additional_time))
             else:
-                self.manager.extend(self._key, token, self._by_token_total(additional_time))
+                manager.extend(self._key, token, self._by_token_total(manager, additional_time))
         except _FENCELOCK_ERRORS as error:
             self._raise(error, "extend")
         return True
 
-    def _by_token_total(self, additional_time: _Number) -> float:
+    def _by_token_total(
+        self, manager: fencelock.LockManager, additional_time: _Number
+    ) -> float:
         # Additive extend by name + token has no fencelock call yet: the remaining time (a
         # lower bound) plus the addition, then a compare-and-extend by token.
-        remaining = self.manager.remaining(self._key)
+        remaining = manager.remaining(self._key)
         if remaining is None:
             raise _error(
                 LockNotOwnedError, "Cannot extend a lock that's no longer owned", self._shown_name()
@@ -404,11 +410,12 @@ class Lock(_LockBase):
         self._check_timeout("reacquire")
         assert self.timeout is not None
         held = self._held.get(token)
+        manager = self.manager  # outside the try: a settings error stays a ValueError
         try:
             if held is not None:
                 held.extend(float(self.timeout))
             else:
-                self.manager.extend(self._key, token, float(self.timeout))
+                manager.extend(self._key, token, float(self.timeout))
         except _FENCELOCK_ERRORS as error:
             self._raise(error, "reacquire")
         return True
@@ -475,13 +482,14 @@ class AsyncLock(_LockBase):
         wanted = None if token is None else self._encode_token(token)
         ttl, auto_extend = self._lease()
         wait = self._wait(blocking, blocking_timeout)
+        manager = self.manager  # outside the try: a settings error stays a ValueError
         try:
             if wait == 0.0:
-                held = await self.manager.try_acquire(
+                held = await manager.try_acquire(
                     self._key, ttl, token=wanted, auto_extend=auto_extend
                 )
             else:
-                held = await self.manager.acquire(
+                held = await manager.acquire(
                     self._key, ttl, wait=wait, token=wanted, auto_extend=auto_extend
                 )
         except fencelock.NotAcquired:
@@ -497,8 +505,9 @@ class AsyncLock(_LockBase):
 
     async def locked(self) -> bool:
         """Whether the key is held by anyone (asks the servers)."""
+        manager = self.manager  # outside the try: a settings error stays a ValueError
         try:
-            return await self.manager.is_locked(self._key)
+            return await manager.is_locked(self._key)
         except _FENCELOCK_ERRORS as error:
             self._raise(error, "inspect")
 
@@ -530,11 +539,12 @@ class AsyncLock(_LockBase):
         # A cancelled fencelock release still completes in the background: a retry then
         # goes by token (and finds the lock released: LockNotOwnedError, as redis-py's would).
         held = self._held.pop(token, None)
+        manager = self.manager  # outside the try: a settings error stays a ValueError
         try:
             if held is not None:
                 await held.release()
             else:
-                await self.manager.release(self._key, token)
+                await manager.release(self._key, token)
         except fencelock.LockLost as error:
             self._forget(token)
             self._raise(error, "release")
@@ -547,20 +557,21 @@ class AsyncLock(_LockBase):
         token = self._owned_token("extend")
         self._check_timeout("extend")
         held = self._held.get(token)
+        manager = self.manager  # outside the try: a settings error stays a ValueError
         try:
             if held is not None:
                 await held.extend(float(additional_time), add=not replace_ttl)
             elif replace_ttl:
-                await self.manager.extend(self._key, token, float(additional_time))
+                await manager.extend(self._key, token, float(additional_time))
             else:
-                remaining = await self.manager.remaining(self._key)
+                remaining = await manager.remaining(self._key)
                 if remaining is None:
                     raise _error(
                         LockNotOwnedError,
                         "Cannot extend a lock that's no longer owned",
                         self._shown_name(),
                     )
-                await self.manager.extend(self._key, token, remaining + float(additional_time))
+                await manager.extend(self._key, token, remaining + float(additional_time))
         except _FENCELOCK_ERRORS as error:
             self._raise(error, "extend")
         return True
@@ -571,11 +582,12 @@ class AsyncLock(_LockBase):
         self._check_timeout("reacquire")
         assert self.timeout is not None
         held = self._held.get(token)
+        manager = self.manager  # outside the try: a settings error stays a ValueError
         try:
             if held is not None:
                 await held.extend(float(self.timeout))
             else:
-                await self.manager.extend(self._key, token, float(self.timeout))
+                await manager.extend(self._key, token, float(self.timeout))
         except _FENCELOCK_ERRORS as error:
             self._raise(error, "reacquire")
         return True
