@@ -2,7 +2,8 @@
 # Python: build the fencelock wheel with maturin (debug profile: fast, and enough for tests),
 # install THE WHEEL into a fresh virtualenv, then run the pytest suite (which also runs
 # examples/python) against the installed package, mypy --strict over the package and the
-# examples, and mypy.stubtest of the stubs against the compiled module.
+# examples, mypy.stubtest of the stubs against the compiled module, and redis-py's own lock
+# tests against the drop-in fencelock.compat.redis_py (pytest-asyncio and packaging are theirs).
 set -euo pipefail
 cd "$FENCELOCK_ROOT"
 
@@ -13,7 +14,8 @@ wheels="$PWD/target/wheels-ci-python"
 rm -rf "$venv" "$wheels"
 "$PYTHON" -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check \
-  "maturin==1.16.0" "pytest==9.2.0" "pytest-timeout==2.4.0" "mypy==2.4.1" "redis==8.1.0"
+  "maturin==1.16.0" "pytest==9.2.0" "pytest-timeout==2.4.0" "mypy==2.4.1" "redis==8.1.0" \
+  "pytest-asyncio==1.5.0" "packaging==26.4"
 
 (cd bindings-python && "$venv/bin/maturin" build --locked --out "$wheels")
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "$wheels"/fencelock-*.whl
@@ -32,6 +34,9 @@ echo "--- mypy.stubtest"
 (cd /tmp && "$venv/bin/python" -m mypy.stubtest fencelock)
 
 echo "--- pytest"
-cd bindings-python
-FENCELOCK_EXAMPLES="$FENCELOCK_ROOT/examples/python" \
-  "$venv/bin/pytest" -p no:cacheprovider -q tests
+# pytest-asyncio is only for redis-py's suite below; fencelock's own tests drive asyncio themselves.
+(cd bindings-python && FENCELOCK_EXAMPLES="$FENCELOCK_ROOT/examples/python" \
+  "$venv/bin/pytest" -p no:cacheprovider -p no:asyncio -q tests)
+
+echo "--- redis-py 8.1.0's lock tests against fencelock.compat.redis_py (only the import changed)"
+bindings-python/tests/redis_py_suite/run.sh "$venv/bin/python" "$PWD/target/redis-py-suite"
