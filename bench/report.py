@@ -99,6 +99,33 @@ def targets(res: dict[str, Any]) -> list[Row]:
                     f"{lang} worst worker's p99 wait, {n} server(s) (goal: 2 x 8 workers x measured hold of {hold / 1000:.2f} ms)",
                     worst, round(goal, 1), False, " ms",
                 )
+    # Issue 21: what the shared redis-server pays per lock, against the peers.
+    for lang, peer in (("rust", "rslock"), ("node", "redlock"), ("python", "redis-py")):
+        ours = med(c1.get(f"{lang}/ours", {}), "server_cpu_us_per_cycle")
+        theirs = med(c1.get(f"{lang}/{peer}", {}), "server_cpu_us_per_cycle")
+        check(f"{lang} redis-server CPU per uncontended cycle, 1 server: ours / {peer}",
+              ours / theirs if ours is not None and theirs else None, 1.5, False)
+    for lang in ("rust", "python", "node"):
+        ours = med(k1.get(f"{lang}/ours", {}), "server_cpu_us_per_cs")
+        peers = [
+            med(v, "server_cpu_us_per_cs") for k, v in k1.items()
+            if k.startswith(f"{lang}/") and not k.split("/", 1)[1].startswith("ours")
+        ]
+        best = min((p for p in peers if p), default=None)
+        check(f"{lang} redis-server CPU per contended critical section, 1 server: ours / best peer",
+              ours / best if ours is not None and best else None, 2.0, False)
+        check(f"{lang} server commands per critical section, 1 server (issue 21 goal)",
+              med(k1.get(f"{lang}/ours", {}), "server_commands_per_cs"), 12, False, "")
+    scale = res.get("scale", {})
+    for tasks in ("16", "256"):
+        ours = (scale.get("rust/ours") or {}).get(tasks)
+        peer = (scale.get("rust/rslock") or {}).get(tasks)
+        ratio = ours["ops_per_s"] / peer["ops_per_s"] if ours and peer and peer["ops_per_s"] else None
+        check(f"Rust {tasks} concurrent tasks, distinct names, 1 server: ours / rslock", ratio, 0.8, True)
+    ours = (scale.get("node/ours") or {}).get("256")
+    peer = (scale.get("node/redlock") or {}).get("256")
+    ratio = ours["ops_per_s"] / peer["ops_per_s"] if ours and peer and peer["ops_per_s"] else None
+    check("Node 256 concurrent tasks, distinct names, 1 server: ours / node-redlock", ratio, 1.2, True)
     for lang in ("rust", "python", "node"):
         d = out.get(f"{lang}/ours", {})
         check(f"{lang} success with 1 of 5 servers down", med(d, "success_after"), 1.0, True, "")
@@ -141,6 +168,7 @@ def cycle_rows(t: dict[str, Any], n_servers: int) -> list[Row]:
             fmt(med(v, "lat_p50_us")),
             fmt(med(v, "lat_p99_us")),
             fmt(paired(t, k, floor_of(k, n_servers)), 2),
+            fmt(med(v, "server_cpu_us_per_cycle"), 1),
             str(v.get("errors", 0)),
         ])
     return rows
@@ -157,6 +185,7 @@ def contend_rows(t: dict[str, Any]) -> list[Row]:
             fmt(med(v, "handoff_p99_us")),
             fmt(med(v, "commands_per_cs"), 1),
             fmt(med(v, "server_commands_per_cs"), 1),
+            fmt(med(v, "server_cpu_us_per_cs"), 1),
             str(v.get("overlaps", 0)),
             str(v.get("errors", 0))
             + (f" ({v['unfinished_waits']} waits abandoned)" if v.get("unfinished_waits") else ""),
@@ -245,14 +274,16 @@ def markdown(doc: dict[str, Any], notes: str) -> str:
     if doc.get("failures"):
         parts += ["**Runs that failed:**", ""] + [f"- {f}" for f in doc["failures"]] + [""]
     parts += ["## Targets", "", table(["target", "measured", "goal", ""], targets(res)), ""]
-    header = ["library", "cycles/s", "slowest round", "cycle p50 µs", "cycle p99 µs", "× floor", "errors"]
+    header = ["library", "cycles/s", "slowest round", "cycle p50 µs", "cycle p99 µs", "× floor",
+              "server CPU µs / cycle", "errors"]
     if "cycle_1" in res:
         parts += [
             "## Uncontended acquire + release, 1 server",
             "",
             "One cycle = acquire (try once) + release of one name. `floor` = the same client library "
             "sending the raw commands (SET NX PX, then the compare-and-delete script): two round trips, "
-            "no lock library.",
+            "no lock library. Server CPU = the redis-server's own CPU time over the run (`INFO cpu`, "
+            "user + system) per cycle: what a Redis shared with other work pays for each lock.",
             "",
             table(header, cycle_rows(res["cycle_1"], 1)),
             "",
@@ -269,7 +300,7 @@ def markdown(doc: dict[str, Any], notes: str) -> str:
             "",
         ]
     ch = ["library", "critical sections/s", "of ceiling", "handoff p50 µs", "handoff p99 µs",
-          "client cmds / CS", "server cmds / CS", "overlaps", "errors"]
+          "client cmds / CS", "server cmds / CS", "server CPU µs / CS", "overlaps", "errors"]
     for n in (1, 5):
         if f"contend_{n}" in res:
             parts += [
@@ -279,7 +310,8 @@ def markdown(doc: dict[str, Any], notes: str) -> str:
                 "holder starting its release. Client commands are counted with MONITOR (commands run "
                 "inside Lua scripts excluded) in a window after the measured one, the workers still "
                 "contending (MONITOR slows the server down); server commands are `INFO commandstats` "
-                "deltas over the measured window, script internals included. A worker still waiting 5 s after the end abandons its wait "
+                "deltas over the measured window, script internals included; server CPU is the servers' "
+                "`INFO cpu` time over the measured window per critical section. A worker still waiting 5 s after the end abandons its wait "
                 "(shown next to the errors).",
                 "",
                 table(ch, contend_rows(res[f"contend_{n}"])),

@@ -189,6 +189,21 @@ class RedisServer:
                 out[name] = calls
         return out
 
+    def cpu_us(self) -> float:
+        """The CPU time the server has used so far (user + system, INFO cpu), in µs: the
+        server's own microsecond account, finer than /proc's clock ticks."""
+        c = RespClient(self.port)
+        try:
+            info = c.call("INFO", "cpu").decode()
+        finally:
+            c.close()
+        used = 0.0
+        for line in info.splitlines():
+            name, _, value = line.partition(":")
+            if name in ("used_cpu_sys", "used_cpu_user"):
+                used += float(value)
+        return used * 1e6
+
     def flush(self) -> None:
         c = RespClient(self.port)
         try:
@@ -422,8 +437,10 @@ class Bench:
     def cycles(self, n_servers: int) -> None:
         key = f"cycle_{n_servers}"
         raw: dict[str, list[dict[str, Any]]] = {}
+        servers = self.servers[:n_servers]
         for r, lang, impl in self.schedule(CYCLE_IMPLS, n_servers, self.mode.rounds):
             self.log(f"cycle {n_servers} server(s) round {r + 1}: {lang}/{impl}")
+            cpu_before = sum(s.cpu_us() for s in servers)
             res = self.attempt(
                 f"cycle {lang}/{impl}",
                 lambda: run_runner(
@@ -435,7 +452,15 @@ class Bench:
                 ),
             )
             if res is not None:
-                raw.setdefault(f"{lang}/{impl}", []).append({**res, "round": r})
+                # The servers' CPU per cycle, summed over the servers: what the shared Redis
+                # pays for each acquire + release (the runner's start-up costs it a handful of
+                # commands, nothing beside thousands of cycles).
+                cpu = sum(s.cpu_us() for s in servers) - cpu_before
+                cycles = float(res.get("ops") or 0)
+                per_cycle = cpu / cycles if cycles else None
+                raw.setdefault(f"{lang}/{impl}", []).append(
+                    {**res, "round": r, "server_cpu_us_per_cycle": per_cycle}
+                )
         out: dict[str, Any] = {}
         for k, runs in raw.items():
             if not runs:
@@ -451,6 +476,9 @@ class Bench:
                 "errors": sum(int(x["errors"]) for x in runs),
                 "rounds": len(runs),
             }
+            cpu = [float(x["server_cpu_us_per_cycle"]) for x in runs if x.get("server_cpu_us_per_cycle")]
+            if cpu:
+                out[k]["server_cpu_us_per_cycle"] = summary(cpu)
         self.results[key] = out
 
     # 4: contention + fairness ---------------------------------------------------------------
@@ -468,8 +496,8 @@ class Bench:
             agg: dict[str, Any] = {}
             for field_name in (
                 "cs_per_s", "ceiling_per_s", "ceiling_fraction", "handoff_p50_us", "handoff_p99_us",
-                "commands_per_cs", "server_commands_per_cs", "wait_p99_ms", "wait_max_ms",
-                "worker_wait_p99_max_ms",
+                "commands_per_cs", "server_commands_per_cs", "server_cpu_us_per_cs", "wait_p99_ms",
+                "wait_max_ms", "worker_wait_p99_max_ms",
             ):
                 vals = [float(x[field_name]) for x in rounds if x.get(field_name) is not None]
                 if vals:
@@ -511,8 +539,10 @@ class Bench:
         while time.time() < start_at:
             time.sleep(min(0.01, max(0.0, start_at - time.time())))
         before = [s.command_stats() for s in servers]
+        cpu_before = sum(s.cpu_us() for s in servers)
         while time.time() < end_at:
             time.sleep(min(0.01, max(0.0, end_at - time.time())))
+        cpu = sum(s.cpu_us() for s in servers) - cpu_before
         after = [s.command_stats() for s in servers]
         # MONITOR tells the clients' commands from the commands their scripts run (INFO
         # commandstats counts them together), but it slows the server down: every command is
@@ -544,7 +574,11 @@ class Bench:
         counted = [m.stop() for m in monitors]
         if problems:
             raise RunFailed(f"contend {lang}/{impl}: " + "; ".join(problems))
-        return analyse_contention(results, before, after, counted, duration, self.mode.count_ms)
+        out = analyse_contention(results, before, after, counted, duration, self.mode.count_ms)
+        # The servers' CPU per critical section of the measured window (summed over servers).
+        cs = float(out.get("cs_per_s") or 0) * duration / 1000
+        out["server_cpu_us_per_cs"] = cpu / cs if cs else None
+        return out
 
     # 5: one of five servers killed mid-run ---------------------------------------------------
 

@@ -88,7 +88,8 @@ impl Vote {
             ),
             Vote::Held { pttl: None, .. } => (
                 ServerOutcome::Held,
-                "held by another owner, without expiry".to_owned(),
+                "held by another owner without expiry, or kept free for a waiter ahead in line"
+                    .to_owned(),
             ),
             Vote::Failed(f) => {
                 let outcome = match f {
