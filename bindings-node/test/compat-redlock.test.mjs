@@ -338,10 +338,14 @@ describe('the package', () => {
     assert.equal(readFileSync(path.join(pkgDir, 'compat', 'redlock.d.mts'), 'utf8'), readFileSync(path.join(pkgDir, 'compat', 'redlock.d.ts'), 'utf8'))
   })
 
-  it('docs/migrating.md lists every expected failure of node-redlock\'s tests', () => {
+  it('docs/migrating.md lists every deliberate difference from node-redlock\'s tests', () => {
     const docs = readFileSync(path.join(pkgDir, '..', 'docs', 'migrating.md'), 'utf8')
     const section = docs.slice(docs.indexOf('## Node: from node-redlock'))
-    assert.ok(section.length > 0)
-    for (const e of EXPECTED_FAILURES) assert.ok(section.includes(e.test.replace(/^(instance|cluster) - /, '')), e.test)
+    assert.ok(section.includes("### node-redlock's own tests"))
+    // The entries with `needs` fail only on a build without that feature; every build has
+    // them now (run.mjs fails if one is missing), so only deliberate differences are listed.
+    for (const e of EXPECTED_FAILURES.filter((x) => !x.needs)) {
+      assert.ok(section.includes(e.test.replace(/^(instance|cluster) - /, '')), e.test)
+    }
   })
 })

@@ -1,7 +1,7 @@
 // What run.mjs expects of node-redlock's own tests run against fencelock/compat/redlock: how
 // many tests each file has, and which are expected to fail and why. docs/migrating.md
-// ("Node: from node-redlock") carries the same table; compat-redlock.test.mjs checks that it
-// names every entry.
+// ("Node: from node-redlock") lists the deliberate differences (none today);
+// compat-redlock.test.mjs checks that it names each.
 //
 // An entry with `needs` fails only while the fencelock build lacks that feature (run.mjs
 // probes for it): once the feature is there, the test must pass. An entry without `needs` is
