@@ -23,7 +23,8 @@ const platforms = pkg.napi.targets.map(platformOf)
 const main = path.join(out, pkg.name)
 fs.mkdirSync(main, { recursive: true })
 const files = pkg.files.filter((f) => f !== '*.node')
-for (const f of files) fs.copyFileSync(path.join(src, f), path.join(main, f))
+// Directories (compat/, the drop-ins' subpath) are copied whole.
+for (const f of files) fs.cpSync(path.join(src, f), path.join(main, f), { recursive: true })
 const published = { ...pkg }
 delete published.devDependencies
 delete published.scripts

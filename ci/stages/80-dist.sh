@@ -92,6 +92,18 @@ with fencelock.LockManager(os.environ["FENCELOCK_URL"]) as m:
 print(f"python: fencelock {fencelock.__version__} from {where}: acquire/release ok")
 EOF
 )
+# The drop-in ships in the wheel; without the [redis] extra it says which extra to install.
+(cd "$work" && "$work/venv/bin/python" - <<'EOF'
+import fencelock.compat
+try:
+    import fencelock.compat.redis_py  # noqa: F401
+except ImportError as e:
+    assert "fencelock[redis]" in str(e), e
+    print("python: fencelock.compat ships; without redis-py it names the [redis] extra")
+else:
+    raise SystemExit("fencelock.compat.redis_py imported without redis-py installed")
+EOF
+)
 installed_version=$("$work/venv/bin/python" -c 'import fencelock; print(fencelock.__version__)')
 [ "$installed_version" = "$version" ] || { echo "installed $installed_version, built $version" >&2; exit 1; }
 audit=$("$tools/bin/auditwheel" show "$dist"/*.whl)
@@ -175,6 +187,11 @@ const { LockManager } = require('fencelock')
 (cd "$app" && PATH="$clean_path" node --input-type=module -e "
 import { LockManager, LockLostError } from 'fencelock'
 console.log('node import:', typeof LockManager, typeof LockLostError)")
+# The node-redlock drop-in is a subpath of the published package (ioredis not installed here).
+(cd "$app" && PATH="$clean_path" node -e "
+const Redlock = require('fencelock/compat/redlock').default
+if (typeof Redlock !== 'function') throw new Error('fencelock/compat/redlock has no default export')
+console.log('node: the fencelock/compat/redlock subpath is published')")
 cat > "$app/check.ts" <<'EOF'
 import { LockManager, Lock, LockLostError } from 'fencelock'
 async function main(): Promise<void> {
