@@ -137,7 +137,7 @@ export interface AcquireOptions {
   wait?: number
   /**
    * A token of your own (a request or job id) instead of a random one. It is exclusive,
-   * as `SET NX` with a request id is: while the name is held with it (by another
+   * as the classic request-id lock is: while the name is held with it (by another
    * process passing the same token too), acquiring is refused like any other holder's,
    * unless `reentrant`.
    */

@@ -197,7 +197,7 @@ pub unsafe extern "C" fn fl_lock_acquire(
 
 /// As `fl_lock_acquire`, with a token chosen by the caller (non-empty, at most 512 bytes,
 /// e.g. a request id) as the value of the lock key instead of a random one. The token is
-/// exclusive, as `SET NX` with a request id is: while the name is held with it (by another
+/// exclusive, as the classic request-id lock is: while the name is held with it (by another
 /// process passing the same token too), this waits like for any other holder
 /// (`fl_lock_acquire_with_flags` with `FL_ACQUIRE_REENTRANT` acquires it again instead).
 /// Pair it with `fl_release_by_token` to release the lock from anywhere that knows the
@@ -224,8 +224,8 @@ pub unsafe extern "C" fn fl_lock_acquire_with_token(
 
 /// As `fl_lock_acquire_with_token` (`token` may be NULL for a random one), with `flags`: 0, or
 /// `FL_ACQUIRE_REENTRANT` to acquire again a name already held with `token` (its TTL reset,
-/// a new fencing token). Without it a caller's token is exclusive, as `SET NX` with a request
-/// id is: while the name is held with it (by another process passing it too), the acquire
+/// a new fencing token). Without it a caller's token is exclusive, as the classic request-id
+/// lock is: while the name is held with it (by another process passing it too), the acquire
 /// waits like for any other holder.
 ///
 /// Errors: as `fl_lock_acquire_with_token`; also `FL_INVALID_ARGUMENT` for an unknown flag.

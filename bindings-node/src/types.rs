@@ -83,7 +83,7 @@ js_options! {
         #[doc = " once."]
         wait / "wait": Option<f64>,
         #[doc = " A token of your own (a request or job id) instead of a random one. It is exclusive,"]
-        #[doc = " as `SET NX` with a request id is: while the name is held with it (by another"]
+        #[doc = " as the classic request-id lock is: while the name is held with it (by another"]
         #[doc = " process passing the same token too), acquiring is refused like any other holder's,"]
         #[doc = " unless `reentrant`."]
         token / "token": Option<Either<String, Buffer>>,

@@ -155,7 +155,7 @@ impl PyLockManager {
     /// ``wait``: ``None`` (the default) waits until acquired, interruptible by Ctrl-C; a
     /// number of seconds gives up after that long with ``NotAcquired``; ``0`` tries once.
     /// ``token``: your own token (str or bytes: a job or request id) instead of a random one;
-    /// it is exclusive, as ``SET NX`` with a request id is: while the name is held with it
+    /// it is exclusive, as the classic request-id lock is: while the name is held with it
     /// (by another process passing it too), acquiring waits like for any other holder, unless
     /// ``reentrant=True``, which acquires it again (TTL reset, a new fencing token). ``auto_extend``: keep the lock alive
     /// in the background (extends every ttl/3) until released; ``lock.lost`` turns true if
