@@ -240,10 +240,7 @@ class Redlock extends EventEmitter {
   /** One acquire call of fencelock's: one name, or all of several names at once (`acquireMany`). */
   #acquireOnce(manager, resources, options) {
     if (resources.length === 1) return manager.acquire(resources[0], options)
-    if (typeof manager.acquireMany === 'function') return manager.acquireMany(resources, options)
-    throw new TypeError(
-      `fencelock/compat/redlock: this fencelock has no multi-name locks (LockManager.acquireMany), so ${resources.length} resources cannot be locked at once, all or none; lock them one at a time`,
-    )
+    return manager.acquireMany(resources, options)
   }
 
   /** This method runs `.quit()` on all client connections, and closes fencelock's connections. */
