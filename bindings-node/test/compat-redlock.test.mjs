@@ -342,9 +342,7 @@ describe('the package', () => {
     const docs = readFileSync(path.join(pkgDir, '..', 'docs', 'migrating.md'), 'utf8')
     const section = docs.slice(docs.indexOf('## Node: from node-redlock'))
     assert.ok(section.includes("### node-redlock's own tests"))
-    // The entries with `needs` fail only on a build without that feature; every build has
-    // them now (run.mjs fails if one is missing), so only deliberate differences are listed.
-    for (const e of EXPECTED_FAILURES.filter((x) => !x.needs)) {
+    for (const e of EXPECTED_FAILURES) {
       assert.ok(section.includes(e.test.replace(/^(instance|cluster) - /, '')), e.test)
     }
   })

@@ -18,7 +18,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { RedisServer, freePort, startCluster } from '../redis.mjs'
-import { EXPECTED_FAILURES, FEATURES, TESTS } from './expected.mjs'
+import { EXPECTED_FAILURES, TESTS } from './expected.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const pkgDir = path.resolve(here, '..', '..')
@@ -70,37 +70,6 @@ const SETUPS = {
   },
 }
 
-/** Which of the features expected.mjs names this fencelock build has (asked of a real server). */
-async function probe(url) {
-  const have = { acquireMany: typeof LockManager.prototype.acquireMany === 'function' }
-  const m = new LockManager(url)
-  try {
-    const lock = await m.acquire('fencelock-redlock-probe', { ttl: 10_000 })
-    const err = await m.acquire('fencelock-redlock-probe', { ttl: 10_000, wait: 0 }).then(
-      (l) => l.release().then(() => null),
-      (e) => e,
-    )
-    have.servers = err !== null && Array.isArray(err.servers)
-    await lock.release()
-  } finally {
-    await m.close()
-  }
-  return have
-}
-
-/**
- * What AVA may report besides the tests while expected failures fail: the tests call their
- * `fail()` helper without awaiting it, so an error that is not an ExecutionError (the
- * multi-resource refusal) surfaces as an unhandled rejection, a `t.fail()` after a test ended
- * as a TestFailure, and the worker then exits non-zero. Each pattern is allowed only while the
- * expected failure it comes from is expected.
- */
-const FALLOUT = [
-  { re: /^TypeError: fencelock\/compat\/redlock: this fencelock has no multi-name locks/, needs: 'acquireMany' },
-  { re: /^TestFailure: The test has failed$/, needs: 'servers' },
-  { re: /exited with a non-zero exit code: 1$/, needs: null },
-]
-
 /** Runs AVA on one compiled file; resolves to `{ results: Map(title -> passed), extras: [title], tap }`. */
 function ava(file, env) {
   const cli = path.join(path.dirname(require.resolve('ava')), 'cli.mjs')
@@ -130,14 +99,12 @@ async function main() {
   const files = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(TESTS)
   const started = Date.now()
   compile()
-  let have
   const problems = []
   const counts = { passed: 0, expected: 0 }
   for (const file of files) {
     const setup = await SETUPS[file]()
     let run
     try {
-      have ??= await probe(setup.url)
       run = await ava(file, {
         FENCELOCK_REDLOCK_HOSTS: JSON.stringify(setup.hosts),
         FENCELOCK_REDLOCK_CLOSED_PORT: String(await freePort()),
@@ -145,7 +112,7 @@ async function main() {
     } finally {
       await setup.stop()
     }
-    const expected = new Map(EXPECTED_FAILURES.filter((e) => e.file === file && !(e.needs && have[e.needs])).map((e) => [e.test, e]))
+    const expected = new Map(EXPECTED_FAILURES.filter((e) => e.file === file).map((e) => [e.test, e]))
     if (run.results.size !== TESTS[file]) {
       problems.push(`${file}: ${run.results.size} results, expected ${TESTS[file]} tests`)
     }
@@ -156,24 +123,16 @@ async function main() {
         console.log(`ok       ${file} › ${title}`)
       } else if (!passed && exp) {
         counts.expected++
-        console.log(`xfail    ${file} › ${title}  (${exp.needs ? `needs ${FEATURES[exp.needs]}` : 'deliberate difference'})`)
+        console.log(`xfail    ${file} › ${title}  (deliberate difference)`)
       } else if (passed) {
         problems.push(`${file} › ${title}: expected to fail (${exp.reason}), but passed: remove it from expected.mjs and docs/migrating.md`)
       } else {
         problems.push(`${file} › ${title}: failed`)
       }
     }
-    const failedExpected = [...expected.keys()].filter((t) => run.results.get(t) === false)
-    for (const extra of run.extras) {
-      const f = FALLOUT.find((x) => x.re.test(extra))
-      const allowed = f && failedExpected.some((t) => f.needs === null || expected.get(t).needs === f.needs)
-      if (!allowed) problems.push(`${file}: AVA reported ${extra}`)
-    }
+    for (const extra of run.extras) problems.push(`${file}: AVA reported ${extra}`)
     if (problems.length > 0 || process.env.FENCELOCK_REDLOCK_TAP) console.log(`--- AVA's output for ${file}:\n${run.tap}`)
   }
-  const missing = Object.entries(have).filter(([, v]) => !v).map(([k]) => FEATURES[k])
-  // Both ship with the package: a build without one is a regression, not an expected failure.
-  if (missing.length > 0) problems.push(`this fencelock build lacks: ${missing.join('; ')}`)
   const total = counts.passed + counts.expected + problems.length
   console.log(`node-redlock tests: ${counts.passed} passed, ${counts.expected} expected failures, ${problems.length} unexpected (${total} run in ${((Date.now() - started) / 1000).toFixed(1)} s)`)
   if (problems.length > 0) {
