@@ -168,7 +168,8 @@ impl RedisCluster {
     }
 
     /// Waits until every running node says `cluster_state:ok` and sees every slot served,
-    /// and every running replica is in sync with its master (`master_link_status:up`).
+    /// every running replica is in sync with its master (`master_link_status:up`), and every
+    /// master sees each of its replicas online.
     pub fn wait_ready(&self, limit: Duration) {
         let text = |n: &RedisServer, args: &[&[u8]]| match n
             .cmd_with_timeout(args, Duration::from_millis(500))
@@ -180,9 +181,15 @@ impl RedisCluster {
             self.running().all(|n| {
                 let info = text(n, &[b"CLUSTER", b"INFO"]);
                 let replication = text(n, &[b"INFO", b"replication"]);
+                // A master counts a replica for WAIT only once it is `state=online`
+                // (its full sync done), which comes after the replica says its link is up.
+                let replicas_online = replication
+                    .lines()
+                    .filter(|l| l.starts_with("slave") && l.contains("state="))
+                    .all(|l| l.contains("state=online"));
                 info.contains("cluster_state:ok")
                     && info.contains("cluster_slots_ok:16384")
-                    && (replication.contains("role:master")
+                    && ((replication.contains("role:master") && replicas_online)
                         || replication.contains("master_link_status:up"))
             })
         });
