@@ -7,8 +7,11 @@ on a free loopback port and stops by PID.
 Each candidate is a pair of calls, sent one after the other from one connection, as a client
 does: the acquire (on a free name) and the release. Candidates:
 
-- ours: the scripts fencelock runs today (core/src/scripts: queue.lua + acquire.lua, queue.lua
-  + release.lua, with the ARGV that scripts.rs packs);
+- ours: the scripts fencelock runs (core/src/scripts, put together as scripts.rs does:
+  acquire.lua + queue.lua + acquire_queued.lua, release.lua + queue.lua + release_queued.lua,
+  with the ARGV that scripts.rs packs);
+- ours@REV (with --baseline REV): the same scripts as they were at git revision REV, to compare
+  a change of the scripts with what it replaces in the same runs;
 - floor: SET NX PX, then the classic compare-and-delete script (what rslock and node-redlock
   send);
 - lean-eval: the same guarantees as ours on the uncontended path in small scripts (the queue's
@@ -20,7 +23,8 @@ does: the acquire (on a free name) and the release. Candidates:
   compare-and-delete script;
 - noop: EVALSHA of `return 1` twice: the price of a script call alone.
 
-Usage: script_cost.py [--cycles N] [--rounds R]. Prints a table and a JSON line.
+Usage: script_cost.py [--cycles N] [--rounds R] [--baseline REV]. Prints a table and a JSON
+line.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -104,93 +109,135 @@ def commands(c: RespClient) -> int:
     return total
 
 
-def candidates(c: RespClient) -> dict[str, Callable[[int], None]]:
-    """Each candidate: one acquire + release of name `n`."""
+def sources(rev: str | None) -> tuple[str, str]:
+    """The acquire and release scripts as scripts.rs puts them together, from the work tree or
+    (`rev`) from a git revision; before the uncontended path came first (issue 21), each was
+    queue.lua + acquire.lua or release.lua."""
+    def read(name: str) -> str | None:
+        if rev is None:
+            path = SCRIPTS / name
+            return path.read_text() if path.exists() else None
+        r = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:core/src/scripts/{name}"],
+                           capture_output=True, text=True)
+        return r.stdout if r.returncode == 0 else None
+
+    queue = read("queue.lua")
+    assert queue is not None, f"no queue.lua at {rev or 'the work tree'}"
+    out = []
+    for step in ("acquire", "release"):
+        queued = read(f"{step}_queued.lua")
+        head = read(f"{step}.lua")
+        assert head is not None, f"no {step}.lua at {rev or 'the work tree'}"
+        out.append(head + queue + queued if queued is not None else queue + head)
+    return out[0], out[1]
+
+
+# A candidate's cycle: the commands it sends for name n, each with a check of its reply.
+Check = Callable[[Any], bool]
+Cycle = Callable[[int], list[tuple[bytes, Check]]]
+
+
+def candidates(c: RespClient, baseline: str | None, extra: list[str]) -> dict[str, Cycle]:
+    """Each candidate: one acquire + release of name `n`, as commands and reply checks."""
     load = lambda src: c.call("SCRIPT", "LOAD", src).decode()  # noqa: E731
-    queue = (SCRIPTS / "queue.lua").read_text()
-    ours_acq = load(queue + (SCRIPTS / "acquire.lua").read_text())
-    ours_rel = load(queue + (SCRIPTS / "release.lua").read_text())
+    ours_acq, ours_rel = (load(src) for src in sources(None))
     cad = load(CAD)
     lean_acq, lean_rel = load(LEAN_ACQUIRE), load(LEAN_RELEASE)
     noop = load("return 1")
     c.call("FUNCTION", "LOAD", "REPLACE", LIBRARY)
     token = "0123456789abcdef.6f1c2a1e-4c1b-4b8e-9d55-0c7b2b7f3a10"
     channel = "fencelock:{1}:released:bench"
+    granted: Check = lambda r: isinstance(r, list) and r[0] == 1  # noqa: E731
+    one: Check = lambda r: r == 1  # noqa: E731
+    ok: Check = lambda r: r == "OK"  # noqa: E731
+    anything: Check = lambda r: True  # noqa: E731
 
     def keys(n: int) -> list[str]:
         return [f"bench-{n}", "fencelock:{1}:fence", f"fencelock:{{1}}:queue:bench-{n}",
                 f"fencelock:{{1}}:deadlines:bench-{n}", f"fencelock:{{1}}:ttls:bench-{n}"]
 
-    def ours(n: int) -> None:
-        k = keys(n)
-        r = c.call("EVALSHA", ours_acq, "5", *k, token, f"PUBLISH 30000 16 0 0 1 {channel}")
-        assert r[0] == 1, r
-        assert c.call("EVALSHA", ours_rel, "5", *k, token, f"PUBLISH 1 16 {channel}") == 1
+    def pair(acq: str, rel: str) -> Cycle:
+        def run(n: int) -> list[tuple[bytes, Check]]:
+            k = keys(n)
+            return [(resp("EVALSHA", acq, "5", *k, token, f"PUBLISH 30000 16 0 0 1 {channel}"), granted),
+                    (resp("EVALSHA", rel, "5", *k, token, f"PUBLISH 1 16 {channel}"), one)]
+        return run
 
-    def floor(n: int) -> None:
-        k = keys(n)
-        assert c.call("SET", k[0], token, "NX", "PX", "30000") == "OK"
-        assert c.call("EVALSHA", cad, "1", k[0], token) == 1
+    cands: dict[str, Cycle] = {"ours": pair(ours_acq, ours_rel)}
+    if baseline:
+        old_acq, old_rel = (load(src) for src in sources(baseline))
+        cands[f"ours@{baseline}"] = pair(old_acq, old_rel)
+    for path in extra:
+        # --candidate ACQUIRE.lua,RELEASE.lua: whole scripts, called as ours are.
+        a, r = path.split(",")
+        cands[f"{Path(a).stem}"] = pair(load(Path(a).read_text()), load(Path(r).read_text()))
+    cands["floor"] = lambda n: [(resp("SET", keys(n)[0], token, "NX", "PX", "30000"), ok),
+                                (resp("EVALSHA", cad, "1", keys(n)[0], token), one)]
+    cands["lean-eval"] = lambda n: [(resp("EVALSHA", lean_acq, "3", *keys(n)[:3], token, "30000"), granted),
+                                    (resp("EVALSHA", lean_rel, "3", *keys(n)[:3], token), one)]
+    cands["lean-fcall"] = lambda n: [
+        (resp("FCALL", "fl_bench_acquire", "3", *keys(n)[:3], token, "30000"), granted),
+        (resp("FCALL", "fl_bench_release", "3", *keys(n)[:3], token), one)]
+    cands["multi"] = lambda n: [
+        (resp("MULTI"), ok), (resp("EXISTS", keys(n)[2]), anything),
+        (resp("SET", keys(n)[0], token, "NX", "PX", "30000"), anything),
+        (resp("INCR", keys(n)[1]), anything), (resp("EXEC"), lambda r: r[1] == "OK"),
+        (resp("EVALSHA", cad, "1", keys(n)[0], token), one)]
+    cands["noop"] = lambda n: [(resp("EVALSHA", noop, "0"), one), (resp("EVALSHA", noop, "0"), one)]
+    return cands
 
-    def lean_eval(n: int) -> None:
-        k = keys(n)
-        assert c.call("EVALSHA", lean_acq, "3", *k[:3], token, "30000")[0] == 1
-        assert c.call("EVALSHA", lean_rel, "3", *k[:3], token) == 1
 
-    def lean_fcall(n: int) -> None:
-        k = keys(n)
-        assert c.call("FCALL", "fl_bench_acquire", "3", *k[:3], token, "30000")[0] == 1
-        assert c.call("FCALL", "fl_bench_release", "3", *k[:3], token) == 1
-
-    def multi(n: int) -> None:
-        k = keys(n)
-        c.sock.sendall(resp("MULTI") + resp("EXISTS", k[2]) + resp("SET", k[0], token, "NX", "PX", "30000")
-                       + resp("INCR", k[1]) + resp("EXEC"))
-        replies = [c._reply() for _ in range(5)]
-        assert replies[4][1] == "OK", replies
-        assert c.call("EVALSHA", cad, "1", k[0], token) == 1
-
-    def noop_pair(n: int) -> None:
-        c.call("EVALSHA", noop, "0")
-        c.call("EVALSHA", noop, "0")
-
-    return {"ours": ours, "floor": floor, "lean-eval": lean_eval, "lean-fcall": lean_fcall,
-            "multi": multi, "noop": noop_pair}
+def run_cycles(c: RespClient, cycle: Cycle, first: int, count: int, pipeline: int) -> None:
+    """Runs `count` cycles from name `first` on, `pipeline` cycles per write (1: each command
+    waits for its reply, as a client does), checking every reply."""
+    n = first
+    while n < first + count:
+        batch = [cmd for m in range(n, min(n + pipeline, first + count)) for cmd in cycle(m)]
+        n += pipeline
+        c.sock.sendall(b"".join(b for b, _ in batch))
+        for b, check in batch:
+            r = c._reply()
+            assert check(r), (b, r)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cycles", type=int, default=20_000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--baseline", metavar="REV", help="also run the scripts of git revision REV")
+    ap.add_argument("--candidate", action="append", default=[], metavar="ACQ.lua,REL.lua",
+                    help="also run these two whole scripts (called with ours' keys and ARGV)")
+    ap.add_argument("--pipeline", type=int, default=1, metavar="K",
+                    help="send K cycles per write: the server's socket work per command drops, "
+                         "and what is left is mostly the commands' own work (default 1: each "
+                         "command waits for its reply)")
     args = ap.parse_args()
     server = RedisServer()
     try:
         c = RespClient(server.port)
-        cands = candidates(c)
+        cands = candidates(c, args.baseline, args.candidate)
         per: dict[str, dict[str, list[float]]] = {k: {"cpu_us": [], "cmds": []} for k in cands}
         for r in range(args.rounds):
             order = list(cands)
             order = order[r % len(order):] + order[: r % len(order)]
             for name in order:
                 run = cands[name]
-                for n in range(200):  # warm up
-                    run(n)
+                run_cycles(c, run, 0, 200, args.pipeline)  # warm up
                 cpu0, cmd0 = cpu_us(c), commands(c)
-                for n in range(args.cycles):
-                    run(n)
+                run_cycles(c, run, 0, args.cycles, args.pipeline)
                 cpu1, cmd1 = cpu_us(c), commands(c)
                 per[name]["cpu_us"].append((cpu1 - cpu0) / args.cycles)
                 # INFO cpu itself and the two INFO commands are not counted (commandstats
                 # excluded INFO); the rest is the candidate's.
                 per[name]["cmds"].append((cmd1 - cmd0) / args.cycles)
-        print(f"{'candidate':<12} {'server CPU µs/cycle (median, min)':>36} {'server commands/cycle':>22}")
+        print(f"{'candidate':<16} {'server CPU µs/cycle (median, min)':>32} {'server commands/cycle':>22}")
         out: dict[str, Any] = {}
         for name, v in per.items():
             med, lo = statistics.median(v["cpu_us"]), min(v["cpu_us"])
             cmds = statistics.median(v["cmds"])
             out[name] = {"cpu_us_median": round(med, 2), "cpu_us_min": round(lo, 2), "commands": round(cmds, 2)}
-            print(f"{name:<12} {med:>28.2f} {lo:>7.2f} {cmds:>22.2f}")
-        print(json.dumps({"cycles": args.cycles, "rounds": args.rounds, "pid": os.getpid(),
+            print(f"{name:<16} {med:>24.2f} {lo:>7.2f} {cmds:>22.2f}")
+        print(json.dumps({"cycles": args.cycles, "rounds": args.rounds, "pipeline": args.pipeline, "pid": os.getpid(),
                           "at": time.strftime("%Y-%m-%dT%H:%M:%S"), "results": out}))
         c.close()
     finally:

@@ -27,14 +27,16 @@ pub(crate) const MAX_PARTS: usize = 10;
 /// counter, taking a place in the wait queue.
 static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_SRC));
 const ACQUIRE_SRC: &str = concat!(
+    include_str!("scripts/acquire.lua"),
     include_str!("scripts/queue.lua"),
-    include_str!("scripts/acquire.lua")
+    include_str!("scripts/acquire_queued.lua")
 );
 /// Compare-and-delete + `PUBLISH` of the first waiter in line on the release channel.
 static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_SRC));
 const RELEASE_SRC: &str = concat!(
+    include_str!("scripts/release.lua"),
     include_str!("scripts/queue.lua"),
-    include_str!("scripts/release.lua")
+    include_str!("scripts/release_queued.lua")
 );
 /// Compare-and-`PEXPIRE`.
 static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_SRC));

@@ -1,4 +1,5 @@
--- Prepended to acquire.lua and release.lua (scripts.rs): the server's clock, the sweep of the
+-- Between acquire.lua and acquire_queued.lua, release.lua and release_queued.lua, and before
+-- acquire_many.lua and release_many.lua (scripts.rs): the server's clock, the sweep of the
 -- wait queue, and handing the lock to the first waiter in line (queue.rs is the Rust side).
 
 -- The server's clock in milliseconds.
@@ -75,8 +76,10 @@ local function take_place(queue, deadlines, ttls, token, arrival, lasts, ttl, no
   redis.call('ZADD', queue, 'NX', arrival, token)
   redis.call('ZADD', deadlines, now + lasts, token)
   redis.call('HSET', ttls, token, ttl)
-  for _, key in ipairs({queue, deadlines, ttls}) do
-    if redis.call('PTTL', key) < lasts then
+  -- The three keys always hold the same tokens and get the same expiry in the same call, so
+  -- the queue's PTTL stands for all three.
+  if redis.call('PTTL', queue) < lasts then
+    for _, key in ipairs({queue, deadlines, ttls}) do
       redis.call('PEXPIRE', key, lasts)
     end
   end

@@ -1,49 +1,24 @@
--- Compare-and-delete, and hand the lock to the first waiter in line (after queue.lua).
+-- Compare-and-delete, and hand the lock to the first waiter in line. The whole script is this
+-- file, queue.lua, then release_queued.lua (scripts.rs): this first part is the path where
+-- nobody is in line, which returns before the queue's helpers are even defined.
 -- KEYS (the order of keys.rs and scripts.rs): [1] lock key, [2] fencing counter, [3] wait
 -- queue, [4] queue deadlines, [5] the waiters' TTLs.
--- ARGV[1] token; ARGV[2] "PUBLISH LEAVE WAKE_ID_LEN CHANNEL" (packed by scripts.rs): PUBLISH
--- the command that wakes a waiter ('PUBLISH', or 'SPUBLISH' on a cluster), LEAVE '1' to give
--- up this token's place in the queue too (a holder's release, a waiter that stops waiting),
--- '0' to keep it (a failed attempt's undo), '2' to give up the place only, leaving the key
--- alone (a waiter whose caller token holds the key there for another acquisition),
--- WAKE_ID_LEN how many leading bytes of a token name its waiter's wake-up channel (token.rs),
--- CHANNEL the release channel.
+-- ARGV[1] token; ARGV[2] "PUBLISH LEAVE WAKE_ID_LEN CHANNEL" (packed by scripts.rs; see
+-- release_queued.lua).
 -- Returns 1 when released, 0 when the key was gone (or left alone), -1 when another token
 -- holds it.
--- On release, when someone waits, the lock goes straight to the first waiter in line that
--- listens (hand_over in queue.lua): the key is set to its token with its TTL and the fencing
--- counter incremented, as its own acquire would, and it is told on its wake-up channel with
--- the message "COUNTER ARRIVAL TOKEN" (parsed by queue.rs): the fencing counter, its place's
--- arrival (which names the acquire call the place belongs to) and its token. Its TTL started
--- after its place was taken, which its own clock can bound. The others keep their places and
--- sleep. When nobody in line listens, or the first who does waits for several names (it is
--- woken, and takes them all in one attempt), the key is deleted.
--- The uncontended path (nobody queued) reads the queue and the key and deletes the key.
-local publish, mode, wake_id_len, channel = string.match(ARGV[2], '^(%S+) ([012]) (%d+) (.*)$')
-local leave = mode ~= '0'
-wake_id_len = tonumber(wake_id_len)
-local queued = redis.call('ZRANGE', KEYS[3], 0, 0)[1] ~= nil
-if leave and queued then
-  redis.call('ZREM', KEYS[3], ARGV[1])
-  redis.call('ZREM', KEYS[4], ARGV[1])
-  redis.call('HDEL', KEYS[5], ARGV[1])
-end
-if mode == '2' then
-  return 0
-end
-local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] then
-  if not queued then
+--
+-- Nobody in line (the queue's key does not exist: PTTL -2): the classic compare-and-delete
+-- (mode 2, leave the queue only, has nothing to do). Three commands.
+if redis.call('PTTL', KEYS[3]) == -2 then
+  if string.match(ARGV[2], '^%S+ (%d)') == '2' then
+    return 0
+  end
+  local holder = redis.call('GET', KEYS[1])
+  if holder == ARGV[1] then
     redis.call('DEL', KEYS[1])
     return 1
   end
-  sweep(KEYS[3], KEYS[4], KEYS[5], now_ms())
-  if hand_over(KEYS[1], KEYS[2], KEYS[3], KEYS[5], publish, channel, wake_id_len, nil) ~= true then
-    redis.call('DEL', KEYS[1])
-  end
-  return 1
+  return holder == false and 0 or -1
 end
-if holder == false then
-  return 0
-end
-return -1
+-- Someone is in line: release_queued.lua.
