@@ -444,6 +444,7 @@ async fn with_replica_ack_a_lock_and_its_counter_survive_the_failover_of_their_m
     c.node_mut(old).restart();
     c.wait_ready(Duration::from_secs(30));
     assert_eq!(c.replicas_of(promoted), vec![old]);
+    c.wait_acknowledged(promoted, b"{durable}ack", 1, Duration::from_secs(30));
     lock.extend(MS(60_000)).await.unwrap();
     lock.release().await.unwrap();
     let next = other

@@ -7,7 +7,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{free_port, wait_until, RedisServer, Reply};
+use crate::{free_port, requests, wait_until, RedisServer, Reply};
 
 /// How long a node may be unreachable before the cluster fails it over, in ms (short, for
 /// tests; failover then takes a few seconds).
@@ -193,6 +193,32 @@ impl RedisCluster {
                         || replication.contains("master_link_status:up"))
             })
         });
+    }
+
+    /// Waits until the master on `port` gets a write acknowledged by `replicas` replicas
+    /// (`SET key` then `WAIT replicas 200` on one connection; `key` must be in a slot that
+    /// master serves; it is deleted afterwards). A replica that has just synced can still miss
+    /// a `WAIT` for a while after both sides call the link up.
+    pub fn wait_acknowledged(&self, port: u16, key: &[u8], replicas: usize, limit: Duration) {
+        let n = replicas.to_string();
+        let acked = || {
+            let cmds: [&[&[u8]]; 2] = [&[b"SET", key, b"1"], &[b"WAIT", n.as_bytes(), b"200"]];
+            matches!(
+                requests(port, &cmds, Duration::from_secs(2)).as_deref(),
+                Ok([Reply::Status(_), Reply::Int(got)]) if *got >= replicas as i64
+            )
+        };
+        let start = Instant::now();
+        while !acked() {
+            if start.elapsed() > limit {
+                let info = self.node(port).cmd(&[b"INFO", b"replication"]);
+                panic!(
+                    "fencelock-testkit: the master on port {port} got no write acknowledged by {replicas} replicas within {limit:?}; INFO replication: {info:?}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.node(port).cmd(&[b"DEL", key]);
     }
 
     /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2`: two seed nodes.

@@ -118,18 +118,30 @@ pub fn servers(n: usize) -> Vec<RedisServer> {
 
 /// Sends one command over a fresh connection to `127.0.0.1:port` and parses the reply.
 pub fn request(port: u16, args: &[&[u8]], timeout: Duration) -> io::Result<Reply> {
+    let mut replies = requests(port, &[args], timeout)?;
+    Ok(replies.remove(0))
+}
+
+/// Sends `commands` in order over one fresh connection to `127.0.0.1:port` (what one command
+/// does can depend on an earlier one of the same connection, as `WAIT` on its writes) and
+/// parses their replies.
+pub fn requests(port: u16, commands: &[&[&[u8]]], timeout: Duration) -> io::Result<Vec<Reply>> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
-    let mut buf = format!("*{}\r\n", args.len()).into_bytes();
-    for arg in args {
-        buf.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        buf.extend_from_slice(arg);
-        buf.extend_from_slice(b"\r\n");
+    let mut buf = Vec::new();
+    for args in commands {
+        buf.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for arg in *args {
+            buf.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+            buf.extend_from_slice(arg);
+            buf.extend_from_slice(b"\r\n");
+        }
     }
     stream.write_all(&buf)?;
-    read_reply(&mut BufReader::new(stream))
+    let mut reader = BufReader::new(stream);
+    commands.iter().map(|_| read_reply(&mut reader)).collect()
 }
 
 fn protocol_error(msg: String) -> io::Error {
