@@ -227,7 +227,9 @@ def scale_rows(t: dict[str, Any]) -> tuple[list[Row], list[Row]]:
     rows, holds = [], []
     for k, v in sorted(t.items()):
         for tasks, r in sorted(((x, y) for x, y in v.items() if x != "hold"), key=lambda kv: int(kv[0])):
-            rows.append([label(k), tasks, fmt(r["ops_per_s"]), fmt(r["peak_rss_kb"] / 1024, 1), str(r["errors"])])
+            rows.append([label(k), tasks, fmt(r["ops_per_s"]), fmt(r.get("server_cpu_us_per_cycle"), 1),
+                         fmt(r.get("client_cpu_us_per_cycle"), 1), fmt(r["peak_rss_kb"] / 1024, 1),
+                         str(r["errors"])])
         h = v.get("hold")
         if h:
             holds.append([
@@ -338,7 +340,12 @@ def markdown(doc: dict[str, Any], notes: str) -> str:
         parts += [
             "## Scale: concurrent tasks on distinct names in one process, 1 server",
             "",
-            table(["library", "tasks", "cycles/s", "peak RSS MiB", "errors"], rows),
+            "Server CPU: the redis-server's (`INFO cpu`) over the run, per cycle. Client CPU: the runner "
+            "process's, its start-up and connecting included, per cycle. Both share the machine's 2 CPUs, "
+            "so at many tasks a cycle's rate is bounded by their sum.",
+            "",
+            table(["library", "tasks", "cycles/s", "server CPU µs / cycle", "client CPU µs / cycle",
+                   "peak RSS MiB", "errors"], rows),
             "",
             "Locks held at once (all acquired concurrently, then all released):",
             "",

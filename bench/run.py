@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import socket
@@ -350,6 +351,12 @@ class RunFailed(Exception):
     pass
 
 
+def children_cpu_us() -> float:
+    """The CPU time (user + system) of every child process waited for so far, in µs."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r.ru_utime + r.ru_stime) * 1e6
+
+
 def run_runner(runners: Runners, lang: str, args: list[str], timeout: float) -> dict[str, Any]:
     argv = runners.argv(lang) + args
     try:
@@ -676,6 +683,8 @@ class Bench:
             for impl in SCALE_IMPLS[lang]:
                 for tasks in self.mode.scale_tasks:
                     self.log(f"scale {lang}/{impl} tasks={tasks}")
+                    server_before = self.servers[0].cpu_us()
+                    client_before = children_cpu_us()
                     res = self.attempt(
                         f"scale {lang}/{impl}",
                         lambda: run_runner(
@@ -686,10 +695,17 @@ class Bench:
                         ),
                     )
                     if res is not None:
+                        # Per cycle: the server's CPU over the run (INFO cpu), and the runner
+                        # process's own (its whole life, start-up and connecting included).
+                        cycles = res["ops_per_s"] * self.mode.scale_ms / 1000
+                        server_cpu = self.servers[0].cpu_us() - server_before
+                        client_cpu = children_cpu_us() - client_before
                         out.setdefault(f"{lang}/{impl}", {})[str(tasks)] = {
                             "ops_per_s": res["ops_per_s"],
                             "peak_rss_kb": res["peak_rss_kb"],
                             "errors": res["errors"],
+                            "server_cpu_us_per_cycle": server_cpu / cycles if cycles else None,
+                            "client_cpu_us_per_cycle": client_cpu / cycles if cycles else None,
                         }
                 self.log(f"hold {lang}/{impl} count={self.mode.hold_count}")
                 res = self.attempt(
