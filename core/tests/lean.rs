@@ -153,7 +153,9 @@ async fn a_free_key_with_someone_in_line_goes_to_the_first_in_line_not_a_newcome
         .build()
         .unwrap();
     let newcomer = warm(&server).await;
-    let held = crashed.acquire("expiring", MS(600), None).await.unwrap();
+    // A long TTL, so that the waiter's timer (just after the holder's TTL) stays far off;
+    // the key is then expired by hand, as a paused holder's would.
+    let held = crashed.acquire("expiring", MS(10_000), None).await.unwrap();
     held.detach();
     let task = tokio::spawn(async move {
         let lock = waiter.acquire("expiring", MS(10_000), Some(MS(8000))).await;
@@ -163,6 +165,7 @@ async fn a_free_key_with_someone_in_line_goes_to_the_first_in_line_not_a_newcome
         server.queued("", "expiring") == 1 && server.listening("", "expiring")
     })
     .await;
+    server.cmd(&[b"PEXPIRE", b"expiring", b"1"]);
     wait_until_async(MS(5000), "the holder's key expired", || {
         server.get(b"expiring").is_none()
     })
