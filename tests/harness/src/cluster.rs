@@ -201,23 +201,15 @@ impl RedisCluster {
     /// a `WAIT` for a while after both sides call the link up.
     pub fn wait_acknowledged(&self, port: u16, key: &[u8], replicas: usize, limit: Duration) {
         let n = replicas.to_string();
-        let acked = || {
+        let what =
+            format!("a write to the master on port {port} acknowledged by {replicas} replicas");
+        wait_until(limit, &what, || {
             let cmds: [&[&[u8]]; 2] = [&[b"SET", key, b"1"], &[b"WAIT", n.as_bytes(), b"200"]];
             matches!(
                 requests(port, &cmds, Duration::from_secs(2)).as_deref(),
                 Ok([Reply::Status(_), Reply::Int(got)]) if *got >= replicas as i64
             )
-        };
-        let start = Instant::now();
-        while !acked() {
-            if start.elapsed() > limit {
-                let info = self.node(port).cmd(&[b"INFO", b"replication"]);
-                panic!(
-                    "fencelock-testkit: the master on port {port} got no write acknowledged by {replicas} replicas within {limit:?}; INFO replication: {info:?}"
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        });
         self.node(port).cmd(&[b"DEL", key]);
     }
 
