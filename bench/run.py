@@ -119,12 +119,21 @@ class RespClient:
             return None if n < 0 else [self._reply() for _ in range(n)]
         raise RuntimeError(f"bad reply {line!r}")
 
-    def call(self, *args: str | bytes) -> Any:
+    @staticmethod
+    def encode(*args: str | bytes) -> bytes:
+        """One command in RESP, to send now or with others in one write (a pipeline)."""
         parts = [b"*%d\r\n" % len(args)]
         for a in args:
             b = a.encode() if isinstance(a, str) else a
             parts.append(b"$%d\r\n%s\r\n" % (len(b), b))
-        self.sock.sendall(b"".join(parts))
+        return b"".join(parts)
+
+    def reply(self) -> Any:
+        """The next reply on the connection (an error reply raises RuntimeError)."""
+        return self._reply()
+
+    def call(self, *args: str | bytes) -> Any:
+        self.sock.sendall(self.encode(*args))
         return self._reply()
 
 

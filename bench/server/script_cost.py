@@ -83,30 +83,13 @@ redis.register_function('fl_bench_release', release)
 """
 
 
-def resp(*args: str | bytes) -> bytes:
-    parts = [b"*%d\r\n" % len(args)]
-    for a in args:
-        b = a.encode() if isinstance(a, str) else a
-        parts.append(b"$%d\r\n%s\r\n" % (len(b), b))
-    return b"".join(parts)
+resp = RespClient.encode
 
 
-def info(c: RespClient, section: str) -> dict[str, str]:
-    text = c.call("INFO", section).decode()
-    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-
-
-def cpu_us(c: RespClient) -> float:
-    i = info(c, "cpu")
-    return (float(i["used_cpu_sys"]) + float(i["used_cpu_user"])) * 1e6
-
-
-def commands(c: RespClient) -> int:
-    total = 0
-    for name, fields in info(c, "commandstats").items():
-        if name.startswith("cmdstat_") and name not in ("cmdstat_info",):
-            total += int(fields.split(",")[0].split("=")[1])
-    return total
+def commands(server: RedisServer) -> int:
+    """Commands the server has run (INFO commandstats, script internals included), the INFO
+    calls that read its figures left out."""
+    return sum(n for name, n in server.command_stats().items() if name != "info")
 
 
 def sources(rev: str | None) -> tuple[str, str]:
@@ -196,7 +179,7 @@ def run_cycles(c: RespClient, cycle: Cycle, first: int, count: int, pipeline: in
         n += pipeline
         c.sock.sendall(b"".join(b for b, _ in batch))
         for b, check in batch:
-            r = c._reply()
+            r = c.reply()
             assert check(r), (b, r)
 
 
@@ -223,12 +206,12 @@ def main() -> int:
             for name in order:
                 run = cands[name]
                 run_cycles(c, run, 0, 200, args.pipeline)  # warm up
-                cpu0, cmd0 = cpu_us(c), commands(c)
+                cpu0, cmd0 = server.cpu_us(), commands(server)
                 run_cycles(c, run, 0, args.cycles, args.pipeline)
-                cpu1, cmd1 = cpu_us(c), commands(c)
+                cpu1, cmd1 = server.cpu_us(), commands(server)
                 per[name]["cpu_us"].append((cpu1 - cpu0) / args.cycles)
-                # INFO cpu itself and the two INFO commands are not counted (commandstats
-                # excluded INFO); the rest is the candidate's.
+                # The INFO calls that read the figures are left out (commands()); the rest
+                # is the candidate's.
                 per[name]["cmds"].append((cmd1 - cmd0) / args.cycles)
         print(f"{'candidate':<16} {'server CPU µs/cycle (median, min)':>32} {'server commands/cycle':>22}")
         out: dict[str, Any] = {}
