@@ -21,7 +21,17 @@ fn calls(server: &RedisServer) -> HashMap<String, u64> {
             let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(":calls=")?;
             Some((name.to_owned(), rest.split(',').next()?.parse().ok()?))
         })
-        .filter(|(name, _)| !["info", "config|resetstat"].contains(&name.as_str()))
+        // The test's own probes: INFO and CONFIG here, `queued` and `listening` of the testkit.
+        .filter(|(name, _)| {
+            ![
+                "info",
+                "config|resetstat",
+                "keys",
+                "zcard",
+                "pubsub|channels",
+            ]
+            .contains(&name.as_str())
+        })
         .collect()
 }
 
@@ -246,4 +256,112 @@ async fn a_partial_grant_is_undone_on_the_lean_path() {
     assert!(!ran_queue_code(&c), "{c:?}");
     assert_eq!(s[0].get(b"partial"), None);
     assert_eq!(s[1].get(b"partial").as_deref(), Some(&b"classic"[..]));
+}
+
+/// A waiter that makes one attempt and then waits for a handoff (its timed retry is a minute
+/// off), so that the test sees exactly what one refusal runs; warmed up as [`warm`].
+async fn patient(server: &RedisServer) -> LockManager {
+    let m = LockManager::builder([server.url()])
+        .retry_delay(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    m.acquire("warm-up", MS(10_000), None)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    m
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contended_critical_section_runs_the_queues_upkeep_once_per_place_lifetime() {
+    // Under contention a critical section is one refused attempt that takes a place and one
+    // release that hands the lock over. The queue's upkeep (its keys' expiry and the sweep of
+    // places nobody renews) runs when the queue is new or its expiry runs low, not at every
+    // refusal; a holder that never waited has no place to leave.
+    let server = RedisServer::start();
+    let holder = warm(&server).await;
+    let held = holder.acquire("line", MS(10_000), None).await.unwrap();
+    let (first, second) = (patient(&server).await, patient(&server).await);
+    let lock = |m: LockManager| {
+        tokio::spawn(async move { m.acquire("line", MS(10_000), Some(MS(20_000))).await })
+    };
+    // A waiter's first refusal takes its place; it then subscribes to its wake-up channel and
+    // tries once more (a release may have come in between), and waits.
+    let tried_twice = || calls(&server).get("evalsha") == Some(&2);
+    // The first waiter's first refusal makes the queue, so the upkeep runs: the keys' expiry
+    // (and the sweep, with nothing to sweep). Its second refusal finds the queue alive.
+    reset(&server);
+    let one = lock(first);
+    wait_until_async(MS(5000), "the first waiter tried twice", tried_twice).await;
+    let c = calls(&server);
+    assert_eq!(
+        c.get("pexpire"),
+        Some(&3),
+        "the new queue's keys expire: {c:?}"
+    );
+    assert_eq!(c.get("zrangebyscore"), Some(&1), "{c:?}");
+    assert_eq!(server.queued("", "line"), 1);
+    // The second waiter's two refusals find the queue alive: 9 commands each, no upkeep.
+    reset(&server);
+    let two = lock(second);
+    wait_until_async(MS(5000), "the second waiter tried twice", tried_twice).await;
+    let refusals = ran(&[
+        ("evalsha", 2),
+        ("pttl", 4),
+        ("get", 4),
+        ("time", 2),
+        ("zadd", 4),
+        ("hset", 2),
+        ("subscribe", 1),
+    ]);
+    assert_eq!(
+        calls(&server),
+        refusals,
+        "two refusals with the queue alive"
+    );
+    assert_eq!(server.queued("", "line"), 2);
+    // The holder never waited: its release has no place to leave, and hands the lock over.
+    reset(&server);
+    held.release().await.unwrap();
+    let handoff = [
+        ("evalsha", 1),
+        ("pttl", 1),
+        ("get", 1),
+        ("time", 1),
+        ("zrangebyscore", 1),
+        ("zrange", 1),
+        ("hget", 1),
+        ("incr", 1),
+        ("publish", 1),
+        ("set", 1),
+    ];
+    let mut release = ran(&handoff);
+    release.insert("zrem".into(), 1);
+    assert_eq!(
+        calls(&server),
+        release,
+        "a release that hands over, with no place"
+    );
+    let one = one.await.unwrap().unwrap();
+    assert_eq!(server.get(b"line").as_deref(), Some(one.token()));
+    // The first waiter got the lock through its place: its release leaves it (three keys),
+    // then hands over to the second.
+    let one_fence = one.fencing_token();
+    reset(&server);
+    one.release().await.unwrap();
+    let mut release = ran(&handoff);
+    release.insert("zrem".into(), 2);
+    release.insert("hdel".into(), 1);
+    assert_eq!(
+        calls(&server),
+        release,
+        "a release that hands over, leaving its place"
+    );
+    let two = two.await.unwrap().unwrap();
+    assert!(two.fencing_token() > one_fence);
+    two.release().await.unwrap();
+    assert_eq!(server.queued("", "line"), 0);
+    assert_eq!(server.get(b"line"), None);
 }

@@ -16,7 +16,8 @@
 -- the first in line. A classic SET NX PX holder (another client) makes the SET fail, as it
 -- makes theirs fail. A counter of the wrong type fails the INCR: the key just written is
 -- deleted, so the error leaves nothing changed.
-if redis.call('PTTL', KEYS[3]) == -2 then
+local queue_pttl = redis.call('PTTL', KEYS[3])
+if queue_pttl == -2 then
   local ttl = string.match(ARGV[2], '^%S+ (%d+) ')
   if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
     local fence = redis.pcall('INCR', KEYS[2])
@@ -27,4 +28,5 @@ if redis.call('PTTL', KEYS[3]) == -2 then
     return {1, fence}
   end
 end
--- Someone is in line, or the key is held: acquire_queued.lua decides.
+-- Someone is in line, or the key is held: acquire_queued.lua decides (with the queue's
+-- QUEUE_PTTL, which take_place needs).

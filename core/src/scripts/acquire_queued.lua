@@ -50,7 +50,7 @@ if holder == false then
   end
 end
 if arrival ~= '0' then
-  take_place(KEYS[3], KEYS[4], KEYS[5], ARGV[1], arrival, lasts, ttl, now_ms())
+  take_place(KEYS[3], KEYS[4], KEYS[5], ARGV[1], arrival, lasts, ttl, now_ms(), queue_pttl)
 end
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
 return {0, redis.call('PTTL', KEYS[1]), fence, same}

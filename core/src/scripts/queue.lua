@@ -70,17 +70,26 @@ end
 
 -- Takes (or keeps) TOKEN's place in a lock's queue (QUEUE, DEADLINES, TTLS): arrival ARRIVAL,
 -- kept LASTS ms without a new attempt, TTL the waiter's entry for hand_over (a TTL in ms, or
--- 'm' and one for a waiter of several names).
-local function take_place(queue, deadlines, ttls, token, arrival, lasts, ttl, now)
-  sweep(queue, deadlines, ttls, now)
+-- 'm' and one for a waiter of several names). PTTL is the queue's PTTL read earlier in the
+-- same call (nil: read here).
+-- The queue's upkeep runs about once per LASTS, not at every attempt: the three keys are kept
+-- alive for twice LASTS and renewed once less than LASTS is left, and the places of waiters
+-- that stopped trying are swept then. They always hold the same tokens and get the same
+-- expiry in the same call, so the queue's PTTL stands for all three, and they outlive the
+-- last place by at most twice LASTS. A place swept late never gets the lock: every path that
+-- hands it over sweeps first (release_queued.lua, acquire_queued.lua, the scripts of several
+-- names).
+local function take_place(queue, deadlines, ttls, token, arrival, lasts, ttl, now, pttl)
+  local upkeep = (pttl or redis.call('PTTL', queue)) < lasts
+  if upkeep then
+    sweep(queue, deadlines, ttls, now)
+  end
   redis.call('ZADD', queue, 'NX', arrival, token)
   redis.call('ZADD', deadlines, now + lasts, token)
   redis.call('HSET', ttls, token, ttl)
-  -- The three keys always hold the same tokens and get the same expiry in the same call, so
-  -- the queue's PTTL stands for all three.
-  if redis.call('PTTL', queue) < lasts then
+  if upkeep then
     for _, key in ipairs({queue, deadlines, ttls}) do
-      redis.call('PEXPIRE', key, lasts)
+      redis.call('PEXPIRE', key, 2 * lasts)
     end
   end
 end

@@ -15,8 +15,7 @@ end
 local result = 1
 for i = 1, n do
   local queued = redis.call('ZRANGE', key(i, 3), 0, 0)[1] ~= nil
-  if mode ~= '0' and queued then
-    redis.call('ZREM', key(i, 3), token)
+  if mode ~= '0' and queued and redis.call('ZREM', key(i, 3), token) == 1 then
     redis.call('ZREM', key(i, 4), token)
     redis.call('HDEL', key(i, 5), token)
   end

@@ -21,8 +21,9 @@
 local publish, mode, wake_id_len, channel = string.match(ARGV[2], '^(%S+) ([012]) (%d+) (.*)$')
 local leave = mode ~= '0'
 wake_id_len = tonumber(wake_id_len)
-if leave then
-  redis.call('ZREM', KEYS[3], ARGV[1])
+-- The queue's three keys hold the same tokens: a token not in the queue has nothing to remove
+-- from the other two (a holder that got the key without waiting).
+if leave and redis.call('ZREM', KEYS[3], ARGV[1]) == 1 then
   redis.call('ZREM', KEYS[4], ARGV[1])
   redis.call('HDEL', KEYS[5], ARGV[1])
 end
