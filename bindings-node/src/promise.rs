@@ -328,6 +328,10 @@ where
     // Spawned before the Promise is recorded, so that a runtime that is gone (a panic caught
     // by the method's catch_unwind) leaves nothing waiting. The call cannot be settled before
     // it is recorded: settling runs on this thread, after this function returns.
+    // The call's future is boxed once here: a core call's future holds every step's state
+    // (kilobytes), and the task would otherwise copy it whole when it is spawned and again
+    // when it completes (bench/notes.md).
+    let fut = Box::pin(fut);
     napi::bindgen_prelude::spawn(async move {
         let out = AssertUnwindSafe(fut).catch_unwind().await;
         shared.deliver(id, Box::new(out));

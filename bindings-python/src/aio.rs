@@ -211,6 +211,10 @@ where
         .cast_into::<Completions>()?;
     let shared = Arc::clone(&completions.get().shared);
     let future_ref = future.clone().unbind();
+    // Boxed once here: a core call's future holds every step's state (kilobytes), which the
+    // task would otherwise copy whole when spawned and again when it completes (as in the
+    // Node binding's promise.rs; bench/notes.md).
+    let fut = Box::pin(fut);
     let task = live.handle.spawn(async move {
         let out = fut.await;
         shared.push(Box::new(move |py| {
