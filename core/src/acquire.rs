@@ -273,6 +273,11 @@ impl AcquireCall {
         if let Some(g) = self.leave_queue.as_mut() {
             g.disarm();
         }
+        // Refused before (with a place: it waited in line), the lock's release goes straight to
+        // the queue's code.
+        if self.place.is_some() && (handed_over || self.attempts > 1) {
+            self.target.note_waited();
+        }
         (Arc::clone(&self.target), self.ttl, a)
     }
 

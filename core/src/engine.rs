@@ -3,6 +3,7 @@
 //! attempt builds on it in [`crate::attempt`], the wait between attempts in
 //! [`crate::acquire`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -42,6 +43,9 @@ pub(crate) struct Target {
     pub keys: LockKeys,
     pub more: Vec<(Vec<u8>, LockKeys)>,
     pub token: Vec<u8>,
+    /// Set when the acquisition got the lock after waiting in line (see
+    /// [`note_waited`](Self::note_waited)).
+    waited: AtomicBool,
 }
 
 impl Target {
@@ -70,11 +74,21 @@ impl Target {
         }
     }
 
+    /// Notes that the acquisition got the lock after waiting in line: someone was in line then
+    /// and likely still is, so its release goes straight to the queue's code (the release
+    /// script's mode 3), without the lean path's check for an empty queue.
+    pub fn note_waited(&self) {
+        self.waited.store(true, Ordering::Relaxed);
+    }
+
     /// The release script's call (`mode`: 0 keep the place in the queue, 1 leave it too, 2
     /// leave the place only).
     pub fn release_call(&self, mode: u8) -> ScriptCall {
         match self.more.is_empty() {
             true if mode == 2 => ScriptCall::leave_queue(&self.keys, &self.token),
+            true if mode == 1 && self.waited.load(Ordering::Relaxed) => {
+                ScriptCall::release_after_waiting(&self.keys, &self.token)
+            }
             true => ScriptCall::release(&self.keys, &self.token, mode == 1),
             false => ScriptCall::release_many(&self.all_keys(), &self.token, mode),
         }
@@ -156,6 +170,7 @@ impl Engine {
             keys: LockKeys::new(&self.config.prefix, name),
             more: Vec::new(),
             token,
+            waited: AtomicBool::new(false),
         }
     }
 
@@ -167,6 +182,7 @@ impl Engine {
             keys: keys(&names[0]),
             more: names[1..].iter().map(|n| (n.clone(), keys(n))).collect(),
             token,
+            waited: AtomicBool::new(false),
         }
     }
 

@@ -232,6 +232,14 @@ impl ScriptCall {
         Self::release_mode(keys, token, u8::from(leave))
     }
 
+    /// [`release`](Self::release) with `leave`, by a holder that got the lock after waiting in
+    /// line: the script skips the lean path's check that nobody is in line (someone likely
+    /// still is) and goes straight to the queue's code, which also handles an empty queue.
+    /// Reply: [`Compared`].
+    pub fn release_after_waiting(keys: &LockKeys, token: &[u8]) -> Self {
+        Self::release_mode(keys, token, 3)
+    }
+
     /// Gives `token`'s place in the queue up, leaving the key alone (a waiter whose caller
     /// token holds the key for another acquisition there). Reply: [`Compared`] (always gone).
     pub fn leave_queue(keys: &LockKeys, token: &[u8]) -> Self {
@@ -474,6 +482,7 @@ mod tests {
             ScriptCall::release(&keys, b"tok", true),
             ScriptCall::extend(&keys, b"tok", ttl),
             ScriptCall::raise_fence(&keys, 7),
+            ScriptCall::release_after_waiting(&keys, b"tok"),
             ScriptCall::preflight(b"p:"),
         ];
         let scratch = LockKeys::new(b"p:", PREFLIGHT_NAME);
@@ -518,6 +527,10 @@ mod tests {
         );
         assert_eq!(parts(&calls[3])[5], b"1500");
         assert_eq!(parts(&calls[4])[5], b"7");
+        assert_eq!(
+            parts(&calls[5])[9],
+            format!("PUBLISH 3 16 {channel}").as_bytes()
+        );
         // On a cluster the scripts that wake waiters do it with SPUBLISH; the others are the
         // same calls.
         for (i, call) in calls.iter().enumerate() {
@@ -532,7 +545,7 @@ mod tests {
                 .collect();
             let last = plain.len() - 1;
             assert_eq!(sharded[..last], plain[..last]);
-            if [0, 1, 2, 5].contains(&i) {
+            if [0, 1, 2, 5, 6].contains(&i) {
                 assert_eq!(sharded[last], [b"S", &plain[last][..]].concat());
             } else {
                 assert_eq!(sharded[last], plain[last]);

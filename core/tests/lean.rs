@@ -346,12 +346,14 @@ async fn a_contended_critical_section_runs_the_queues_upkeep_once_per_place_life
     );
     let one = one.await.unwrap().unwrap();
     assert_eq!(server.get(b"line").as_deref(), Some(one.token()));
-    // The first waiter got the lock through its place: its release leaves it (three keys),
+    // The first waiter got the lock through its place: its release skips the lean path's
+    // check (it waited in line, so someone likely still is), leaves its place (three keys),
     // then hands over to the second.
     let one_fence = one.fencing_token();
     reset(&server);
     one.release().await.unwrap();
     let mut release = ran(&handoff);
+    release.remove("pttl");
     release.insert("zrem".into(), 2);
     release.insert("hdel".into(), 1);
     assert_eq!(
@@ -361,7 +363,18 @@ async fn a_contended_critical_section_runs_the_queues_upkeep_once_per_place_life
     );
     let two = two.await.unwrap().unwrap();
     assert!(two.fencing_token() > one_fence);
+    // The last in line waited too: its release finds nobody behind it and deletes the key.
+    reset(&server);
     two.release().await.unwrap();
+    let c = calls(&server);
+    assert_eq!(c.get("pttl"), None, "{c:?}");
+    assert_eq!(c.get("publish"), None, "{c:?}");
+    assert_eq!(c.get("del"), Some(&1), "{c:?}");
     assert_eq!(server.queued("", "line"), 0);
     assert_eq!(server.get(b"line"), None);
+    // And the next acquire and release take the lean path again.
+    reset(&server);
+    let lean = holder.acquire("line", MS(10_000), None).await.unwrap();
+    lean.release().await.unwrap();
+    assert!(!ran_queue_code(&calls(&server)), "{:?}", calls(&server));
 }

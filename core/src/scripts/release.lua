@@ -9,9 +9,12 @@
 -- holds it.
 --
 -- Nobody in line (the queue's key does not exist: PTTL -2): the classic compare-and-delete
--- (mode 2, leave the queue only, has nothing to do). Three commands.
-if redis.call('PTTL', KEYS[3]) == -2 then
-  if string.match(ARGV[2], '^%S+ (%d)') == '2' then
+-- (mode 2, leave the queue only, has nothing to do). Three commands. Mode 3 (a holder that
+-- got the lock after waiting in line, so someone likely still is) skips the check and goes
+-- straight to release_queued.lua, which handles an empty queue too.
+local mode = string.match(ARGV[2], '^%S+ (%d)')
+if mode ~= '3' and redis.call('PTTL', KEYS[3]) == -2 then
+  if mode == '2' then
     return 0
   end
   local holder = redis.call('GET', KEYS[1])

@@ -3,7 +3,8 @@
 -- KEYS: as release.lua.
 -- ARGV[1] token; ARGV[2] "PUBLISH LEAVE WAKE_ID_LEN CHANNEL" (packed by scripts.rs): PUBLISH
 -- the command that wakes a waiter ('PUBLISH', or 'SPUBLISH' on a cluster), LEAVE '1' to give
--- up this token's place in the queue too (a holder's release, a waiter that stops waiting),
+-- up this token's place in the queue too (a holder's release, a waiter that stops waiting;
+-- '3' the same, from a holder that waited in line: see release.lua),
 -- '0' to keep it (a failed attempt's undo), '2' to give up the place only, leaving the key
 -- alone (a waiter whose caller token holds the key there for another acquisition),
 -- WAKE_ID_LEN how many leading bytes of a token name its waiter's wake-up channel (token.rs),
@@ -18,7 +19,7 @@
 -- taken, which its own clock can bound. The others keep their places and sleep. When nobody
 -- in line listens, or the first who does waits for several names (it is woken, and takes them
 -- all in one attempt), the key is deleted.
-local publish, mode, wake_id_len, channel = string.match(ARGV[2], '^(%S+) ([012]) (%d+) (.*)$')
+local publish, mode, wake_id_len, channel = string.match(ARGV[2], '^(%S+) ([0-3]) (%d+) (.*)$')
 local leave = mode ~= '0'
 wake_id_len = tonumber(wake_id_len)
 -- The queue's three keys hold the same tokens: a token not in the queue has nothing to remove
