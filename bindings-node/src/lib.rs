@@ -6,6 +6,7 @@
 
 mod args;
 pub mod error;
+mod event_loop;
 pub mod events;
 mod lock;
 mod manager;

@@ -12,17 +12,21 @@
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::os::raw::c_void;
 use std::panic::AssertUnwindSafe;
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::ThreadId;
 
 use futures_util::FutureExt;
 use napi::bindgen_prelude::*;
 use napi::sys;
 
 use crate::error::Failure;
+use crate::event_loop::{self, LocalFuture, Task};
 
 /// A call's outcome on its way to the JavaScript thread.
 type Outcome = Box<dyn Any + Send>;
@@ -31,12 +35,19 @@ type Outcome = Box<dyn Any + Send>;
 /// JavaScript thread only.
 type Settle = Box<dyn FnOnce(&Env, Outcome) -> Result<sys::napi_value>>;
 
-/// The part of a thread's settler that tokio threads use.
-struct Shared {
+/// The part of a thread's settler that other threads use: finished calls to settle, and
+/// the tasks of its executor ([`crate::event_loop`]) to run.
+pub(crate) struct Shared {
     /// `None` once the environment is being torn down: outcomes are then dropped.
     tsfn: Mutex<Option<Tsfn>>,
     /// Finished calls, by number, not yet settled.
     done: Mutex<Vec<(u64, Outcome)>>,
+    /// Tasks of the executor woken and not yet run.
+    tasks: Mutex<VecDeque<Arc<Task>>>,
+    /// Whether a wake-up of the JavaScript thread is on its way.
+    signalled: AtomicBool,
+    /// The JavaScript thread.
+    thread: ThreadId,
 }
 
 struct Tsfn(sys::napi_threadsafe_function);
@@ -51,15 +62,33 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    /// Queues a finished call; wakes the JavaScript thread if nothing was queued yet (a
-    /// wake-up that is already on its way settles this one too).
+    /// Queues a finished call and wakes the JavaScript thread to settle it.
     fn deliver(&self, id: u64, outcome: Outcome) {
-        let first = {
-            let mut done = lock(&self.done);
-            done.push((id, outcome));
-            done.len() == 1
-        };
-        if first {
+        lock(&self.done).push((id, outcome));
+        self.signal();
+    }
+
+    /// Runs `fut` on the JavaScript thread's executor.
+    pub(crate) fn spawn(self: &Arc<Self>, fut: LocalFuture) {
+        std::task::Wake::wake(Task::new(self, fut));
+    }
+
+    /// Queues a woken task; wakes the JavaScript thread unless it is running its tasks now.
+    pub(crate) fn schedule(&self, task: Arc<Task>) {
+        lock(&self.tasks).push_back(task);
+        if !event_loop::running_on(self.thread) {
+            self.signal();
+        }
+    }
+
+    pub(crate) fn next_task(&self) -> Option<Arc<Task>> {
+        lock(&self.tasks).pop_front()
+    }
+
+    /// Wakes the JavaScript thread, unless a wake-up is on its way already (it handles
+    /// everything queued before it runs).
+    fn signal(&self) {
+        if !self.signalled.swap(true, Ordering::AcqRel) {
             if let Some(tsfn) = lock(&self.tsfn).as_ref() {
                 // Non-blocking with an unbounded queue: fails only while closing, when the
                 // Promise cannot be settled anyway.
@@ -91,6 +120,8 @@ struct Settler {
     /// Whether the threadsafe function keeps the event loop alive: while Promises are
     /// pending, as with any I/O in flight.
     alive: bool,
+    /// Whether calls run on this thread ([`crate::event_loop`]) rather than on the runtime.
+    on_loop: bool,
 }
 
 thread_local! {
@@ -102,6 +133,9 @@ impl Settler {
         let shared = Arc::new(Shared {
             tsfn: Mutex::new(None),
             done: Mutex::new(Vec::new()),
+            tasks: Mutex::new(VecDeque::new()),
+            signalled: AtomicBool::new(false),
+            thread: std::thread::current().id(),
         });
         let mut name = ptr::null_mut();
         check_status!(
@@ -144,6 +178,7 @@ impl Settler {
             next: 0,
             pending: HashMap::new(),
             alive: false,
+            on_loop: calls_on_loop() && event_loop::init_thread(env),
         })
     }
 
@@ -161,6 +196,24 @@ impl Settler {
     }
 }
 
+/// Whether calls run on the JavaScript thread with connections driven by its event loop (the
+/// default), or on the runtime (`FENCELOCK_NODE_IO=runtime`, read once per process).
+fn calls_on_loop() -> bool {
+    static ON_LOOP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON_LOOP.get_or_init(|| std::env::var_os("FENCELOCK_NODE_IO").is_none_or(|v| v != "runtime"))
+}
+
+/// The core's hook for a manager made on this thread: its connections to plain TCP servers
+/// driven by this thread's event loop; `None` when calls run on the runtime.
+pub(crate) fn loop_io(env: &Env) -> Result<Option<Arc<dyn fencelock::lane::LoopIo>>> {
+    with_settler(env, |s| {
+        s.on_loop.then(|| {
+            Arc::new(event_loop::NodeLoopIo::new(Arc::clone(&s.shared)))
+                as Arc<dyn fencelock::lane::LoopIo>
+        })
+    })
+}
+
 /// Runs `f` with this thread's settler, made on first use.
 fn with_settler<R>(env: &Env, f: impl FnOnce(&mut Settler) -> R) -> Result<R> {
     SETTLER.with(|cell| {
@@ -175,7 +228,10 @@ fn with_settler<R>(env: &Env, f: impl FnOnce(&mut Settler) -> R) -> Result<R> {
 /// The environment is going away: no more wake-ups; pending Promises are dropped with it.
 unsafe extern "C" fn teardown(_: *mut c_void) {
     let settler = SETTLER.try_with(|cell| cell.borrow_mut().take());
+    event_loop::teardown();
     if let Ok(Some(s)) = settler {
+        // Tasks never run again: dropped here, on their thread.
+        drop(std::mem::take(&mut *lock(&s.shared.tasks)));
         if let Some(tsfn) = lock(&s.shared.tsfn).take() {
             unsafe {
                 sys::napi_release_threadsafe_function(
@@ -208,7 +264,20 @@ unsafe extern "C" fn settle_done(
     if env.is_null() || context.is_null() {
         return;
     }
-    let shared = unsafe { &*(context as *const Shared) };
+    // The context is the settler's share (see `Settler::new`); borrowed for this call.
+    let shared = unsafe { Arc::from_raw(context as *const Shared) };
+    let shared = std::mem::ManuallyDrop::new(shared);
+    // Runs the woken tasks with `signalled` still set, so that calls they finish are settled
+    // below without another wake-up; then clears it, looking once more for tasks woken from
+    // other threads just before (one woken after it signals anew).
+    loop {
+        event_loop::run(&shared, || {});
+        shared.signalled.store(false, Ordering::Release);
+        if lock(&shared.tasks).is_empty() {
+            break;
+        }
+        shared.signalled.store(true, Ordering::Release);
+    }
     let done = std::mem::take(&mut *lock(&shared.done));
     if done.is_empty() {
         return;
@@ -321,10 +390,25 @@ where
         unsafe { V::to_napi_value(env.raw(), value) }
     });
     let (deferred, raw_promise) = new_promise(env)?;
-    let (id, shared) = with_settler(env, |s| {
+    let (id, shared, on_loop) = with_settler(env, |s| {
         s.next += 1;
-        (s.next, Arc::clone(&s.shared))
+        (s.next, Arc::clone(&s.shared), s.on_loop)
     })?;
+    if on_loop {
+        // Recorded, then run at once on this thread: the call writes its commands before
+        // this function returns, and is settled from a later turn of the event loop.
+        with_settler(env, |s| {
+            s.pending.insert(id, Pending { deferred, settle });
+            s.keep_alive(true);
+        })?;
+        let home = Arc::clone(&shared);
+        let call: LocalFuture = Box::pin(async move {
+            let out = AssertUnwindSafe(fut).catch_unwind().await;
+            shared.deliver(id, Box::new(out));
+        });
+        event_loop::run(&home, || home.spawn(call));
+        return Ok(PromiseRaw::new(env.raw(), raw_promise));
+    }
     // Spawned before the Promise is recorded, so that a runtime that is gone (a panic caught
     // by the method's catch_unwind) leaves nothing waiting. The call cannot be settled before
     // it is recorded: settling runs on this thread, after this function returns.

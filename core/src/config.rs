@@ -1,10 +1,12 @@
 //! Manager configuration: server URLs and tuning options, all checked before any connection.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::keys::check_prefix;
+use crate::lane::LoopIo;
 use crate::timing::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, MAX_OPTION_DURATION, MIN_OPTION_DURATION,
 };
@@ -40,6 +42,8 @@ pub struct Config {
     pub(crate) replica_ack: Option<ReplicaAck>,
     /// What the TLS settings are, for `Debug` (never key material).
     tls: Option<String>,
+    /// Where the calls polled on an event loop's thread get their connections.
+    pub(crate) loop_io: Option<Arc<dyn LoopIo>>,
 }
 
 impl Config {
@@ -108,6 +112,7 @@ pub struct Builder {
     connect_timeout: Duration,
     replica_ack: Option<ReplicaAck>,
     tls: TlsSettings,
+    loop_io: Option<Arc<dyn LoopIo>>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -139,6 +144,7 @@ impl Builder {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             replica_ack: None,
             tls: TlsSettings::default(),
+            loop_io: None,
         }
     }
 
@@ -238,6 +244,15 @@ impl Builder {
         self
     }
 
+    /// Connections driven by an event loop's thread, for the calls polled there inside
+    /// [`crate::lane::on_loop`] (for bindings to event-loop languages; see
+    /// [`crate::lane`]). Servers behind TLS, Sentinel or a cluster keep the runtime's
+    /// connections.
+    pub fn loop_io(mut self, io: Arc<dyn LoopIo>) -> Builder {
+        self.loop_io = Some(io);
+        self
+    }
+
     /// Checks every option and returns the configuration.
     ///
     /// # Errors
@@ -311,6 +326,7 @@ impl Builder {
             connect_timeout: self.connect_timeout,
             replica_ack: self.replica_ack,
             tls: self.tls.is_set().then(|| self.tls.describe()),
+            loop_io: self.loop_io.clone(),
         })
     }
 

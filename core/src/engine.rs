@@ -132,6 +132,7 @@ impl Engine {
                     (config.connect_timeout, config.replica_ack),
                     clock.clone(),
                     shared,
+                    config.loop_io.as_ref(),
                 ))
             })
             .collect();

@@ -38,6 +38,7 @@ mod error;
 mod failure;
 mod identity;
 pub mod keys;
+pub mod lane;
 mod lock;
 mod manager;
 pub mod observe;

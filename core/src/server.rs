@@ -17,6 +17,7 @@ use crate::config::ReplicaAck;
 use crate::deadline::Clock;
 use crate::failure::ServerFailure;
 use crate::identity::Identities;
+use crate::lane::{self, Lane, LoopIo};
 use crate::probe;
 use crate::pubsub::{Source, Subscriber, Subscription};
 use crate::scripts::ScriptCall;
@@ -38,6 +39,10 @@ pub(crate) struct Server {
     current: StdMutex<redis::Client>,
     connect_timeout: Duration,
     state: StdMutex<ConnState>,
+    /// For a plain TCP server of a manager that has one: the event loop's connections
+    /// ([`crate::lane`]), and their command connection.
+    loop_io: Option<Arc<dyn LoopIo>>,
+    loop_state: StdMutex<ConnState>,
     generation: AtomicU64,
     sub: Arc<Subscriber>,
     /// Keeps the time limits of the calls (a share in the process's deadline thread).
@@ -109,8 +114,18 @@ impl Server {
         (connect_timeout, replica_ack): (Duration, Option<ReplicaAck>),
         clock: Clock,
         (preflight, identities): (Arc<ScriptCall>, Arc<Identities>),
+        loop_io: Option<&Arc<dyn LoopIo>>,
     ) -> Server {
+        let plain_tcp = matches!(
+            spec.client.get_connection_info().addr(),
+            redis::ConnectionAddr::Tcp(..)
+        );
+        let loop_io = loop_io
+            .filter(|_| plain_tcp && spec.sentinel.is_none() && spec.cluster.is_none())
+            .cloned();
         Server {
+            loop_io,
+            loop_state: StdMutex::new(ConnState::Idle),
             preflight,
             identities,
             replica_ack,
@@ -130,10 +145,10 @@ impl Server {
     /// The open connection, opening one if needed. Opening runs in a background task bounded by
     /// the connect timeout, so a caller that gives up (its own call timeout) does not waste
     /// the handshake: the next caller finds the connection open.
-    async fn connection(self: &Arc<Self>) -> Result<(u64, Conn), ServerFailure> {
+    async fn connection(self: &Arc<Self>, lane: Lane) -> Result<(u64, Conn), ServerFailure> {
         loop {
             let mut rx = {
-                let mut state = lock(&self.state);
+                let mut state = lock(self.slot(lane));
                 match &*state {
                     ConnState::Ready(generation, conn) => return Ok((*generation, conn.clone())),
                     ConnState::Connecting(rx) => rx.clone(),
@@ -146,7 +161,7 @@ impl Server {
                         let (tx, rx) = watch::channel(None);
                         *state = ConnState::Connecting(rx.clone());
                         let server = Arc::clone(self);
-                        tokio::spawn(async move { server.open(tx).await });
+                        tokio::spawn(async move { server.open(tx, lane).await });
                         rx
                     }
                 }
@@ -164,12 +179,34 @@ impl Server {
         }
     }
 
-    async fn open(&self, done: watch::Sender<Option<Result<(), ServerFailure>>>) {
+    /// The lane a call polled in `lane` rides on this server.
+    fn lane(&self, lane: Lane) -> Lane {
+        match lane {
+            Lane::Loop if self.loop_io.is_some() => Lane::Loop,
+            _ => Lane::Runtime,
+        }
+    }
+
+    fn slot(&self, lane: Lane) -> &StdMutex<ConnState> {
+        match lane {
+            Lane::Loop => &self.loop_state,
+            Lane::Runtime => &self.state,
+        }
+    }
+
+    async fn open(&self, done: watch::Sender<Option<Result<(), ServerFailure>>>, lane: Lane) {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(None)
             .set_response_timeout(None);
         let attempt = async {
-            let mut conn = self.connect(&config).await?;
+            let mut conn = match (&self.loop_io, lane) {
+                (Some(io), Lane::Loop) => {
+                    let info = self.client.get_connection_info().clone();
+                    let conn = io.connect(info, config.clone()).await;
+                    Conn::Single(conn.map_err(|e| ServerFailure::from_redis(&e))?)
+                }
+                _ => self.connect(&config).await?,
+            };
             run_script::<i64>(&mut conn, &self.preflight)
                 .await
                 .map_err(|e| ServerFailure::from_script(&e, self.preflight.source()))?;
@@ -192,7 +229,7 @@ impl Server {
             }
             other => other,
         };
-        let mut state = lock(&self.state);
+        let mut state = lock(self.slot(lane));
         let reply = match result {
             Ok(conn) => {
                 let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
@@ -309,9 +346,11 @@ impl Server {
     }
 
     fn forget_connection(&self, generation: u64) {
-        let mut state = lock(&self.state);
-        if matches!(&*state, ConnState::Ready(g, _) if *g == generation) {
-            *state = ConnState::Idle;
+        for slot in [&self.state, &self.loop_state] {
+            let mut state = lock(slot);
+            if matches!(&*state, ConnState::Ready(g, _) if *g == generation) {
+                *state = ConnState::Idle;
+            }
         }
     }
 
@@ -329,10 +368,11 @@ impl Server {
         call: &ScriptCall,
         timeout: Duration,
     ) -> Result<T, ServerFailure> {
+        let lane = self.lane(lane::current());
         let run = async {
             let mut retried = false;
             loop {
-                let (generation, mut conn) = self.connection().await?;
+                let (generation, mut conn) = self.connection(lane).await?;
                 let ack = self.replica_ack.filter(|_| call.wants_ack()).map(|a| {
                     // At least 1 ms: WAIT 0 would wait for ever.
                     let wait = a.timeout.min(timeout * 3 / 4).max(Duration::from_millis(1));
@@ -477,6 +517,7 @@ mod tests {
             (Duration::from_secs(2), None),
             Clock::share(),
             shared,
+            None,
         ))
     }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::engine::{Engine, Target};
+use crate::lane::{self, in_lane, Lane};
 use crate::timing::BACKGROUND_CLEANUP_TIMEOUT;
 
 /// Releases an attempt's votes on every server unless disarmed.
@@ -21,6 +22,9 @@ struct Undo {
     /// hold a waiter up longer than it held up the attempt).
     timeout: Duration,
     runtime: Option<tokio::runtime::Handle>,
+    /// The connections the attempt rode: the undo rides them too, so that each server runs
+    /// it after the attempt ([`crate::lane`]).
+    lane: Lane,
     /// With a caller's exclusive token: the servers that may hold it for this call (the
     /// others' keys with the token are another acquisition's, left alone); `None`: all.
     mine: Option<Vec<bool>>,
@@ -48,6 +52,7 @@ impl UndoGuard {
                 target: Arc::clone(target),
                 timeout,
                 runtime: tokio::runtime::Handle::try_current().ok(),
+                lane: lane::current(),
                 mine: None,
             }),
         }
@@ -91,10 +96,10 @@ impl UndoGuard {
         let done = async move {
             match undo.runtime.clone() {
                 Some(runtime) => runtime
-                    .spawn(async move { undo.run(leave).await })
+                    .spawn(in_lane(undo.lane, async move { undo.run(leave).await }))
                     .await
                     .unwrap_or_else(|_| vec![false; n]),
-                None => undo.run(leave).await,
+                None => in_lane(undo.lane, undo.run(leave)).await,
             }
         };
         match until {
@@ -110,7 +115,7 @@ impl Drop for UndoGuard {
             if let Some(runtime) = undo.runtime.clone() {
                 // Nobody waits for it: give slow servers longer.
                 undo.timeout = undo.timeout.max(BACKGROUND_CLEANUP_TIMEOUT);
-                runtime.spawn(async move { undo.run(true).await });
+                runtime.spawn(in_lane(undo.lane, async move { undo.run(true).await }));
             }
         }
     }

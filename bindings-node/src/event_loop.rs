@@ -1,0 +1,466 @@
+//! Calls run on the JavaScript thread, with connections driven by its libuv event loop.
+//!
+//! A call crossing to a runtime thread and back costs two thread wake-ups, which on a small
+//! machine are a fifth of an uncontended acquire's time (bench/notes.md). Here the core's call
+//! futures are polled on the JavaScript thread itself ([`fencelock::lane::on_loop`]), and the
+//! manager's connections to plain TCP servers are [`LoopStream`]s: sockets that libuv watches
+//! (`uv_poll_t`) on the same thread. The JavaScript thread writes each command and reads each
+//! reply itself, as ioredis does. What the core runs in the background (auto-extension, release
+//! on drop, the wait's subscriptions, connections to TLS, Sentinel and cluster servers) stays
+//! on the runtime, so a busy event loop cannot delay a lock's extension; an attempt's undo
+//! rides the attempt's connection wherever it runs (`core/src/lane.rs`).
+//!
+//! The executor is the thread's [`Settler`](crate::promise): a queue of runnable tasks, run
+//! when a call starts, when libuv reports a socket ready, and when a task is woken from
+//! another thread (through the settler's threadsafe function, as finished calls are).
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::os::raw::{c_int, c_void};
+use std::pin::Pin;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::ThreadId;
+
+use napi::sys;
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, RedisResult};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::promise::Shared;
+
+/// A future run on the JavaScript thread's executor.
+pub(crate) type LocalFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// One task of the executor: a future and whether it is queued to run.
+pub(crate) struct Task {
+    fut: Mutex<Option<LocalFuture>>,
+    queued: AtomicBool,
+    home: Arc<Shared>,
+}
+
+impl Task {
+    pub(crate) fn new(home: &Arc<Shared>, fut: LocalFuture) -> Arc<Task> {
+        Arc::new(Task {
+            fut: Mutex::new(Some(fut)),
+            queued: AtomicBool::new(false),
+            home: Arc::clone(home),
+        })
+    }
+}
+
+impl Wake for Task {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.queued.swap(true, Ordering::AcqRel) {
+            let home = Arc::clone(&self.home);
+            home.schedule(Arc::clone(self));
+        }
+    }
+}
+
+thread_local! {
+    /// Whether this thread is running its executor's tasks (a task woken meanwhile on this
+    /// thread runs in the same round, with no wake-up of the loop).
+    static RUNNING: Cell<bool> = const { Cell::new(false) };
+    /// This thread's libuv loop and the runtime the core's background work goes to.
+    static LOOP: RefCell<Option<LoopThread>> = const { RefCell::new(None) };
+    /// The poll handles open on this thread's loop (closed at its teardown).
+    static HANDLES: RefCell<Vec<*mut c_void>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The JavaScript thread is going away: closes the poll handles still open (a worker's loop
+/// must have none left when it closes) and forgets the loop. Connections then fail.
+pub(crate) fn teardown() {
+    for handle in HANDLES.with(|h| std::mem::take(&mut *h.borrow_mut())) {
+        unsafe {
+            let watch = *(handle as *mut *mut Watch);
+            if !watch.is_null() {
+                (*watch).handle = ptr::null_mut();
+                *(handle as *mut *mut c_void) = ptr::null_mut();
+            }
+            uv_close(handle, Some(free_handle));
+        }
+    }
+    LOOP.with(|l| l.borrow_mut().take());
+}
+
+struct LoopThread {
+    uv: *mut sys::uv_loop_s,
+    runtime: tokio::runtime::Handle,
+}
+
+/// Records this JavaScript thread's event loop and the runtime; `false` when either is
+/// missing (then calls keep the runtime's connections).
+pub(crate) fn init_thread(env: sys::napi_env) -> bool {
+    let mut uv = ptr::null_mut();
+    let status = unsafe { sys::napi_get_uv_event_loop(env, &mut uv) };
+    let runtime = std::panic::catch_unwind(|| {
+        napi::bindgen_prelude::within_runtime_if_available(tokio::runtime::Handle::current)
+    });
+    match (status == sys::Status::napi_ok && !uv.is_null(), runtime) {
+        (true, Ok(runtime)) => {
+            LOOP.with(|l| *l.borrow_mut() = Some(LoopThread { uv, runtime }));
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Whether the current thread is the one `home` belongs to and is running its tasks now.
+pub(crate) fn running_on(thread: ThreadId) -> bool {
+    RUNNING.with(Cell::get) && std::thread::current().id() == thread
+}
+
+/// Runs `wake` (which may wake tasks of this thread), then every runnable task of `home`, on
+/// the JavaScript thread. Inside a round already running, only `wake`: the round runs them.
+pub(crate) fn run(home: &Arc<Shared>, wake: impl FnOnce()) {
+    if RUNNING.with(Cell::get) {
+        wake();
+        return;
+    }
+    struct Stop;
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            RUNNING.with(|r| r.set(false));
+        }
+    }
+    RUNNING.with(|r| r.set(true));
+    let _stop = Stop;
+    wake();
+    let runtime = LOOP.with(|l| l.borrow().as_ref().map(|l| l.runtime.clone()));
+    let _entered = runtime.as_ref().map(tokio::runtime::Handle::enter);
+    while let Some(task) = home.next_task() {
+        task.queued.store(false, Ordering::Release);
+        let waker = Waker::from(Arc::clone(&task));
+        let mut cx = Context::from_waker(&waker);
+        let mut slot = task.fut.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(fut) = slot.as_mut() else { continue };
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            fencelock::lane::on_loop(|| fut.as_mut().poll(&mut cx))
+        }));
+        if !matches!(polled, Ok(Poll::Pending)) {
+            // Done, or panicked (a call's own panic is caught inside its future and rejects
+            // its Promise; a connection's ends the connection, which the core reopens).
+            *slot = None;
+        }
+    }
+}
+
+// --- libuv -----------------------------------------------------------------------------------
+
+const UV_POLL: c_int = 8;
+const UV_READABLE: c_int = 1;
+const UV_WRITABLE: c_int = 2;
+
+type UvPollCb = unsafe extern "C" fn(handle: *mut c_void, status: c_int, events: c_int);
+type UvCloseCb = unsafe extern "C" fn(handle: *mut c_void);
+
+// Exported by the node executable for addons (node's own headers declare them).
+extern "C" {
+    fn uv_handle_size(kind: c_int) -> usize;
+    fn uv_poll_init(uv: *mut sys::uv_loop_s, handle: *mut c_void, fd: c_int) -> c_int;
+    fn uv_poll_start(handle: *mut c_void, events: c_int, cb: UvPollCb) -> c_int;
+    fn uv_poll_stop(handle: *mut c_void) -> c_int;
+    fn uv_close(handle: *mut c_void, cb: Option<UvCloseCb>);
+    fn uv_unref(handle: *mut c_void);
+}
+
+/// A socket whose readiness libuv reports on the JavaScript thread; a connection's stream.
+/// Read and written on that thread only (its executor runs the connection's task).
+pub(crate) struct LoopStream {
+    io: std::mem::ManuallyDrop<Box<Watch>>,
+}
+
+/// What the poll handle's callback reaches (its `data`): the socket and who waits on it.
+struct Watch {
+    sock: TcpStream,
+    thread: ThreadId,
+    home: Arc<Shared>,
+    /// The `uv_poll_t` (made on first wait), or null.
+    handle: *mut c_void,
+    watching: c_int,
+    reader: Option<Waker>,
+    writer: Option<Waker>,
+}
+
+// The stream moves between threads only as part of the connection task's future before it
+// first runs, and is dropped on the JavaScript thread or, off it, never touches libuv (see Drop).
+unsafe impl Send for LoopStream {}
+
+impl LoopStream {
+    fn new(sock: TcpStream, home: &Arc<Shared>, thread: ThreadId) -> LoopStream {
+        LoopStream {
+            io: std::mem::ManuallyDrop::new(Box::new(Watch {
+                sock,
+                thread,
+                home: Arc::clone(home),
+                handle: ptr::null_mut(),
+                watching: 0,
+                reader: None,
+                writer: None,
+            })),
+        }
+    }
+
+    fn check_thread(&self) -> io::Result<()> {
+        if std::thread::current().id() == self.io.thread {
+            Ok(())
+        } else {
+            Err(io::Error::other(
+                "fencelock: a connection of the event loop used off its thread",
+            ))
+        }
+    }
+}
+
+impl Watch {
+    /// Watches for `events` as well as what is watched already.
+    fn want(&mut self, events: c_int) -> io::Result<()> {
+        self.set_watch(self.watching | events)
+    }
+
+    /// Watches for exactly `want` (none: stops).
+    fn set_watch(&mut self, want: c_int) -> io::Result<()> {
+        if want == self.watching {
+            return Ok(());
+        }
+        if self.handle.is_null() {
+            let uv = LOOP.with(|l| l.borrow().as_ref().map(|l| l.uv));
+            let Some(uv) = uv else {
+                return Err(io::Error::other("fencelock: the event loop is gone"));
+            };
+            let handle = unsafe { libc_alloc(uv_handle_size(UV_POLL)) };
+            if handle.is_null() {
+                return Err(io::Error::from(io::ErrorKind::OutOfMemory));
+            }
+            let rc = unsafe { uv_poll_init(uv, handle, self.sock.as_raw_fd()) };
+            if rc != 0 {
+                unsafe { libc_free(handle) };
+                return Err(io::Error::other(format!("uv_poll_init failed ({rc})")));
+            }
+            // The handle's `data` is its first field.
+            unsafe {
+                *(handle as *mut *mut c_void) = self as *mut Watch as *mut c_void;
+                // A connection never keeps the process alive by itself (pending calls do).
+                uv_unref(handle);
+            }
+            HANDLES.with(|h| h.borrow_mut().push(handle));
+            self.handle = handle;
+        }
+        let rc = if want == 0 {
+            unsafe { uv_poll_stop(self.handle) }
+        } else {
+            unsafe { uv_poll_start(self.handle, want, on_ready) }
+        };
+        if rc != 0 {
+            return Err(io::Error::other(format!("uv_poll_start failed ({rc})")));
+        }
+        self.watching = want;
+        Ok(())
+    }
+}
+
+unsafe extern "C" fn on_ready(handle: *mut c_void, status: c_int, events: c_int) {
+    let watch = unsafe { *(handle as *mut *mut Watch) };
+    if watch.is_null() {
+        return;
+    }
+    let home = Arc::clone(unsafe { &(*watch).home });
+    // The wakes only queue tasks: the stream is still alive while this closure runs (the
+    // tasks, which may drop it, run after it).
+    run(&home, || {
+        let watch = unsafe { &mut *watch };
+        let events = if status < 0 {
+            UV_READABLE | UV_WRITABLE
+        } else {
+            events
+        };
+        let mut idle = 0;
+        for (event, waiter) in [
+            (UV_READABLE, &mut watch.reader),
+            (UV_WRITABLE, &mut watch.writer),
+        ] {
+            if events & event != 0 {
+                match waiter.take() {
+                    Some(w) => w.wake(),
+                    None => idle |= event,
+                }
+            }
+        }
+        // Level-triggered: stop watching for what nobody waited for. (A woken reader or
+        // writer stays watched: it reads or writes until it would block and waits again.)
+        if idle != 0 {
+            let _ = watch.set_watch(watch.watching & !idle);
+        }
+    });
+}
+
+unsafe extern "C" fn free_handle(handle: *mut c_void) {
+    unsafe { libc_free(handle) };
+}
+
+impl Drop for LoopStream {
+    fn drop(&mut self) {
+        let handle = self.io.handle;
+        if handle.is_null() {
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.io) };
+            return;
+        }
+        if std::thread::current().id() == self.io.thread && LOOP.with(|l| l.borrow().is_some()) {
+            HANDLES.with(|h| h.borrow_mut().retain(|&x| x != handle));
+            unsafe {
+                *(handle as *mut *mut c_void) = ptr::null_mut();
+                uv_close(handle, Some(free_handle));
+                std::mem::ManuallyDrop::drop(&mut self.io);
+            }
+        }
+        // Off the loop's thread (only when the JavaScript thread is being torn down) libuv
+        // must not be touched: the handle and its socket are left as they are.
+    }
+}
+
+fn would_block(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::WouldBlock
+}
+
+impl AsyncRead for LoopStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.check_thread()?;
+        loop {
+            let unfilled = buf.initialize_unfilled();
+            match (&self.io.sock).read(unfilled) {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if would_block(&e) => {
+                    let io = &mut *self.io;
+                    io.reader = Some(cx.waker().clone());
+                    io.want(UV_READABLE)?;
+                    return Poll::Pending;
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for LoopStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.check_thread()?;
+        loop {
+            match (&self.io.sock).write(data) {
+                Ok(n) => return Poll::Ready(Ok(n)),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if would_block(&e) => {
+                    let io = &mut *self.io;
+                    io.writer = Some(cx.waker().clone());
+                    io.want(UV_WRITABLE)?;
+                    return Poll::Pending;
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let _ = self.io.sock.shutdown(std::net::Shutdown::Write);
+        Poll::Ready(Ok(()))
+    }
+}
+
+// libuv frees what it does not own with the caller's allocator: plain malloc/free here.
+unsafe fn libc_alloc(size: usize) -> *mut c_void {
+    extern "C" {
+        fn malloc(size: usize) -> *mut c_void;
+    }
+    unsafe { malloc(size) }
+}
+
+unsafe fn libc_free(p: *mut c_void) {
+    extern "C" {
+        fn free(p: *mut c_void);
+    }
+    unsafe { free(p) }
+}
+
+// --- the core's hook -------------------------------------------------------------------------
+
+/// Opens a manager's connections to plain TCP servers on the event loop of the JavaScript
+/// thread that made the manager.
+pub(crate) struct NodeLoopIo {
+    home: Arc<Shared>,
+    thread: ThreadId,
+}
+
+impl NodeLoopIo {
+    pub(crate) fn new(home: Arc<Shared>) -> NodeLoopIo {
+        NodeLoopIo {
+            home,
+            thread: std::thread::current().id(),
+        }
+    }
+}
+
+impl fencelock::lane::LoopIo for NodeLoopIo {
+    fn connect(
+        &self,
+        info: ConnectionInfo,
+        config: AsyncConnectionConfig,
+    ) -> Pin<Box<dyn Future<Output = RedisResult<MultiplexedConnection>> + Send>> {
+        let (home, thread) = (Arc::clone(&self.home), self.thread);
+        Box::pin(async move {
+            let ConnectionAddr::Tcp(host, port) = info.addr().clone() else {
+                return Err(io::Error::other("fencelock: not a plain TCP server").into());
+            };
+            // Connected on the runtime (name resolution may block), then handed to the loop.
+            let sock = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+            sock.set_nodelay(true)?;
+            let sock = sock.into_std()?;
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let settings = info.redis_settings().clone();
+            let stream = LoopStream::new(sock, &home, thread);
+            home.spawn(Box::pin(async move {
+                match MultiplexedConnection::new_with_config(&settings, stream, config).await {
+                    Ok((conn, driver)) => {
+                        let _ = tx.send(Ok(conn));
+                        // The connection's reads and writes, in this task, until every
+                        // handle of it is gone.
+                        driver.await;
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+            }));
+            rx.await.unwrap_or_else(|_| {
+                Err(
+                    io::Error::other("fencelock: the JavaScript thread's event loop is gone")
+                        .into(),
+                )
+            })
+        })
+    }
+}

@@ -1,0 +1,88 @@
+// Calls run on the JavaScript thread, their connections driven by its event loop (the
+// default), while auto-extension keeps connections of the core's own threads: a busy event
+// loop delays the calls, never a lock's extension. FENCELOCK_NODE_IO=runtime runs the calls on
+// the runtime's threads instead, as before.
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { after, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+
+import { LockManager } from '../index.js'
+import { RedisServer } from './redis.mjs'
+
+const index = fileURLToPath(new URL('../index.js', import.meta.url))
+
+let server
+before(async () => {
+  server = await RedisServer.start()
+})
+after(async () => {
+  await server.stop()
+})
+
+/** Keeps the JavaScript thread busy for `ms`, without giving the event loop a turn. */
+function busy(ms) {
+  const until = Date.now() + ms
+  while (Date.now() < until) {
+    // spin
+  }
+}
+
+describe('the event loop', () => {
+  it('a busy event loop does not stop auto-extension', async () => {
+    const m = new LockManager(server.url)
+    try {
+      const lock = await m.acquire('busy-loop', { ttl: 300, autoExtend: true })
+      // Three TTLs without a turn of the event loop: only extensions sent from another
+      // thread keep the key.
+      busy(900)
+      assert.equal(await server.get('busy-loop'), lock.token)
+      assert.equal(await lock.isHeld(), true)
+      assert.equal(lock.lost, false)
+      await lock.release()
+      assert.equal(await server.get('busy-loop'), null)
+    } finally {
+      await m.close()
+    }
+  })
+
+  it('without autoExtend, the same busy spell loses the lock (the test above can fail)', async () => {
+    const m = new LockManager(server.url)
+    try {
+      const lock = await m.acquire('busy-loop-2', { ttl: 300 })
+      busy(900)
+      assert.equal(await server.get('busy-loop-2'), null)
+      assert.equal(await lock.isHeld(), false)
+    } finally {
+      await m.close()
+    }
+  })
+
+  it('many calls at once from one thread all settle, in both modes', () => {
+    const script = `
+      const { LockManager } = require(process.env.INDEX)
+      const m = new LockManager(process.env.URL)
+      ;(async () => {
+        const cycles = Array.from({ length: 200 }, async (_, i) => {
+          const name = 'many-' + (i % 20)
+          const lock = await m.acquire(name, { ttl: 5000 })
+          const t = name + '/' + lock.fencingToken
+          await lock.release()
+          return t
+        })
+        const tokens = await Promise.all(cycles)
+        await m.close()
+        console.log(JSON.stringify({ n: tokens.length, distinct: new Set(tokens).size }))
+      })()
+    `
+    for (const mode of [undefined, 'runtime']) {
+      const env = { ...process.env, URL: server.url, INDEX: index }
+      if (mode) env.FENCELOCK_NODE_IO = mode
+      else delete env.FENCELOCK_NODE_IO
+      const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env, timeout: 30_000 })
+      assert.equal(r.status, 0, `child (${mode ?? 'loop'}) failed (signal ${r.signal}):\n${r.stdout}\n${r.stderr}`)
+      // Every acquisition of a name gets a fencing token of its own: 200 pairs in all.
+      assert.deepEqual(JSON.parse(r.stdout), { n: 200, distinct: 200 })
+    }
+  })
+})
