@@ -196,11 +196,12 @@ impl Settler {
     }
 }
 
-/// Whether calls run on the JavaScript thread with connections driven by its event loop (the
-/// default), or on the runtime (`FENCELOCK_NODE_IO=runtime`, read once per process).
+/// Whether calls run on the JavaScript thread with connections driven by its event loop
+/// (`FENCELOCK_NODE_IO=loop`, read once per process), or on the runtime (the default: at many
+/// calls in flight it makes more calls per second, bench/notes.md).
 fn calls_on_loop() -> bool {
     static ON_LOOP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON_LOOP.get_or_init(|| std::env::var_os("FENCELOCK_NODE_IO").is_none_or(|v| v != "runtime"))
+    *ON_LOOP.get_or_init(|| std::env::var_os("FENCELOCK_NODE_IO").is_some_and(|v| v == "loop"))
 }
 
 /// The core's hook for a manager made on this thread: its connections to plain TCP servers

@@ -1,7 +1,7 @@
-// Calls run on the JavaScript thread, their connections driven by its event loop (the
-// default), while auto-extension keeps connections of the core's own threads: a busy event
-// loop delays the calls, never a lock's extension. FENCELOCK_NODE_IO=runtime runs the calls on
-// the runtime's threads instead, as before.
+// With FENCELOCK_NODE_IO=loop, calls run on the JavaScript thread, their connections driven
+// by its event loop, while auto-extension keeps connections of the core's own threads: a busy
+// event loop delays the calls, never a lock's extension. Without it (the default) calls run on
+// the runtime's threads. This file runs its own calls with `loop` (read at the first call).
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
@@ -11,6 +11,7 @@ import { LockManager } from '../index.js'
 import { RedisServer } from './redis.mjs'
 
 const index = fileURLToPath(new URL('../index.js', import.meta.url))
+process.env.FENCELOCK_NODE_IO = 'loop'
 
 let server
 before(async () => {
@@ -75,12 +76,12 @@ describe('the event loop', () => {
         console.log(JSON.stringify({ n: tokens.length, distinct: new Set(tokens).size }))
       })()
     `
-    for (const mode of [undefined, 'runtime']) {
+    for (const mode of ['loop', undefined]) {
       const env = { ...process.env, URL: server.url, INDEX: index }
       if (mode) env.FENCELOCK_NODE_IO = mode
       else delete env.FENCELOCK_NODE_IO
       const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env, timeout: 30_000 })
-      assert.equal(r.status, 0, `child (${mode ?? 'loop'}) failed (signal ${r.signal}):\n${r.stdout}\n${r.stderr}`)
+      assert.equal(r.status, 0, `child (${mode ?? 'runtime'}) failed (signal ${r.signal}):\n${r.stdout}\n${r.stderr}`)
       // Every acquisition of a name gets a fencing token of its own: 200 pairs in all.
       assert.deepEqual(JSON.parse(r.stdout), { n: 200, distinct: 200 })
     }

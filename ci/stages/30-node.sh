@@ -21,4 +21,6 @@ if git rev-parse --git-dir >/dev/null 2>&1 && ! git diff --quiet -- native.js na
 fi
 
 node --test test/*.test.mjs
+# Again with calls on the JavaScript thread's event loop (bindings-node/src/event_loop.rs).
+FENCELOCK_NODE_IO=loop node --test test/*.test.mjs
 node test/redlock/run.mjs
