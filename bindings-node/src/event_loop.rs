@@ -91,17 +91,27 @@ pub(crate) fn teardown() {
             uv_close(handle, Some(free_handle));
         }
     }
-    LOOP.with(|l| l.borrow_mut().take());
+    if let Some(l) = LOOP.with(|l| l.borrow_mut().take()) {
+        unsafe {
+            let home = std::mem::replace(&mut *(l.prepare as *mut *const Shared), ptr::null());
+            drop(Arc::from_raw(home));
+            uv_close(l.prepare, Some(free_handle));
+        }
+    }
 }
 
 struct LoopThread {
     uv: *mut sys::uv_loop_s,
     runtime: tokio::runtime::Handle,
+    /// A `uv_prepare_t` that runs the queued calls once per turn of the loop, just before it
+    /// polls: calls started in one turn write their commands together.
+    prepare: *mut c_void,
+    prepared: bool,
 }
 
 /// Records this JavaScript thread's event loop and the runtime; `false` when either is
 /// missing (then calls keep the runtime's connections).
-pub(crate) fn init_thread(env: sys::napi_env) -> bool {
+pub(crate) fn init_thread(env: sys::napi_env, home: &Arc<Shared>) -> bool {
     let mut uv = ptr::null_mut();
     let status = unsafe { sys::napi_get_uv_event_loop(env, &mut uv) };
     let runtime = std::panic::catch_unwind(|| {
@@ -109,11 +119,62 @@ pub(crate) fn init_thread(env: sys::napi_env) -> bool {
     });
     match (status == sys::Status::napi_ok && !uv.is_null(), runtime) {
         (true, Ok(runtime)) => {
-            LOOP.with(|l| *l.borrow_mut() = Some(LoopThread { uv, runtime }));
+            let prepare = unsafe { libc_alloc(uv_handle_size(UV_PREPARE)) };
+            if prepare.is_null() || unsafe { uv_prepare_init(uv, prepare) } != 0 {
+                unsafe { libc_free(prepare) };
+                return false;
+            }
+            unsafe {
+                *(prepare as *mut *const Shared) = Arc::into_raw(Arc::clone(home));
+                uv_unref(prepare);
+            }
+            LOOP.with(|l| {
+                *l.borrow_mut() = Some(LoopThread {
+                    uv,
+                    runtime,
+                    prepare,
+                    prepared: false,
+                })
+            });
             true
         }
         _ => false,
     }
+}
+
+/// Queues `fut` as a task for the next round of this thread's executor, without waking the
+/// loop (see [`run_soon`]).
+pub(crate) fn queue(home: &Arc<Shared>, fut: LocalFuture) {
+    let task = Task::new(home, fut);
+    task.queued.store(true, Ordering::Release);
+    home.push(task);
+}
+
+/// Runs the queued tasks before the event loop next polls (once for every call started in
+/// this turn).
+pub(crate) fn run_soon() {
+    LOOP.with(|l| {
+        if let Some(l) = l.borrow_mut().as_mut() {
+            if !l.prepared && unsafe { uv_prepare_start(l.prepare, on_prepare) } == 0 {
+                l.prepared = true;
+            }
+        }
+    });
+}
+
+unsafe extern "C" fn on_prepare(handle: *mut c_void) {
+    unsafe { uv_prepare_stop(handle) };
+    LOOP.with(|l| {
+        if let Some(l) = l.borrow_mut().as_mut() {
+            l.prepared = false;
+        }
+    });
+    let home = unsafe { *(handle as *mut *const Shared) };
+    if home.is_null() {
+        return;
+    }
+    let home = std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(home) });
+    run(&home, || {});
 }
 
 /// Whether the current thread is the one `home` belongs to and is running its tasks now.
@@ -159,11 +220,13 @@ pub(crate) fn run(home: &Arc<Shared>, wake: impl FnOnce()) {
 // --- libuv -----------------------------------------------------------------------------------
 
 const UV_POLL: c_int = 8;
+const UV_PREPARE: c_int = 9;
 const UV_READABLE: c_int = 1;
 const UV_WRITABLE: c_int = 2;
 
 type UvPollCb = unsafe extern "C" fn(handle: *mut c_void, status: c_int, events: c_int);
 type UvCloseCb = unsafe extern "C" fn(handle: *mut c_void);
+type UvPrepareCb = unsafe extern "C" fn(handle: *mut c_void);
 
 // Exported by the node executable for addons (node's own headers declare them).
 extern "C" {
@@ -173,6 +236,9 @@ extern "C" {
     fn uv_poll_stop(handle: *mut c_void) -> c_int;
     fn uv_close(handle: *mut c_void, cb: Option<UvCloseCb>);
     fn uv_unref(handle: *mut c_void);
+    fn uv_prepare_init(uv: *mut sys::uv_loop_s, handle: *mut c_void) -> c_int;
+    fn uv_prepare_start(handle: *mut c_void, cb: UvPrepareCb) -> c_int;
+    fn uv_prepare_stop(handle: *mut c_void) -> c_int;
 }
 
 /// A socket whose readiness libuv reports on the JavaScript thread; a connection's stream.

@@ -81,6 +81,11 @@ impl Shared {
         }
     }
 
+    /// Queues a task without waking the JavaScript thread.
+    pub(crate) fn push(&self, task: Arc<Task>) {
+        lock(&self.tasks).push_back(task);
+    }
+
     pub(crate) fn next_task(&self) -> Option<Arc<Task>> {
         lock(&self.tasks).pop_front()
     }
@@ -171,6 +176,7 @@ impl Settler {
             sys::napi_unref_threadsafe_function(env, tsfn);
             sys::napi_add_env_cleanup_hook(env, Some(teardown), ptr::null_mut());
         }
+        let on_loop = calls_on_loop() && event_loop::init_thread(env, &shared);
         Ok(Settler {
             env,
             shared,
@@ -178,7 +184,7 @@ impl Settler {
             next: 0,
             pending: HashMap::new(),
             alive: false,
-            on_loop: calls_on_loop() && event_loop::init_thread(env),
+            on_loop,
         })
     }
 
@@ -407,7 +413,10 @@ where
             let out = AssertUnwindSafe(fut).catch_unwind().await;
             shared.deliver(id, Box::new(out));
         });
-        event_loop::run(&home, || home.spawn(call));
+        // Queued without a wake-up; run before the loop next polls, with every other call
+        // started until then (their commands leave together).
+        event_loop::queue(&home, call);
+        event_loop::run_soon();
         return Ok(PromiseRaw::new(env.raw(), raw_promise));
     }
     // Spawned before the Promise is recorded, so that a runtime that is gone (a panic caught
