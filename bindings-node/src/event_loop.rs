@@ -17,7 +17,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::os::raw::{c_int, c_void};
@@ -62,8 +62,7 @@ impl Wake for Task {
 
     fn wake_by_ref(self: &Arc<Self>) {
         if !self.queued.swap(true, Ordering::AcqRel) {
-            let home = Arc::clone(&self.home);
-            home.schedule(Arc::clone(self));
+            self.home.schedule(Arc::clone(self));
         }
     }
 }
@@ -92,17 +91,15 @@ pub(crate) fn teardown() {
         }
     }
     if let Some(l) = LOOP.with(|l| l.borrow_mut().take()) {
-        unsafe {
-            let home = std::mem::replace(&mut *(l.prepare as *mut *const Shared), ptr::null());
-            drop(Arc::from_raw(home));
-            uv_close(l.prepare, Some(free_handle));
-        }
+        unsafe { uv_close(l.prepare, Some(free_handle)) };
     }
 }
 
 struct LoopThread {
     uv: *mut sys::uv_loop_s,
     runtime: tokio::runtime::Handle,
+    /// The thread's settler, whose queue the executor runs.
+    home: Arc<Shared>,
     /// A `uv_prepare_t` that runs the queued calls once per turn of the loop, just before it
     /// polls: calls started in one turn write their commands together.
     prepare: *mut c_void,
@@ -119,19 +116,18 @@ pub(crate) fn init_thread(env: sys::napi_env, home: &Arc<Shared>) -> bool {
     });
     match (status == sys::Status::napi_ok && !uv.is_null(), runtime) {
         (true, Ok(runtime)) => {
-            let prepare = unsafe { libc_alloc(uv_handle_size(UV_PREPARE)) };
+            let prepare = unsafe { libc::malloc(uv_handle_size(UV_PREPARE)) };
             if prepare.is_null() || unsafe { uv_prepare_init(uv, prepare) } != 0 {
-                unsafe { libc_free(prepare) };
+                unsafe { libc::free(prepare) };
                 return false;
             }
-            unsafe {
-                *(prepare as *mut *const Shared) = Arc::into_raw(Arc::clone(home));
-                uv_unref(prepare);
-            }
+            // Never keeps the process alive (pending calls do).
+            unsafe { uv_unref(prepare) };
             LOOP.with(|l| {
                 *l.borrow_mut() = Some(LoopThread {
                     uv,
                     runtime,
+                    home: Arc::clone(home),
                     prepare,
                     prepared: false,
                 })
@@ -142,24 +138,19 @@ pub(crate) fn init_thread(env: sys::napi_env, home: &Arc<Shared>) -> bool {
     }
 }
 
-/// Queues `fut` as a task for the next round of this thread's executor, without waking the
-/// loop (see [`run_soon`]).
-pub(crate) fn queue(home: &Arc<Shared>, fut: LocalFuture) {
-    let task = Task::new(home, fut);
-    task.queued.store(true, Ordering::Release);
-    home.push(task);
-}
-
-/// Runs the queued tasks before the event loop next polls (once for every call started in
-/// this turn).
-pub(crate) fn run_soon() {
-    LOOP.with(|l| {
-        if let Some(l) = l.borrow_mut().as_mut() {
+/// Runs this thread's queued tasks before its event loop next polls: once for every task
+/// woken on the thread in this turn (calls started in it write their commands together), with
+/// no system call. `false` when the thread has no loop of ours.
+pub(crate) fn run_soon() -> bool {
+    LOOP.with(|l| match l.borrow_mut().as_mut() {
+        Some(l) => {
             if !l.prepared && unsafe { uv_prepare_start(l.prepare, on_prepare) } == 0 {
                 l.prepared = true;
             }
+            l.prepared
         }
-    });
+        None => false,
+    })
 }
 
 unsafe extern "C" fn on_prepare(handle: *mut c_void) {
@@ -169,26 +160,27 @@ unsafe extern "C" fn on_prepare(handle: *mut c_void) {
             l.prepared = false;
         }
     });
-    let home = unsafe { *(handle as *mut *const Shared) };
-    if home.is_null() {
-        return;
-    }
-    let home = std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(home) });
-    run(&home, || {});
+    run(|| {});
 }
 
-/// Whether the current thread is the one `home` belongs to and is running its tasks now.
-pub(crate) fn running_on(thread: ThreadId) -> bool {
-    RUNNING.with(Cell::get) && std::thread::current().id() == thread
+/// Whether this thread is running its executor's tasks now.
+pub(crate) fn running() -> bool {
+    RUNNING.with(Cell::get)
 }
 
-/// Runs `wake` (which may wake tasks of this thread), then every runnable task of `home`, on
-/// the JavaScript thread. Inside a round already running, only `wake`: the round runs them.
-pub(crate) fn run(home: &Arc<Shared>, wake: impl FnOnce()) {
-    if RUNNING.with(Cell::get) {
+/// Runs `wake` (which may wake tasks of this thread), then every runnable task of this
+/// JavaScript thread. Inside a round already running, only `wake`: the round runs them.
+/// Without a loop of ours (calls on the runtime), only `wake`.
+pub(crate) fn run(wake: impl FnOnce()) {
+    let this = LOOP.with(|l| {
+        l.borrow()
+            .as_ref()
+            .map(|l| (Arc::clone(&l.home), l.runtime.clone()))
+    });
+    let Some((home, runtime)) = this.filter(|_| !RUNNING.with(Cell::get)) else {
         wake();
         return;
-    }
+    };
     struct Stop;
     impl Drop for Stop {
         fn drop(&mut self) {
@@ -198,8 +190,7 @@ pub(crate) fn run(home: &Arc<Shared>, wake: impl FnOnce()) {
     RUNNING.with(|r| r.set(true));
     let _stop = Stop;
     wake();
-    let runtime = LOOP.with(|l| l.borrow().as_ref().map(|l| l.runtime.clone()));
-    let _entered = runtime.as_ref().map(tokio::runtime::Handle::enter);
+    let _entered = runtime.enter();
     while let Some(task) = home.next_task() {
         task.queued.store(false, Ordering::Release);
         let waker = Waker::from(Arc::clone(&task));
@@ -251,7 +242,6 @@ pub(crate) struct LoopStream {
 struct Watch {
     sock: TcpStream,
     thread: ThreadId,
-    home: Arc<Shared>,
     /// The `uv_poll_t` (made on first wait), or null.
     handle: *mut c_void,
     watching: c_int,
@@ -264,12 +254,11 @@ struct Watch {
 unsafe impl Send for LoopStream {}
 
 impl LoopStream {
-    fn new(sock: TcpStream, home: &Arc<Shared>, thread: ThreadId) -> LoopStream {
+    fn new(sock: TcpStream, thread: ThreadId) -> LoopStream {
         LoopStream {
             io: std::mem::ManuallyDrop::new(Box::new(Watch {
                 sock,
                 thread,
-                home: Arc::clone(home),
                 handle: ptr::null_mut(),
                 watching: 0,
                 reader: None,
@@ -305,13 +294,13 @@ impl Watch {
             let Some(uv) = uv else {
                 return Err(io::Error::other("fencelock: the event loop is gone"));
             };
-            let handle = unsafe { libc_alloc(uv_handle_size(UV_POLL)) };
+            let handle = unsafe { libc::malloc(uv_handle_size(UV_POLL)) };
             if handle.is_null() {
                 return Err(io::Error::from(io::ErrorKind::OutOfMemory));
             }
             let rc = unsafe { uv_poll_init(uv, handle, self.sock.as_raw_fd()) };
             if rc != 0 {
-                unsafe { libc_free(handle) };
+                unsafe { libc::free(handle) };
                 return Err(io::Error::other(format!("uv_poll_init failed ({rc})")));
             }
             // The handle's `data` is its first field.
@@ -341,10 +330,9 @@ unsafe extern "C" fn on_ready(handle: *mut c_void, status: c_int, events: c_int)
     if watch.is_null() {
         return;
     }
-    let home = Arc::clone(unsafe { &(*watch).home });
     // The wakes only queue tasks: the stream is still alive while this closure runs (the
     // tasks, which may drop it, run after it).
-    run(&home, || {
+    run(|| {
         let watch = unsafe { &mut *watch };
         let events = if status < 0 {
             UV_READABLE | UV_WRITABLE
@@ -372,7 +360,7 @@ unsafe extern "C" fn on_ready(handle: *mut c_void, status: c_int, events: c_int)
 }
 
 unsafe extern "C" fn free_handle(handle: *mut c_void) {
-    unsafe { libc_free(handle) };
+    unsafe { libc::free(handle) };
 }
 
 impl Drop for LoopStream {
@@ -395,8 +383,34 @@ impl Drop for LoopStream {
     }
 }
 
-fn would_block(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::WouldBlock
+impl LoopStream {
+    /// Runs `op` on the socket until it neither is interrupted nor would block; when it would
+    /// block, waits for `event` (the waker is called when libuv reports it).
+    fn ready<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        event: c_int,
+        mut op: impl FnMut(&TcpStream) -> io::Result<T>,
+    ) -> Poll<io::Result<T>> {
+        self.check_thread()?;
+        loop {
+            match op(&self.io.sock) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let io = &mut *self.io;
+                    let waiter = if event == UV_READABLE {
+                        &mut io.reader
+                    } else {
+                        &mut io.writer
+                    };
+                    *waiter = Some(cx.waker().clone());
+                    io.want(event)?;
+                    return Poll::Pending;
+                }
+                done => return Poll::Ready(done),
+            }
+        }
+    }
 }
 
 impl AsyncRead for LoopStream {
@@ -405,24 +419,16 @@ impl AsyncRead for LoopStream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        self.check_thread()?;
-        loop {
-            let unfilled = buf.initialize_unfilled();
-            match (&self.io.sock).read(unfilled) {
-                Ok(n) => {
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if would_block(&e) => {
-                    let io = &mut *self.io;
-                    io.reader = Some(cx.waker().clone());
-                    io.want(UV_READABLE)?;
-                    return Poll::Pending;
-                }
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
+        // Into the buffer's uninitialised part as it is (no zeroing first), as tokio's own
+        // sockets read.
+        let n = std::task::ready!(self.ready(cx, UV_READABLE, |sock| {
+            let dst = unsafe { buf.unfilled_mut() };
+            let n = unsafe { libc::recv(sock.as_raw_fd(), dst.as_mut_ptr().cast(), dst.len(), 0) };
+            usize::try_from(n).map_err(|_| io::Error::last_os_error())
+        }))?;
+        unsafe { buf.assume_init(n) };
+        buf.advance(n);
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -432,20 +438,7 @@ impl AsyncWrite for LoopStream {
         cx: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
-        self.check_thread()?;
-        loop {
-            match (&self.io.sock).write(data) {
-                Ok(n) => return Poll::Ready(Ok(n)),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if would_block(&e) => {
-                    let io = &mut *self.io;
-                    io.writer = Some(cx.waker().clone());
-                    io.want(UV_WRITABLE)?;
-                    return Poll::Pending;
-                }
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
+        self.ready(cx, UV_WRITABLE, |mut sock| sock.write(data))
     }
 
     fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -456,21 +449,6 @@ impl AsyncWrite for LoopStream {
         let _ = self.io.sock.shutdown(std::net::Shutdown::Write);
         Poll::Ready(Ok(()))
     }
-}
-
-// libuv frees what it does not own with the caller's allocator: plain malloc/free here.
-unsafe fn libc_alloc(size: usize) -> *mut c_void {
-    extern "C" {
-        fn malloc(size: usize) -> *mut c_void;
-    }
-    unsafe { malloc(size) }
-}
-
-unsafe fn libc_free(p: *mut c_void) {
-    extern "C" {
-        fn free(p: *mut c_void);
-    }
-    unsafe { free(p) }
 }
 
 // --- the core's hook -------------------------------------------------------------------------
@@ -508,7 +486,7 @@ impl fencelock::lane::LoopIo for NodeLoopIo {
             let sock = sock.into_std()?;
             let (tx, rx) = tokio::sync::oneshot::channel();
             let settings = info.redis_settings().clone();
-            let stream = LoopStream::new(sock, &home, thread);
+            let stream = LoopStream::new(sock, thread);
             home.spawn(Box::pin(async move {
                 match MultiplexedConnection::new_with_config(&settings, stream, config).await {
                     Ok((conn, driver)) => {

@@ -73,17 +73,14 @@ impl Shared {
         std::task::Wake::wake(Task::new(self, fut));
     }
 
-    /// Queues a woken task; wakes the JavaScript thread unless it is running its tasks now.
+    /// Queues a woken task. Woken on the JavaScript thread, it runs in the round running now
+    /// or before the loop next polls; woken elsewhere, the JavaScript thread is woken.
     pub(crate) fn schedule(&self, task: Arc<Task>) {
         lock(&self.tasks).push_back(task);
-        if !event_loop::running_on(self.thread) {
+        let here = std::thread::current().id() == self.thread;
+        if !(here && (event_loop::running() || event_loop::run_soon())) {
             self.signal();
         }
-    }
-
-    /// Queues a task without waking the JavaScript thread.
-    pub(crate) fn push(&self, task: Arc<Task>) {
-        lock(&self.tasks).push_back(task);
     }
 
     pub(crate) fn next_task(&self) -> Option<Arc<Task>> {
@@ -278,7 +275,7 @@ unsafe extern "C" fn settle_done(
     // below without another wake-up; then clears it, looking once more for tasks woken from
     // other threads just before (one woken after it signals anew).
     loop {
-        event_loop::run(&shared, || {});
+        event_loop::run(|| {});
         shared.signalled.store(false, Ordering::Release);
         if lock(&shared.tasks).is_empty() {
             break;
@@ -401,24 +398,6 @@ where
         s.next += 1;
         (s.next, Arc::clone(&s.shared), s.on_loop)
     })?;
-    if on_loop {
-        // Recorded, then run at once on this thread: the call writes its commands before
-        // this function returns, and is settled from a later turn of the event loop.
-        with_settler(env, |s| {
-            s.pending.insert(id, Pending { deferred, settle });
-            s.keep_alive(true);
-        })?;
-        let home = Arc::clone(&shared);
-        let call: LocalFuture = Box::pin(async move {
-            let out = AssertUnwindSafe(fut).catch_unwind().await;
-            shared.deliver(id, Box::new(out));
-        });
-        // Queued without a wake-up; run before the loop next polls, with every other call
-        // started until then (their commands leave together).
-        event_loop::queue(&home, call);
-        event_loop::run_soon();
-        return Ok(PromiseRaw::new(env.raw(), raw_promise));
-    }
     // Spawned before the Promise is recorded, so that a runtime that is gone (a panic caught
     // by the method's catch_unwind) leaves nothing waiting. The call cannot be settled before
     // it is recorded: settling runs on this thread, after this function returns.
@@ -426,10 +405,18 @@ where
     // (kilobytes), and the task would otherwise copy it whole when it is spawned and again
     // when it completes (bench/notes.md).
     let fut = Box::pin(fut);
-    napi::bindgen_prelude::spawn(async move {
+    let home = Arc::clone(&shared);
+    let call = async move {
         let out = AssertUnwindSafe(fut).catch_unwind().await;
         shared.deliver(id, Box::new(out));
-    });
+    };
+    if on_loop {
+        // A task of this thread's executor: it runs before the event loop next polls, with
+        // every call started until then (their commands leave together).
+        home.spawn(Box::pin(call));
+    } else {
+        napi::bindgen_prelude::spawn(call);
+    }
     with_settler(env, |s| {
         s.pending.insert(id, Pending { deferred, settle });
         s.keep_alive(true);

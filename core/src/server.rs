@@ -199,14 +199,7 @@ impl Server {
             .set_connection_timeout(None)
             .set_response_timeout(None);
         let attempt = async {
-            let mut conn = match (&self.loop_io, lane) {
-                (Some(io), Lane::Loop) => {
-                    let info = self.client.get_connection_info().clone();
-                    let conn = io.connect(info, config.clone()).await;
-                    Conn::Single(conn.map_err(|e| ServerFailure::from_redis(&e))?)
-                }
-                _ => self.connect(&config).await?,
-            };
+            let mut conn = self.connect(&config, lane).await?;
             run_script::<i64>(&mut conn, &self.preflight)
                 .await
                 .map_err(|e| ServerFailure::from_script(&e, self.preflight.source()))?;
@@ -248,9 +241,21 @@ impl Server {
         done.send_replace(Some(reply));
     }
 
-    /// A new command connection: to the cluster, or to the server (for a Sentinel entry, the
-    /// master the sentinels name, checked to be one; it becomes the subscriber's server).
-    async fn connect(&self, config: &AsyncConnectionConfig) -> Result<Conn, ServerFailure> {
+    /// A new command connection: to the cluster, to the server on the event loop's lane
+    /// (through its [`LoopIo`]), or to the server (for a Sentinel entry, the master the
+    /// sentinels name, checked to be one; it becomes the subscriber's server).
+    async fn connect(
+        &self,
+        config: &AsyncConnectionConfig,
+        lane: Lane,
+    ) -> Result<Conn, ServerFailure> {
+        if let (Some(io), Lane::Loop) = (&self.loop_io, lane) {
+            let info = self.client.get_connection_info().clone();
+            let conn = io.connect(info, config.clone()).await;
+            return Ok(Conn::Single(
+                conn.map_err(|e| ServerFailure::from_redis(&e))?,
+            ));
+        }
         if let Some(cluster) = &self.cluster {
             let client = cluster
                 .client()
