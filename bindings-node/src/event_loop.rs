@@ -1,5 +1,5 @@
 //! Calls run on the JavaScript thread, with connections driven by its libuv event loop
-//! (`FENCELOCK_NODE_IO=loop`; by default calls run on the runtime, see `promise.rs`).
+//! (the default; with `FENCELOCK_NODE_IO=runtime` calls run on the runtime, see `promise.rs`).
 //!
 //! A call crossing to a runtime thread and back costs two thread wake-ups, which on a small
 //! machine are a fifth of an uncontended acquire's time (bench/notes.md). Here the core's call

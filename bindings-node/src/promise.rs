@@ -173,7 +173,7 @@ impl Settler {
             sys::napi_unref_threadsafe_function(env, tsfn);
             sys::napi_add_env_cleanup_hook(env, Some(teardown), ptr::null_mut());
         }
-        let on_loop = calls_on_loop() && event_loop::init_thread(env, &shared);
+        let on_loop = calls_on_loop() == Ok(true) && event_loop::init_thread(env, &shared);
         Ok(Settler {
             env,
             shared,
@@ -199,12 +199,25 @@ impl Settler {
     }
 }
 
-/// Whether calls run on the JavaScript thread with connections driven by its event loop
-/// (`FENCELOCK_NODE_IO=loop`, read once per process), or on the runtime (the default: at many
-/// calls in flight it makes more calls per second, bench/notes.md).
-fn calls_on_loop() -> bool {
-    static ON_LOOP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON_LOOP.get_or_init(|| std::env::var_os("FENCELOCK_NODE_IO").is_some_and(|v| v == "loop"))
+/// Whether calls run on the JavaScript thread with connections driven by its event loop (the
+/// default, or `FENCELOCK_NODE_IO=loop`), or on the runtime's threads
+/// (`FENCELOCK_NODE_IO=runtime`); read once per process. The loop saves two thread crossings
+/// per call (bench/notes.md); the runtime keeps calls moving while JavaScript code holds the
+/// thread. Any other value is an error, reported when a manager is made ([`io_mode`]).
+fn calls_on_loop() -> std::result::Result<bool, &'static str> {
+    static MODE: std::sync::OnceLock<std::result::Result<bool, &'static str>> =
+        std::sync::OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var_os("FENCELOCK_NODE_IO") {
+        None => Ok(true),
+        Some(v) if v == "loop" || v.is_empty() => Ok(true),
+        Some(v) if v == "runtime" => Ok(false),
+        Some(_) => Err(r#"FENCELOCK_NODE_IO must be "loop" (the default) or "runtime""#),
+    })
+}
+
+/// Checks `FENCELOCK_NODE_IO` before a manager is made: an unknown value is a usage error.
+pub(crate) fn io_mode() -> std::result::Result<(), crate::error::Failure> {
+    calls_on_loop().map(drop).map_err(crate::error::invalid)
 }
 
 /// The core's hook for a manager made on this thread: its connections to plain TCP servers

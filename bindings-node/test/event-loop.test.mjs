@@ -1,7 +1,8 @@
-// With FENCELOCK_NODE_IO=loop, calls run on the JavaScript thread, their connections driven
-// by its event loop, while auto-extension keeps connections of the core's own threads: a busy
-// event loop delays the calls, never a lock's extension. Without it (the default) calls run on
-// the runtime's threads. This file runs its own calls with `loop` (read at the first call).
+// Calls run on the JavaScript thread (the default, or FENCELOCK_NODE_IO=loop), their
+// connections driven by its event loop, while auto-extension keeps connections of the core's
+// own threads: a busy event loop delays the calls, never a lock's extension. With
+// FENCELOCK_NODE_IO=runtime calls run on the runtime's threads. This file runs its own calls
+// with `loop` (read at the first call), and child processes in each mode.
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
@@ -76,14 +77,64 @@ describe('the event loop', () => {
         console.log(JSON.stringify({ n: tokens.length, distinct: new Set(tokens).size }))
       })()
     `
-    for (const mode of ['loop', undefined]) {
-      const env = { ...process.env, URL: server.url, INDEX: index }
-      if (mode) env.FENCELOCK_NODE_IO = mode
-      else delete env.FENCELOCK_NODE_IO
-      const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env, timeout: 30_000 })
-      assert.equal(r.status, 0, `child (${mode ?? 'runtime'}) failed (signal ${r.signal}):\n${r.stdout}\n${r.stderr}`)
+    for (const mode of ['loop', 'runtime', undefined]) {
+      const r = child(script, mode)
+      assert.equal(r.status, 0, `child (${mode ?? 'default'}) failed (signal ${r.signal}):\n${r.stdout}\n${r.stderr}`)
       // Every acquisition of a name gets a fencing token of its own: 200 pairs in all.
       assert.deepEqual(JSON.parse(r.stdout), { n: 200, distinct: 200 })
     }
   })
+
+  it('calls run on the JavaScript thread by default and with loop, on the runtime with runtime', () => {
+    // An acquire started just before the thread spins for 3 s: on the runtime its key is set
+    // while the thread spins (about 7 s of the 10 s TTL left afterwards); on the event loop
+    // nothing is sent until the spell ends (nearly all of it left).
+    const script = `
+      const { LockManager } = require(process.env.INDEX)
+      const m = new LockManager(process.env.URL)
+      ;(async () => {
+        const name = 'mode-' + process.pid
+        const pending = m.acquire(name, { ttl: 10000 })
+        const until = Date.now() + 3000
+        while (Date.now() < until) {}
+        const lock = await pending
+        const left = await m.remaining(name)
+        await lock.release()
+        await m.close()
+        console.log(JSON.stringify({ left }))
+      })()
+    `
+    for (const [mode, onLoop] of [[undefined, true], ['loop', true], ['runtime', false]]) {
+      const r = child(script, mode)
+      assert.equal(r.status, 0, `child (${mode ?? 'default'}) failed:\n${r.stdout}\n${r.stderr}`)
+      const { left } = JSON.parse(r.stdout)
+      assert.equal(left > 8500, onLoop, `${mode ?? 'default'}: ${left} ms of the TTL left after the spell`)
+    }
+  })
+
+  it('an unknown FENCELOCK_NODE_IO is an InvalidArgumentError when a manager is made', () => {
+    const script = `
+      const { LockManager } = require(process.env.INDEX)
+      try {
+        new LockManager(process.env.URL)
+        console.log('made')
+      } catch (e) {
+        console.log(JSON.stringify({ name: e.name, code: e.code, message: e.message }))
+      }
+    `
+    const r = child(script, 'threads')
+    assert.equal(r.status, 0, r.stderr)
+    const e = JSON.parse(r.stdout)
+    assert.equal(e.name, 'InvalidArgumentError')
+    assert.equal(e.code, 'ERR_INVALID_ARG')
+    assert.match(e.message, /FENCELOCK_NODE_IO must be "loop" \(the default\) or "runtime"/)
+  })
 })
+
+/** Runs `script` in a child Node process with FENCELOCK_NODE_IO set to `mode` (unset: none). */
+function child(script, mode) {
+  const env = { ...process.env, URL: server.url, INDEX: index }
+  if (mode) env.FENCELOCK_NODE_IO = mode
+  else delete env.FENCELOCK_NODE_IO
+  return spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env, timeout: 30_000 })
+}

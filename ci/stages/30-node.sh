@@ -21,6 +21,7 @@ if git rev-parse --git-dir >/dev/null 2>&1 && ! git diff --quiet -- native.js na
 fi
 
 node --test test/*.test.mjs
-# Again with calls on the JavaScript thread's event loop (bindings-node/src/event_loop.rs).
-FENCELOCK_NODE_IO=loop node --test test/*.test.mjs
+# Again with calls on the runtime's threads instead of the JavaScript thread's event loop
+# (bindings-node/src/promise.rs, event_loop.rs).
+FENCELOCK_NODE_IO=runtime node --test test/*.test.mjs
 node test/redlock/run.mjs
