@@ -21,7 +21,11 @@ does: the acquire (on a free name) and the release. Candidates:
   load instead of on every call;
 - multi: MULTI / EXISTS queue / SET NX PX / INCR / EXEC pipelined in one write, then the
   compare-and-delete script;
-- noop: EVALSHA of `return 1` twice: the price of a script call alone.
+- noop: EVALSHA of `return 1` twice: the price of a script call alone;
+- ours-contended and floor-contended: a "cycle" is one critical section under contention
+  instead (see `contended`): ours' release that hands over plus the refused attempt that takes
+  a place, against the least a polling lock sends (release, the winner's SET NX PX, the
+  loser's).
 
 Usage: script_cost.py [--cycles N] [--rounds R] [--baseline REV]. Prints a table and a JSON
 line.
@@ -84,6 +88,36 @@ redis.register_function('fl_bench_release', release)
 
 
 resp = RespClient.encode
+
+# A waiting client's subscription, in a process of its own: SUBSCRIBE to the channels of
+# argv[2:], say so, then read and drop every message until the socket closes.
+SUBSCRIBER = r"""
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+names = [n.encode() for n in sys.argv[2:]]
+s.sendall(b"*%d\r\n$9\r\nSUBSCRIBE\r\n" % (len(names) + 1)
+          + b"".join(b"$%d\r\n%s\r\n" % (len(n), n) for n in names))
+got = b""
+while got.count(b"\r\n") < 6 * len(names):  # each confirmation: *3, $9 subscribe, $N name, :K
+    got += s.recv(4096)
+print("subscribed", flush=True)
+while s.recv(65536):
+    pass
+"""
+
+# The subscriber processes started here, stopped by main() by PID.
+CHILDREN: list[subprocess.Popen[str]] = []
+
+
+def subscriber(port: int, channels: list[str]) -> subprocess.Popen[str]:
+    """A process subscribed to `channels` on the server at `port`, reading every message."""
+    proc = subprocess.Popen([sys.executable, "-c", SUBSCRIBER, str(port), *channels],
+                            stdout=subprocess.PIPE, text=True)
+    CHILDREN.append(proc)
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != "subscribed":
+        raise RuntimeError("the subscriber did not subscribe")
+    return proc
 
 
 def commands(server: RedisServer) -> int:
@@ -167,7 +201,54 @@ def candidates(c: RespClient, baseline: str | None, extra: list[str]) -> dict[st
         (resp("INCR", keys(n)[1]), anything), (resp("EXEC"), lambda r: r[1] == "OK"),
         (resp("EVALSHA", cad, "1", keys(n)[0], token), one)]
     cands["noop"] = lambda n: [(resp("EVALSHA", noop, "0"), one), (resp("EVALSHA", noop, "0"), one)]
+    cands.update(contended(c, ours_acq, ours_rel, cad, keys, channel))
     return cands
+
+
+def contended(c: RespClient, acq: str, rel: str, cad: str, keys: Callable[[int], list[str]],
+              channel: str) -> dict[str, Cycle]:
+    """Two candidates whose "cycle" is one contended critical section, in the steady state of
+    two clients taking turns on one name (the benchmark's contention scenario, with one
+    waiter): the holder's release, then its next attempt, refused because the lock went to
+    the other.
+
+    - ours-contended: the release hands the lock to the waiter in line (and publishes its
+      wake-up), the refused attempt takes a place in line: the two calls of a critical section
+      under contention;
+    - floor-contended: what a polling lock (rslock, node-redlock, redis-py) sends at the very
+      least: the compare-and-delete release, the other client's SET NX PX that wins, the
+      holder's that is refused.
+    """
+    tokens = ("aaaaaaaaaaaaaaaa.1f1c2a1e-4c1b-4b8e-9d55-0c7b2b7f3a10",
+              "bbbbbbbbbbbbbbbb.2f1c2a1e-4c1b-4b8e-9d55-0c7b2b7f3a10")
+    ours_k, floor_k = keys(-1), keys(-2)
+    ttl, lasts = "30000", "30000"
+
+    def attempt(token: str, arrival: int) -> bytes:
+        return resp("EVALSHA", acq, "5", *ours_k, token, f"PUBLISH {ttl} 16 {arrival} {lasts} 1 {channel}")
+
+    # Both waiters listen (a release hands the lock only to a waiter whose process listens).
+    subscriber(c.sock.getpeername()[1], [f"{channel}|{t[:16]}" for t in tokens])
+    # The steady state's start: the first holds, the second waits in line.
+    assert c.call("EVALSHA", acq, "5", *ours_k, tokens[0], f"PUBLISH {ttl} 16 0 0 1 {channel}")[0] == 1
+    assert c.call("EVALSHA", acq, "5", *ours_k, tokens[1], f"PUBLISH {ttl} 16 1 {lasts} 1 {channel}")[0] == 0
+    assert c.call("SET", floor_k[0], tokens[0], "NX", "PX", ttl) == "OK"
+    refused: Check = lambda r: isinstance(r, list) and r[0] == 0  # noqa: E731
+    one: Check = lambda r: r == 1  # noqa: E731
+
+    def ours(n: int) -> list[tuple[bytes, Check]]:
+        # Turns alternate: an even number of cycles (every run here) ends where it began.
+        holder = tokens[n % 2]
+        return [(resp("EVALSHA", rel, "5", *ours_k, holder, f"PUBLISH 1 16 {channel}"), one),
+                (attempt(holder, 2 + n), refused)]
+
+    def floor(n: int) -> list[tuple[bytes, Check]]:
+        holder, other = tokens[n % 2], tokens[1 - n % 2]
+        return [(resp("EVALSHA", cad, "1", floor_k[0], holder), one),
+                (resp("SET", floor_k[0], other, "NX", "PX", ttl), lambda r: r == "OK"),
+                (resp("SET", floor_k[0], holder, "NX", "PX", ttl), lambda r: r is None)]
+
+    return {"ours-contended": ours, "floor-contended": floor}
 
 
 def run_cycles(c: RespClient, cycle: Cycle, first: int, count: int, pipeline: int) -> None:
@@ -195,6 +276,8 @@ def main() -> int:
                          "and what is left is mostly the commands' own work (default 1: each "
                          "command waits for its reply)")
     args = ap.parse_args()
+    if args.cycles % 2:
+        ap.error("--cycles must be even: the contended candidates take turns between two clients")
     server = RedisServer()
     try:
         c = RespClient(server.port)
@@ -224,6 +307,9 @@ def main() -> int:
                           "at": time.strftime("%Y-%m-%dT%H:%M:%S"), "results": out}))
         c.close()
     finally:
+        for proc in CHILDREN:
+            proc.kill()
+            proc.wait()
         server.kill()
     return 0
 

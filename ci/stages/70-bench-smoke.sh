@@ -5,3 +5,7 @@
 set -euo pipefail
 cd "$FENCELOCK_ROOT"
 ci/bench.sh --quick --smoke
+# The server-cost measurements of bench/notes.md (issue 21), a few commands each: they start
+# and stop their own redis-server and subscriber processes, and check every reply.
+target/bench/venv/bin/python bench/server/script_cost.py --cycles 100 --rounds 1 > /dev/null
+target/bench/venv/bin/python bench/server/wakeup_cost.py --commands 100 --rounds 1 > /dev/null
