@@ -120,6 +120,14 @@ def subscriber(port: int, channels: list[str]) -> subprocess.Popen[str]:
     return proc
 
 
+def stop_children() -> None:
+    """Stops the subscriber processes started here."""
+    while CHILDREN:
+        proc = CHILDREN.pop()
+        proc.kill()
+        proc.wait()
+
+
 def commands(server: RedisServer) -> int:
     """Commands the server has run (INFO commandstats, script internals included), the INFO
     calls that read its figures left out."""
@@ -307,9 +315,7 @@ def main() -> int:
                           "at": time.strftime("%Y-%m-%dT%H:%M:%S"), "results": out}))
         c.close()
     finally:
-        for proc in CHILDREN:
-            proc.kill()
-            proc.wait()
+        stop_children()
         server.kill()
     return 0
 

@@ -24,14 +24,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from run import RedisServer, RespClient  # noqa: E402
-from server.script_cost import subscriber  # noqa: E402
+from server.script_cost import stop_children, subscriber  # noqa: E402
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -39,9 +38,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
     server = RedisServer()
-    sub: subprocess.Popen[str] | None = None
     try:
-        sub = subscriber(server.port, ["wake-1"])
+        subscriber(server.port, ["wake-1"])
         c = RespClient(server.port)
         cands = {
             "ping": RespClient.encode("PING"),
@@ -80,9 +78,7 @@ def main() -> int:
                           "at": time.strftime("%Y-%m-%dT%H:%M:%S"), "results": out}))
         c.close()
     finally:
-        if sub is not None:
-            sub.kill()
-            sub.wait()
+        stop_children()
         server.kill()
     return 0
 
