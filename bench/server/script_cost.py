@@ -34,6 +34,7 @@ line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -41,7 +42,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from run import RedisServer, RespClient  # noqa: E402
@@ -120,12 +121,24 @@ def subscriber(port: int, channels: list[str]) -> subprocess.Popen[str]:
     return proc
 
 
-def stop_children() -> None:
-    """Stops the subscriber processes started here."""
-    while CHILDREN:
-        proc = CHILDREN.pop()
-        proc.kill()
-        proc.wait()
+@contextlib.contextmanager
+def measured_server() -> Iterator[tuple[RedisServer, RespClient]]:
+    """A redis-server on a free loopback port and a connection to it; on the way out the
+    connection is closed and the server and the subscriber processes started here are stopped
+    by PID."""
+    server = RedisServer()
+    try:
+        c = RespClient(server.port)
+        try:
+            yield server, c
+        finally:
+            c.close()
+    finally:
+        while CHILDREN:
+            proc = CHILDREN.pop()
+            proc.kill()
+            proc.wait()
+        server.kill()
 
 
 def commands(server: RedisServer) -> int:
@@ -286,9 +299,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.cycles % 2:
         ap.error("--cycles must be even: the contended candidates take turns between two clients")
-    server = RedisServer()
-    try:
-        c = RespClient(server.port)
+    with measured_server() as (server, c):
         cands = candidates(c, args.baseline, args.candidate)
         per: dict[str, dict[str, list[float]]] = {k: {"cpu_us": [], "cmds": []} for k in cands}
         for r in range(args.rounds):
@@ -313,10 +324,6 @@ def main() -> int:
             print(f"{name:<16} {med:>24.2f} {lo:>7.2f} {cmds:>22.2f}")
         print(json.dumps({"cycles": args.cycles, "rounds": args.rounds, "pipeline": args.pipeline, "pid": os.getpid(),
                           "at": time.strftime("%Y-%m-%dT%H:%M:%S"), "results": out}))
-        c.close()
-    finally:
-        stop_children()
-        server.kill()
     return 0
 
 

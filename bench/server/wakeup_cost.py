@@ -29,18 +29,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from run import RedisServer, RespClient  # noqa: E402
-from server.script_cost import stop_children, subscriber  # noqa: E402
+from run import RespClient  # noqa: E402
+from server.script_cost import measured_server, subscriber  # noqa: E402
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--commands", type=int, default=20_000)
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
-    server = RedisServer()
-    try:
+    with measured_server() as (server, c):
         subscriber(server.port, ["wake-1"])
-        c = RespClient(server.port)
         cands = {
             "ping": RespClient.encode("PING"),
             "publish-none": RespClient.encode("PUBLISH", "nobody", "x" * 60),
@@ -76,10 +74,6 @@ def main() -> int:
         print(f"{'wake-up':<14} {statistics.median(wake):>26.2f}   (publish-one - publish-none, round by round)")
         print(json.dumps({"commands": args.commands, "rounds": args.rounds, "pid": os.getpid(),
                           "at": time.strftime("%Y-%m-%dT%H:%M:%S"), "results": out}))
-        c.close()
-    finally:
-        stop_children()
-        server.kill()
     return 0
 
 

@@ -591,8 +591,7 @@ impl JsLockManager {
         let v = field("tlsInsecure")?;
         builder = builder.tls_insecure(args::boolean("tlsInsecure", &v, false)?);
         // Calls polled on this thread ride connections its event loop drives.
-        crate::promise::io_mode()?;
-        if let Some(io) = crate::promise::loop_io(env).ok().flatten() {
+        if let Some(io) = crate::promise::loop_io(env)? {
             builder = builder.loop_io(io);
         }
         Ok(builder.build()?)

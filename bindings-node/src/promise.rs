@@ -203,7 +203,7 @@ impl Settler {
 /// default, or `FENCELOCK_NODE_IO=loop`), or on the runtime's threads
 /// (`FENCELOCK_NODE_IO=runtime`); read once per process. The loop saves two thread crossings
 /// per call (bench/notes.md); the runtime keeps calls moving while JavaScript code holds the
-/// thread. Any other value is an error, reported when a manager is made ([`io_mode`]).
+/// thread. Any other value is an error, reported when a manager is made ([`loop_io`]).
 fn calls_on_loop() -> std::result::Result<bool, &'static str> {
     static MODE: std::sync::OnceLock<std::result::Result<bool, &'static str>> =
         std::sync::OnceLock::new();
@@ -215,20 +215,21 @@ fn calls_on_loop() -> std::result::Result<bool, &'static str> {
     })
 }
 
-/// Checks `FENCELOCK_NODE_IO` before a manager is made: an unknown value is a usage error.
-pub(crate) fn io_mode() -> std::result::Result<(), crate::error::Failure> {
-    calls_on_loop().map(drop).map_err(crate::error::invalid)
-}
-
 /// The core's hook for a manager made on this thread: its connections to plain TCP servers
-/// driven by this thread's event loop; `None` when calls run on the runtime.
-pub(crate) fn loop_io(env: &Env) -> Result<Option<Arc<dyn fencelock::lane::LoopIo>>> {
-    with_settler(env, |s| {
+/// driven by this thread's event loop; `None` when calls run on the runtime (also when the
+/// thread's settler cannot be made: calls then fail on their own). An unknown
+/// `FENCELOCK_NODE_IO` is a usage error.
+pub(crate) fn loop_io(
+    env: &Env,
+) -> std::result::Result<Option<Arc<dyn fencelock::lane::LoopIo>>, crate::error::Failure> {
+    calls_on_loop().map_err(crate::error::invalid)?;
+    let io = with_settler(env, |s| {
         s.on_loop.then(|| {
             Arc::new(event_loop::NodeLoopIo::new(Arc::clone(&s.shared)))
                 as Arc<dyn fencelock::lane::LoopIo>
         })
-    })
+    });
+    Ok(io.ok().flatten())
 }
 
 /// Runs `f` with this thread's settler, made on first use.
