@@ -54,6 +54,7 @@ export type LockErrorCode =
   | 'ERR_INVALID_ARG'
   | 'ERR_LOCK_RELEASED'
   | 'ERR_REDIS'
+  | 'ERR_WRONG_KIND'
   | 'ABORT_ERR'
 
 /** Base class of every fencelock error. */
@@ -113,6 +114,15 @@ export declare class LockReleasedError extends LockError {
 export declare class ServerError extends LockError {
   readonly code: 'ERR_REDIS'
   static readonly code: 'ERR_REDIS'
+}
+/**
+ * The name is held as another kind than the call asks for (a lock, a semaphore, a read-write
+ * lock; the message names the kind found), or the token holds the other mode of a read-write
+ * lock (a reader asking to write would wait for itself).
+ */
+export declare class WrongKindError extends LockError {
+  readonly code: 'ERR_WRONG_KIND'
+  static readonly code: 'ERR_WRONG_KIND'
 }
 /** An `acquire` stopped by its `AbortSignal`; `cause` is the signal's reason. */
 export declare class AbortError extends LockError {

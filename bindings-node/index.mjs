@@ -12,6 +12,7 @@ export const {
   InvalidArgumentError,
   LockReleasedError,
   ServerError,
+  WrongKindError,
   AbortError,
 } = fencelock
 export default fencelock

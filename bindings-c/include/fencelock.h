@@ -84,6 +84,12 @@ enum fl_status
    * A bug in fencelock was caught at the boundary (a Rust panic); the message says where.
    */
   FL_PANIC = 7,
+  /**
+   * The name is held as another kind than the call asks for (a lock, a semaphore, a
+   * read-write lock; the message names the kind found), or the token holds the other mode
+   * of a read-write lock (a reader asking to write would wait for itself).
+   */
+  FL_WRONG_KIND = 8,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

@@ -32,6 +32,10 @@ pub enum fl_status {
     FL_CANCELLED = 6,
     /// A bug in fencelock was caught at the boundary (a Rust panic); the message says where.
     FL_PANIC = 7,
+    /// The name is held as another kind than the call asks for (a lock, a semaphore, a
+    /// read-write lock; the message names the kind found), or the token holds the other mode
+    /// of a read-write lock (a reader asking to write would wait for itself).
+    FL_WRONG_KIND = 8,
 }
 
 /// The status of each error kind: the one mapping of the core's errors to C.
@@ -43,6 +47,7 @@ pub fn status_of(kind: ErrorKind) -> fl_status {
         ErrorKind::Unavailable => fl_status::FL_UNAVAILABLE,
         ErrorKind::Redis => fl_status::FL_REDIS_ERROR,
         ErrorKind::Cancelled => fl_status::FL_CANCELLED,
+        ErrorKind::WrongKind => fl_status::FL_WRONG_KIND,
     }
 }
 
@@ -258,6 +263,7 @@ pub extern "C" fn fl_status_str(status: u32) -> *const c_char {
         5 => c"redis error",
         6 => c"cancelled",
         7 => c"panic",
+        8 => c"wrong kind",
         _ => c"unknown status",
     };
     s.as_ptr()
@@ -347,12 +353,13 @@ mod tests {
             (FL_REDIS_ERROR, 5, "redis error"),
             (FL_CANCELLED, 6, "cancelled"),
             (FL_PANIC, 7, "panic"),
+            (FL_WRONG_KIND, 8, "wrong kind"),
         ];
         for (st, n, name) in table {
             assert_eq!(st as u32, n);
             assert_eq!(text(fl_status_str(n)), name);
         }
-        assert_eq!(text(fl_status_str(8)), "unknown status");
+        assert_eq!(text(fl_status_str(9)), "unknown status");
         assert_eq!(text(fl_status_str(u32::MAX)), "unknown status");
     }
 

@@ -39,6 +39,7 @@ pub(crate) fn class_and_code(kind: ErrorKind) -> (&'static str, &'static str) {
         ErrorKind::Redis => ("ServerError", "ERR_REDIS"),
         // As Node's own APIs report an aborted operation.
         ErrorKind::Cancelled => ("AbortError", "ABORT_ERR"),
+        ErrorKind::WrongKind => ("WrongKindError", "ERR_WRONG_KIND"),
     }
 }
 
@@ -202,6 +203,7 @@ mod tests {
             ),
             (ErrorKind::Redis, "ServerError", "ERR_REDIS"),
             (ErrorKind::Cancelled, "AbortError", "ABORT_ERR"),
+            (ErrorKind::WrongKind, "WrongKindError", "ERR_WRONG_KIND"),
         ];
         assert_eq!(expected.len(), ErrorKind::ALL.len());
         for kind in ErrorKind::ALL {

@@ -5,7 +5,8 @@
 //! ├── NotAcquired(LockError, TimeoutError)     ErrorKind::NotAcquired
 //! ├── LockLost(LockError)                      ErrorKind::NotHeld
 //! ├── Unavailable(LockError, ConnectionError)  ErrorKind::Unavailable
-//! └── ServerError(LockError)                   ErrorKind::Redis
+//! ├── ServerError(LockError)                   ErrorKind::Redis
+//! └── WrongKind(LockError)                     ErrorKind::WrongKind
 //! ValueError                                   ErrorKind::InvalidArgument
 //! KeyboardInterrupt                            ErrorKind::Cancelled (never a LockError)
 //! ```
@@ -41,6 +42,15 @@ create_exception!(
     LockError,
     "A Redis server answered with an unexpected reply (for example WRONGTYPE when the lock's \
 key holds a list)."
+);
+
+create_exception!(
+    fencelock,
+    WrongKind,
+    LockError,
+    "The name is held as another kind than the call asks for (a lock, a semaphore, a \
+read-write lock; the message names the kind found), or the token holds the other mode of a \
+read-write lock (a reader asking to write would wait for itself)."
 );
 
 const NOT_ACQUIRED_DOC: &str = "The wait limit passed while the lock was held by another owner \
@@ -115,6 +125,7 @@ pub fn to_py(py: Python<'_>, error: Error) -> PyErr {
         // Only reached when the interruption came from somewhere other than a Python signal
         // handler (which raises its own exception, re-raised as is).
         ErrorKind::Cancelled => PyKeyboardInterrupt::new_err(message),
+        ErrorKind::WrongKind => WrongKind::new_err(message),
     };
     if !error.servers().is_empty() {
         let reports: Vec<PyServerReport> = error
@@ -222,6 +233,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LockLost", lost)?;
     m.add("Unavailable", unavailable(py)?)?;
     m.add("ServerError", py.get_type::<ServerError>())?;
+    m.add("WrongKind", py.get_type::<WrongKind>())?;
     m.add_function(wrap_pyfunction!(_error_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(_error_for_kind, m)?)?;
     Ok(())

@@ -11,6 +11,7 @@ EXPECTED = {
     "NotHeld": fencelock.LockLost,
     "Unavailable": fencelock.Unavailable,
     "Redis": fencelock.ServerError,
+    "WrongKind": fencelock.WrongKind,
     "Cancelled": KeyboardInterrupt,
 }
 
@@ -33,10 +34,11 @@ def test_the_hierarchy() -> None:
     assert issubclass(fencelock.Unavailable, fencelock.LockError)
     assert issubclass(fencelock.Unavailable, ConnectionError)
     assert issubclass(fencelock.ServerError, fencelock.LockError)
+    assert issubclass(fencelock.WrongKind, fencelock.LockError)
     assert not issubclass(KeyboardInterrupt, fencelock.LockError)
     assert not issubclass(ValueError, fencelock.LockError)
     for cls in (fencelock.LockError, fencelock.NotAcquired, fencelock.LockLost,
-                fencelock.Unavailable, fencelock.ServerError):
+                fencelock.Unavailable, fencelock.ServerError, fencelock.WrongKind):
         assert cls.__module__ == "fencelock"
         assert cls.__doc__
         e = cls("message")

@@ -16,6 +16,7 @@ use crate::attempt::{attempt, Attempt, Own, Refusal};
 use crate::engine::{Acquired, Engine, Target};
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{check_name, display_name, MAX_NAMES};
+use crate::kind::LeaseKind;
 use crate::pubsub::Subscription;
 use crate::queue::{judge_handoffs, Place, Verdict};
 use crate::timing::{self, MIN_SUBSCRIBE_TIME, PARTIAL_HANDOFF_WAIT, WAIT_WARNING_EVERY};
@@ -134,9 +135,22 @@ impl AcquireCall {
     /// # Errors
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad name, TTL or token.
     pub fn new(engine: &Arc<Engine>, name: &[u8], opts: &AcquireOptions) -> Result<AcquireCall> {
+        Self::new_lease(engine, name, opts, LeaseKind::Lock)
+    }
+
+    /// As [`new`](Self::new), for a lease of `kind` (its limit and count already checked).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn new_lease(
+        engine: &Arc<Engine>,
+        name: &[u8],
+        opts: &AcquireOptions,
+        kind: LeaseKind,
+    ) -> Result<AcquireCall> {
         check_name(name)?;
         let token = Self::token(engine, opts)?;
-        Self::prepare(engine, engine.target(name, token), opts)
+        Self::prepare(engine, engine.target_of(name, token, kind), opts)
     }
 
     /// As [`new`](Self::new), for a lock on all of `names` at once (see
@@ -437,9 +451,9 @@ impl AcquireCall {
             }
             let handoffs = subs.iter().filter_map(|(_, s)| s.handoff());
             let since = self.started.elapsed();
-            let n = self.engine.n();
+            let q = self.target.quorum(self.engine.n());
             let drift = self.engine.drift_factor();
-            match judge_handoffs(handoffs, place, n, self.ttl, since, drift) {
+            match judge_handoffs(handoffs, place, q, self.ttl, since, drift) {
                 Verdict::Done { fence, validity } => {
                     return Some(Acquired {
                         fencing_token: fence,

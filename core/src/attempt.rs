@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 
 use crate::engine::{Acquired, Engine, Target};
-use crate::error::{Error, ErrorKind, ServerOutcome, ServerReport};
+use crate::error::{Error, ServerOutcome, ServerReport};
 use crate::failure::ServerFailure;
 use crate::queue::Place;
 use crate::quorum;
@@ -98,7 +98,9 @@ impl Vote {
                     | ServerFailure::Unready(_)
                     | ServerFailure::SlotMoving(_)
                     | ServerFailure::NotReplicated(_) => ServerOutcome::Unreachable,
-                    ServerFailure::Config(_) | ServerFailure::Reply(_) => ServerOutcome::Error,
+                    ServerFailure::Config(_)
+                    | ServerFailure::Reply(_)
+                    | ServerFailure::Refused(..) => ServerOutcome::Error,
                 };
                 (outcome, f.to_string())
             }
@@ -184,8 +186,8 @@ pub(crate) async fn attempt(
             may_hold: may_hold.clone(),
         })
     };
-    if !quorum::has_quorum(granted, engine.n()) {
-        let (error, fatal) = refusal(engine, &target.label(), &votes);
+    if granted < target.quorum(engine.n()) {
+        let (error, fatal) = refusal(engine, target, &votes);
         // Only a server that granted, or that may have acted on a call whose reply was lost,
         // can hold this token: when every server answered "held", nothing to undo.
         if may_hold.contains(&true) {
@@ -262,11 +264,7 @@ async fn collect_votes(
     own: Own<'_>,
 ) -> Vec<Vote> {
     let start = Instant::now();
-    let all_keys = target.all_keys();
-    let call = |own| match target.more.is_empty() {
-        true => ScriptCall::acquire(&target.keys, &target.token, ttl, place, own),
-        false => ScriptCall::acquire_many(&all_keys, &target.token, ttl, place, own),
-    };
+    let call = |own| target.acquire_call(ttl, place, own);
     let names = target.count();
     let (owned, foreign) = match own {
         Own::All => (call(true), None),
@@ -350,24 +348,18 @@ async fn settle_fence(
 }
 
 /// The error of a refused attempt, and whether retrying is hopeless.
-fn refusal(engine: &Engine, lock: &str, votes: &[Vote]) -> (Error, bool) {
+fn refusal(engine: &Engine, target: &Target, votes: &[Vote]) -> (Error, bool) {
     let n = engine.n();
-    let q = quorum::quorum(n);
+    let q = target.quorum(n);
+    let lock = &target.label();
     let count = |f: fn(&Vote) -> bool| votes.iter().filter(|v| f(v)).count();
     let held = count(|v| matches!(v, Vote::Held { .. }));
     let granted = count(|v| matches!(v, Vote::Granted(_)));
     let permanent = count(|v| matches!(v, Vote::Failed(f) if f.is_permanent()));
     let failures = engine.failures(votes.iter().map(Vote::failure));
     let answered = held + granted;
-    if !quorum::quorum_possible(permanent, n) {
-        let replies = votes
-            .iter()
-            .any(|v| matches!(v, Vote::Failed(ServerFailure::Reply(_))));
-        let kind = if replies {
-            ErrorKind::Redis
-        } else {
-            ErrorKind::Unavailable
-        };
+    if n.saturating_sub(permanent) < q {
+        let kind = ServerFailure::error_kind(votes.iter().filter_map(Vote::failure));
         return (Error::new(kind, format!("lock {lock}: {failures}")), true);
     }
     if answered < q {

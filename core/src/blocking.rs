@@ -11,6 +11,9 @@ use tokio::runtime::Runtime;
 use crate::error::{Error, Result};
 use crate::{AcquireOptions, Builder, Config};
 
+mod family;
+pub use family::{RwLock, Semaphore};
+
 /// Owns the runtime; shuts it down without blocking when the last user goes.
 struct RuntimeHolder(Option<Runtime>);
 

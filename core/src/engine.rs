@@ -15,9 +15,11 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::failure::ServerFailure;
 use crate::identity::Identities;
 use crate::keys::{display_name, LockKeys};
+use crate::kind::LeaseKind;
 use crate::lock::LostReason;
+use crate::queue::Place;
 use crate::quorum;
-use crate::scripts::{parse_inspect, Compared, Holder, ScriptCall};
+use crate::scripts::{Compared, ScriptCall};
 use crate::server::Server;
 use crate::timing;
 use crate::token::{self, WAKE_ID_LEN};
@@ -35,14 +37,17 @@ pub(crate) struct Engine {
     pub min_ttl: Duration,
 }
 
-/// One lock as a call addresses it: its name, its keys and the token acting on it; a lock on
-/// several names has the further names in `more` (acquired, extended and released together).
+/// One lock as a call addresses it: its name, its keys, the token acting on it and the kind
+/// of lease; a lock on several names has the further names in `more` (acquired, extended and
+/// released together).
 #[derive(Debug)]
 pub(crate) struct Target {
     pub name: Vec<u8>,
     pub keys: LockKeys,
     pub more: Vec<(Vec<u8>, LockKeys)>,
     pub token: Vec<u8>,
+    /// A lock, or a semaphore's permits or a read-write lock's share or hold (one name).
+    pub kind: LeaseKind,
     /// Set when the acquisition got the lock after waiting in line (see
     /// [`note_waited`](Self::note_waited)).
     waited: AtomicBool,
@@ -66,11 +71,36 @@ impl Target {
             .collect()
     }
 
-    /// The lock as messages name it: its name, and how many more it has.
+    /// The lock as messages name it: its name, and how many more it has or what of it the
+    /// lease holds.
     pub fn label(&self) -> String {
-        match self.more.len() {
-            0 => display_name(&self.name),
-            more => format!("{} (and {more} more names)", display_name(&self.name)),
+        match (self.more.len(), self.kind) {
+            (0, LeaseKind::Lock) => display_name(&self.name),
+            (0, LeaseKind::Permits { .. }) => {
+                format!("{} (semaphore: {})", display_name(&self.name), self.kind)
+            }
+            (0, _) => format!(
+                "{} (read-write lock: {})",
+                display_name(&self.name),
+                self.kind
+            ),
+            (more, _) => format!("{} (and {more} more names)", display_name(&self.name)),
+        }
+    }
+
+    /// How many of `n` servers must grant and hold the lease ([`LeaseKind::quorum`]).
+    pub fn quorum(&self, n: usize) -> usize {
+        self.kind.quorum(n)
+    }
+
+    /// The acquire script's call (see [`ScriptCall::acquire`]).
+    pub fn acquire_call(&self, ttl: Duration, place: Option<&Place>, own: bool) -> ScriptCall {
+        match (self.more.is_empty(), self.kind.is_permits()) {
+            (true, false) => ScriptCall::acquire(&self.keys, &self.token, ttl, place, own),
+            (true, true) => {
+                ScriptCall::permits_acquire(&self.keys, &self.token, (ttl, self.kind), place, own)
+            }
+            (false, _) => ScriptCall::acquire_many(&self.all_keys(), &self.token, ttl, place, own),
         }
     }
 
@@ -84,6 +114,9 @@ impl Target {
     /// The release script's call (`mode`: 0 keep the place in the queue, 1 leave it too, 2
     /// leave the place only).
     pub fn release_call(&self, mode: u8) -> ScriptCall {
+        if self.kind.is_permits() {
+            return ScriptCall::permits_release(&self.keys, &self.token, mode);
+        }
         match self.more.is_empty() {
             true if mode == 2 => ScriptCall::leave_queue(&self.keys, &self.token),
             true if mode == 1 && self.waited.load(Ordering::Relaxed) => {
@@ -96,6 +129,9 @@ impl Target {
 
     /// The extend script's call (`add`: to the remaining TTL).
     pub fn extend_call(&self, ttl: Duration, add: bool) -> ScriptCall {
+        if self.kind.is_permits() {
+            return ScriptCall::permits_extend(&self.keys, &self.token, ttl, add);
+        }
         match (self.more.is_empty(), add) {
             (true, false) => ScriptCall::extend(&self.keys, &self.token, ttl),
             (true, true) => ScriptCall::extend_by(&self.keys, &self.token, ttl),
@@ -166,11 +202,17 @@ impl Engine {
 
     /// The call target for lock `name` with `token` (both already checked).
     pub fn target(&self, name: &[u8], token: Vec<u8>) -> Target {
+        self.target_of(name, token, LeaseKind::Lock)
+    }
+
+    /// The call target for a lease of `kind` on `name` with `token` (all already checked).
+    pub fn target_of(&self, name: &[u8], token: Vec<u8>, kind: LeaseKind) -> Target {
         Target {
             name: name.to_vec(),
             keys: LockKeys::new(&self.config.prefix, name),
             more: Vec::new(),
             token,
+            kind,
             waited: AtomicBool::new(false),
         }
     }
@@ -183,6 +225,7 @@ impl Engine {
             keys: keys(&names[0]),
             more: names[1..].iter().map(|n| (n.clone(), keys(n))).collect(),
             token,
+            kind: LeaseKind::Lock,
             waited: AtomicBool::new(false),
         }
     }
@@ -235,10 +278,12 @@ impl Engine {
         .await
     }
 
-    /// Judges release/extend outcomes: Ok when a quorum did it, else NotHeld or Unavailable.
-    fn judge(&self, what: &str, lock: &str, outcomes: &[Outcome]) -> Result<()> {
+    /// Judges release/extend outcomes of `t`: Ok when a quorum did it, else NotHeld or
+    /// Unavailable.
+    fn judge(&self, what: &str, t: &Target, outcomes: &[Outcome]) -> Result<()> {
         let n = self.n();
-        let q = quorum::quorum(n);
+        let q = t.quorum(n);
+        let lock = &t.label();
         let count = |c: Compared| {
             outcomes
                 .iter()
@@ -259,14 +304,8 @@ impl Engine {
                 .iter()
                 .all(|o| matches!(o, Err(f) if f.is_permanent()))
             {
-                let reply = outcomes
-                    .iter()
-                    .any(|o| matches!(o, Err(ServerFailure::Reply(_))));
-                let kind = if reply {
-                    ErrorKind::Redis
-                } else {
-                    ErrorKind::Unavailable
-                };
+                let kind =
+                    ServerFailure::error_kind(outcomes.iter().filter_map(|o| o.as_ref().err()));
                 return Err(Error::new(
                     kind,
                     format!("{what} of lock {lock}: {failures}"),
@@ -308,7 +347,7 @@ impl Engine {
     ) -> std::result::Result<(), Failed> {
         let start = Instant::now();
         let outcomes = self.release_each(t, timeout, leave).await;
-        let judged = self.judge("release", &t.label(), &outcomes);
+        let judged = self.judge("release", t, &outcomes);
         trace_outcome("release", t, &outcomes, start, &judged);
         judged.map_err(|error| Failed::judged(error, &outcomes))
     }
@@ -369,7 +408,7 @@ impl Engine {
         outcomes: &[Outcome],
         ttl: Duration,
     ) -> std::result::Result<Instant, Failed> {
-        let judged = self.judge("extend", &t.label(), outcomes);
+        let judged = self.judge("extend", t, outcomes);
         trace_outcome("extend", t, outcomes, start, &judged);
         if let Err(error) = judged {
             let failed = Failed::judged(error, outcomes);
@@ -420,7 +459,7 @@ impl Engine {
         let outcomes: Vec<Outcome> = replies.into_iter().map(|r| r.map(|(c, _)| c)).collect();
         ttls.sort_by_key(|d| std::cmp::Reverse(*d));
         let ttl = ttls
-            .get(quorum::quorum(self.n()) - 1)
+            .get(t.quorum(self.n()) - 1)
             .copied()
             .unwrap_or_default();
         self.settle_extend(t, start, timeout, &outcomes, ttl).await
@@ -451,112 +490,6 @@ impl Failed {
 impl From<Error> for Failed {
     fn from(error: Error) -> Failed {
         Failed { error, lost: None }
-    }
-}
-
-impl Engine {
-    /// The quorum's view of lock `name`, changing nothing: `None` when no quorum of servers
-    /// holds it under one token (free, expired, or split between owners); else how long that
-    /// quorum still holds it at least: the quorum-th longest PTTL among the servers that hold
-    /// it, less the call's time and the clock drift (`Duration::MAX`: no expiry, a classic
-    /// `SET` without `PX`). Which token holds it is never returned.
-    ///
-    /// # Errors
-    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when fewer than a quorum of servers answer; [`ErrorKind::Redis`](crate::ErrorKind::Redis)
-    /// when servers answer with errors (a key of another type).
-    pub async fn inspect(&self, name: &[u8]) -> Result<Option<Duration>> {
-        let keys = LockKeys::new(&self.config.prefix, name);
-        let start = Instant::now();
-        let views = self.views(name, &keys).await?;
-        let q = quorum::quorum(self.n());
-        let mut by_token: std::collections::HashMap<&[u8], Vec<Option<Duration>>> =
-            std::collections::HashMap::new();
-        for view in views.iter().flatten() {
-            if let Holder::Held { token, pttl } = view {
-                by_token.entry(token).or_default().push(*pttl);
-            }
-        }
-        // At most one token can hold a quorum (a strict majority).
-        let Some(mut pttls) = by_token.into_values().find(|p| p.len() >= q) else {
-            return Ok(None);
-        };
-        pttls.sort_by_key(|p| std::cmp::Reverse(p.unwrap_or(Duration::MAX)));
-        Ok(Some(match pttls[q - 1] {
-            None => Duration::MAX,
-            Some(pttl) => {
-                quorum::validity(pttl, start.elapsed(), self.drift_factor()).unwrap_or_default()
-            }
-        }))
-    }
-}
-
-type View = std::result::Result<Holder, ServerFailure>;
-
-impl Engine {
-    /// Every server's holder of `keys` (the inspect script, read-only); an error when fewer
-    /// than a quorum answered.
-    async fn views(&self, name: &[u8], keys: &LockKeys) -> Result<Vec<View>> {
-        let timeout = self.server_timeout(timing::DEFAULT_TTL);
-        let call = ScriptCall::inspect(keys);
-        let views: Vec<View> = join_all(self.servers.iter().map(|s| async {
-            let reply = s.eval::<redis::Value>(&call, timeout).await?;
-            parse_inspect(&reply).map_err(ServerFailure::Reply)
-        }))
-        .await;
-        let (n, q) = (self.n(), quorum::quorum(self.n()));
-        let answered = views.iter().filter(|v| v.is_ok()).count();
-        if answered >= q {
-            return Ok(views);
-        }
-        let failures = self.failures(views.iter().map(|v| v.as_ref().err()));
-        let lock = display_name(name);
-        let replies = views
-            .iter()
-            .any(|v| matches!(v, Err(ServerFailure::Reply(_))));
-        if replies
-            && views
-                .iter()
-                .all(|v| matches!(v, Err(f) if f.is_permanent()))
-        {
-            return Err(Error::redis(format!(
-                "inspection of lock {lock}: {failures}"
-            )));
-        }
-        Err(Error::unavailable(format!(
-            "inspection of lock {lock}: only {answered} of {n} servers answered, quorum is {q}: {failures}"
-        )))
-    }
-
-    /// Whether a quorum of the servers hold `t`'s key under its token, changing nothing: `Ok`
-    /// when they do; else why not (`Taken` when some server holds another token).
-    ///
-    /// # Errors
-    /// As [`inspect`](Self::inspect).
-    /// A lock on several names is held when each name is.
-    pub async fn holds(&self, t: &Target) -> Result<std::result::Result<(), LostReason>> {
-        let mut held = Ok(());
-        for (name, keys) in t.names().zip(t.all_keys()) {
-            let views = self.views(name, keys).await?;
-            let mut ours = 0;
-            let mut others = false;
-            for view in views.iter().flatten() {
-                if let Holder::Held { token, .. } = view {
-                    if *token == t.token.as_slice() {
-                        ours += 1;
-                    } else {
-                        others = true;
-                    }
-                }
-            }
-            if ours >= quorum::quorum(self.n()) {
-                continue;
-            }
-            if others {
-                return Ok(Err(LostReason::Taken));
-            }
-            held = Err(LostReason::Expired);
-        }
-        Ok(held)
     }
 }
 

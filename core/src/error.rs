@@ -18,17 +18,22 @@ pub enum ErrorKind {
     Redis,
     /// The operation was interrupted by the caller.
     Cancelled,
+    /// The name is held as another kind than the call asks for (a lock, a semaphore, a
+    /// read-write lock), or the token holds the other mode of a read-write lock (a reader
+    /// asking to write would wait for itself). Raised at once, never retried.
+    WrongKind,
 }
 
 impl ErrorKind {
     /// Every kind, for the table tests of the bindings.
-    pub const ALL: [ErrorKind; 6] = [
+    pub const ALL: [ErrorKind; 7] = [
         ErrorKind::InvalidArgument,
         ErrorKind::NotAcquired,
         ErrorKind::NotHeld,
         ErrorKind::Unavailable,
         ErrorKind::Redis,
         ErrorKind::Cancelled,
+        ErrorKind::WrongKind,
     ];
 
     /// A stable, human-readable name of the kind (`"not acquired"`, ...).
@@ -40,6 +45,7 @@ impl ErrorKind {
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Redis => "redis error",
             ErrorKind::Cancelled => "cancelled",
+            ErrorKind::WrongKind => "wrong kind",
         }
     }
 }

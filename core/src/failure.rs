@@ -7,6 +7,16 @@ use std::time::Duration;
 
 use redis::RedisError;
 
+use crate::error::ErrorKind;
+
+/// The first words of the errors fencelock's scripts raise for a call whose name or lease
+/// is of another kind (`permits.lua`, `holder.lua`), and for one that names another limit than
+/// the servers hold: a usage error of the caller, not a server's.
+const REFUSALS: [(&str, ErrorKind); 2] = [
+    ("FENCELOCK_WRONGKIND", ErrorKind::WrongKind),
+    ("FENCELOCK_INVALID", ErrorKind::InvalidArgument),
+];
+
 /// Reply codes of a server that is there but not ready: retried like a connection failure.
 const UNREADY_CODES: [&str; 4] = ["LOADING", "MASTERDOWN", "BUSY", "CLUSTERDOWN"];
 
@@ -38,6 +48,9 @@ pub(crate) enum ServerFailure {
     Config(String),
     /// The server answered with an error (for example WRONGTYPE) or an unexpected reply.
     Reply(String),
+    /// A script refused the call as the caller's mistake ([`REFUSALS`]): the name is of
+    /// another kind, or the call names another limit. The kind says which.
+    Refused(ErrorKind, String),
     /// The lock's cluster slot is moving between nodes (TRYAGAIN, or a redirection not
     /// settled yet): nothing was done, and the call is sent again shortly, within its time.
     SlotMoving(String),
@@ -49,7 +62,25 @@ pub(crate) enum ServerFailure {
 impl ServerFailure {
     /// Failures that retrying will not cure.
     pub fn is_permanent(&self) -> bool {
-        matches!(self, ServerFailure::Config(_) | ServerFailure::Reply(_))
+        matches!(
+            self,
+            ServerFailure::Config(_) | ServerFailure::Reply(_) | ServerFailure::Refused(..)
+        )
+    }
+
+    /// The error kind of a call that failed for good with these `failures`: a script's
+    /// refusal's ([`REFUSALS`]), else `Redis` when a server answered with an error, else
+    /// `Unavailable`.
+    pub fn error_kind<'a>(failures: impl IntoIterator<Item = &'a ServerFailure>) -> ErrorKind {
+        let mut kind = ErrorKind::Unavailable;
+        for f in failures {
+            match f {
+                ServerFailure::Refused(k, _) => return *k,
+                ServerFailure::Reply(_) => kind = ErrorKind::Redis,
+                _ => {}
+            }
+        }
+        kind
     }
 
     /// A failure of a call of the script whose code is `source`: a permission denial inside
@@ -88,7 +119,15 @@ impl ServerFailure {
         // URLs or passwords.
         let text = e.to_string();
         let code = e.code();
-        if e.is_timeout() {
+        if let Some(kind) = REFUSALS
+            .iter()
+            .find_map(|(word, kind)| (code == Some(*word)).then_some(*kind))
+        {
+            // The script's own words, without where the server says it stopped.
+            let detail = e.detail().unwrap_or_default();
+            let said = detail.split(" script:").next().unwrap_or(detail);
+            ServerFailure::Refused(kind, said.trim().to_owned())
+        } else if e.is_timeout() {
             ServerFailure::Timeout(Duration::ZERO)
         } else if code == Some("READONLY") || text.contains("READONLY") {
             // A replica, e.g. a master demoted by a failover: reconnect (and re-ask the
@@ -173,6 +212,7 @@ impl std::fmt::Display for ServerFailure {
             | ServerFailure::Config(m)
             | ServerFailure::NotReplicated(m) => f.write_str(m),
             ServerFailure::Reply(m) => write!(f, "unexpected reply: {m}"),
+            ServerFailure::Refused(_, m) => f.write_str(m),
         }
     }
 }

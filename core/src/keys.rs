@@ -8,7 +8,8 @@
 //!
 //! | what | name |
 //! |---|---|
-//! | the lock (its value is the holder's token) | `P name` |
+//! | the lock (its value is the holder's token); of a semaphore or read-write lock, a hash: its kind, limit, weights held and each holder's weight | `P name` |
+//! | the leases of a semaphore's or read-write lock's holders (token → server time it ends) | `P fencelock:{T}:holders: name` |
 //! | the fencing counter, one per hash slot | `P fencelock:{T}:fence` |
 //! | the wait queue (token → arrival) | `P fencelock:{T}:queue: name` |
 //! | the queue's deadlines (token → server time) | `P fencelock:{T}:deadlines: name` |
@@ -64,6 +65,9 @@ pub struct LockKeys {
     pub deadlines: Vec<u8>,
     /// The waiters' TTLs: token → ms, for the release that hands the lock over.
     pub ttls: Vec<u8>,
+    /// A semaphore's or read-write lock's leases: token → server time in ms when it ends (a
+    /// sorted set).
+    pub holders: Vec<u8>,
     /// The release channel; a waiter's wake-up channel is built from it
     /// ([`wake_channel`](Self::wake_channel)).
     pub channel: Vec<u8>,
@@ -86,6 +90,7 @@ impl LockKeys {
             queue: own(b"queue:", name),
             deadlines: own(b"deadlines:", name),
             ttls: own(b"ttls:", name),
+            holders: own(b"holders:", name),
             channel: own(b"released:", name),
             lock,
             slot,

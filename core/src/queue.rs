@@ -11,6 +11,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+#[cfg(doc)]
+use crate::kind::LeaseKind;
 use crate::quorum;
 use crate::timing;
 
@@ -72,14 +74,14 @@ pub(crate) enum Verdict {
 }
 
 /// Judges the handoffs the servers' messages reported (one per server at most) for the call
-/// that holds `place`, out of `n` servers. Each server that handed over set the key with the
+/// that holds `place`, of which `q` make a quorum (the lease's: [`LeaseKind::quorum`]). Each server that handed over set the key with the
 /// call's TTL after the call had taken its place there, hence after `since_start` ago on this
 /// machine's clock: the validity counts from there. When less than half the TTL is left that
 /// way, [`Verdict::Stale`]: an attempt resets the TTL (the key holds this call's token).
 pub(crate) fn judge_handoffs(
     handoffs: impl IntoIterator<Item = Handoff>,
     place: &Place,
-    n: usize,
+    q: usize,
     ttl: Duration,
     since_start: Duration,
     drift_factor: f64,
@@ -92,11 +94,11 @@ pub(crate) fn judge_handoffs(
     let Some(&fence) = fences.iter().max() else {
         return Verdict::Nothing;
     };
-    if !quorum::has_quorum(fences.len(), n) {
+    if fences.len() < q {
         return Verdict::Partial;
     }
     let at_fence = fences.iter().filter(|&&f| f == fence).count();
-    if !quorum::has_quorum(at_fence, n) {
+    if at_fence < q {
         return Verdict::Stale;
     }
     match quorum::validity(ttl, since_start, drift_factor) {
@@ -152,8 +154,9 @@ mod tests {
             lasts: MS(900),
         };
         let h = |fence, arrival| Handoff { fence, arrival };
-        let judge =
-            |hs: Vec<Handoff>, n, since| judge_handoffs(hs, &place, n, MS(1000), MS(since), 0.0);
+        let judge = |hs: Vec<Handoff>, n, since| {
+            judge_handoffs(hs, &place, quorum::quorum(n), MS(1000), MS(since), 0.0)
+        };
         assert_eq!(judge(vec![], 3, 0), Verdict::Nothing);
         assert_eq!(
             judge(vec![h(9, 4)], 1, 0),

@@ -20,8 +20,11 @@ use crate::keys::LockKeys;
 use crate::queue::Place;
 use crate::token::WAKE_ID_LEN;
 
+mod permits;
 mod replies;
-pub(crate) use replies::{parse_acquire, parse_inspect, AcquireReply, Compared, Holder};
+pub(crate) use replies::{
+    parse_acquire, parse_inspect, parse_permits, AcquireReply, Compared, Holder, PermitsView,
+};
 
 /// Most parts a script call may have (see the module doc).
 pub(crate) const MAX_PARTS: usize = 10;
@@ -31,6 +34,7 @@ pub(crate) const MAX_PARTS: usize = 10;
 static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_SRC));
 const ACQUIRE_SRC: &str = concat!(
     include_str!("scripts/acquire.lua"),
+    include_str!("scripts/holder.lua"),
     include_str!("scripts/queue.lua"),
     include_str!("scripts/acquire_queued.lua")
 );
@@ -38,12 +42,16 @@ const ACQUIRE_SRC: &str = concat!(
 static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_SRC));
 const RELEASE_SRC: &str = concat!(
     include_str!("scripts/release.lua"),
+    include_str!("scripts/holder.lua"),
     include_str!("scripts/queue.lua"),
     include_str!("scripts/release_queued.lua")
 );
 /// Compare-and-`PEXPIRE`.
 static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_SRC));
-const EXTEND_SRC: &str = include_str!("scripts/extend.lua");
+const EXTEND_SRC: &str = concat!(
+    include_str!("scripts/holder.lua"),
+    include_str!("scripts/extend.lua")
+);
 /// Raise the fencing counter to at least a value.
 static RAISE_FENCE: LazyLock<Script> = LazyLock::new(|| Script::new(RAISE_FENCE_SRC));
 const RAISE_FENCE_SRC: &str = include_str!("scripts/raise_fence.lua");
@@ -51,22 +59,30 @@ const RAISE_FENCE_SRC: &str = include_str!("scripts/raise_fence.lua");
 /// [`ACQUIRE`] for several names at once, all or none.
 static ACQUIRE_MANY: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_MANY_SRC));
 const ACQUIRE_MANY_SRC: &str = concat!(
+    include_str!("scripts/holder.lua"),
     include_str!("scripts/queue.lua"),
     include_str!("scripts/acquire_many.lua")
 );
 /// [`RELEASE`] for several names at once.
 static RELEASE_MANY: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_MANY_SRC));
 const RELEASE_MANY_SRC: &str = concat!(
+    include_str!("scripts/holder.lua"),
     include_str!("scripts/queue.lua"),
     include_str!("scripts/release_many.lua")
 );
 /// [`EXTEND`] for several names at once, all or none.
 static EXTEND_MANY: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_MANY_SRC));
-const EXTEND_MANY_SRC: &str = include_str!("scripts/extend_many.lua");
+const EXTEND_MANY_SRC: &str = concat!(
+    include_str!("scripts/holder.lua"),
+    include_str!("scripts/extend_many.lua")
+);
 
 /// Read-only: the holder's token and PTTL.
 static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(INSPECT_SRC));
-const INSPECT_SRC: &str = include_str!("scripts/inspect.lua");
+const INSPECT_SRC: &str = concat!(
+    include_str!("scripts/holder.lua"),
+    include_str!("scripts/inspect.lua")
+);
 
 /// Every command the other scripts run, once per connection (see `preflight.lua`).
 static PREFLIGHT: LazyLock<Script> = LazyLock::new(|| Script::new(PREFLIGHT_SRC));

@@ -32,6 +32,7 @@ from fencelock._native import (
     ServerError,
     ServerReport,
     Unavailable,
+    WrongKind,
     __version__,
 )
 
@@ -62,6 +63,7 @@ __all__ = [
     "ServerReport",
     "TRACE",
     "Unavailable",
+    "WrongKind",
     "__version__",
     "enable_logging",
 ]

@@ -26,6 +26,7 @@ __all__ = [
     "LockLost",
     "Unavailable",
     "ServerError",
+    "WrongKind",
     "ServerReport",
     "_error_kinds",
     "_error_for_kind",
@@ -84,6 +85,10 @@ class Unavailable(LockError, ConnectionError):
 
 class ServerError(LockError):
     """A Redis server answered with an unexpected reply."""
+
+class WrongKind(LockError):
+    """The name is held as another kind (lock, semaphore, read-write lock), or the token
+    holds the other mode of a read-write lock."""
 
 @final
 class LockManager:

@@ -21,6 +21,7 @@ from fencelock._native import (
     NotAcquired,
     ServerError,
     Unavailable,
+    WrongKind,
 )
 
 __all__ = [
@@ -32,4 +33,5 @@ __all__ = [
     "NotAcquired",
     "ServerError",
     "Unavailable",
+    "WrongKind",
 ]

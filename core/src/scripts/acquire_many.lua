@@ -24,7 +24,10 @@ local function key(i, j)
 end
 local blocked, same, pttl = false, 0, -2
 for i = 1, n do
-  local holder = redis.call('GET', key(i, 1))
+  local holder, err = holder_of(key(i, 1))
+  if err then
+    return err
+  end
   local free = false
   if holder == token then
     if own == '1' then

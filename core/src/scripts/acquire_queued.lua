@@ -30,7 +30,10 @@ local function grant()
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
   return {1, fence}
 end
-local holder = redis.call('GET', KEYS[1])
+local holder, err = holder_of(KEYS[1])
+if err then
+  return err
+end
 local same = 0
 if holder == ARGV[1] then
   if own == '1' then

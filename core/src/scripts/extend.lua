@@ -4,7 +4,10 @@
 -- the TTL to it.
 -- Returns 1 when extended (adding: the new TTL in ms, at least 1), 0 when the key was gone,
 -- -1 when another token holds it.
-local holder = redis.call('GET', KEYS[1])
+local holder, err = holder_of(KEYS[1])
+if err then
+  return err
+end
 if holder == ARGV[1] then
   if ARGV[3] == '1' then
     local left = redis.call('PTTL', KEYS[1])

@@ -7,7 +7,10 @@
 local token = ARGV[1]
 local result = 1
 for i = 1, #KEYS do
-  local holder = redis.call('GET', KEYS[i])
+  local holder, err = holder_of(KEYS[i])
+  if err then
+    return err
+  end
   if holder == false then
     if result == 1 then
       result = 0

@@ -3,7 +3,10 @@
 -- Returns {} when the key is absent, else {holder's token, PTTL} (PTTL -1: no expiry, a
 -- classic SET without PX). The token stays inside the library: it is only compared across
 -- servers, never shown to the caller.
-local holder = redis.call('GET', KEYS[1])
+local holder, err = holder_of(KEYS[1])
+if err then
+  return err
+end
 if holder == false then
   return {}
 end

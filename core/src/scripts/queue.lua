@@ -50,7 +50,8 @@ local function hand_over(lock, fence_key, queue, ttls, publish, channel, wake_id
       return 'self'
     end
     local ttl = redis.call('HGET', ttls, token)
-    if ttl then
+    -- A permit waiter's entry ('p...') is never a lock's (permits.lua): passed over.
+    if ttl and string.sub(ttl, 1, 1) ~= 'p' then
       local wake = channel .. '|' .. string.sub(token, 1, wake_id_len)
       if string.sub(ttl, 1, 1) == 'm' then
         if publish_wake(publish, wake, '0 ' .. arrival .. ' ' .. token) > 0 then

@@ -17,11 +17,14 @@ if mode ~= '3' and redis.call('PTTL', KEYS[3]) == -2 then
   if mode == '2' then
     return 0
   end
-  local holder = redis.call('GET', KEYS[1])
-  if holder == ARGV[1] then
-    redis.call('DEL', KEYS[1])
-    return 1
+  local holder = redis.pcall('GET', KEYS[1])
+  if type(holder) ~= 'table' then
+    if holder == ARGV[1] then
+      redis.call('DEL', KEYS[1])
+      return 1
+    end
+    return holder == false and 0 or -1
   end
-  return holder == false and 0 or -1
 end
--- Someone is in line: release_queued.lua.
+-- Someone is in line, or the key is not a lock (release_queued.lua names what it is):
+-- release_queued.lua.

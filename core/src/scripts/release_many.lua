@@ -21,7 +21,11 @@ for i = 1, n do
   end
   local holder = false
   if mode ~= '2' then
-    holder = redis.call('GET', key(i, 1))
+    local err
+    holder, err = holder_of(key(i, 1))
+    if err then
+      return err
+    end
   end
   if holder == token then
     if queued then

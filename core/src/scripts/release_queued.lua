@@ -31,7 +31,10 @@ end
 if mode == '2' then
   return 0
 end
-local holder = redis.call('GET', KEYS[1])
+local holder, err = holder_of(KEYS[1])
+if err then
+  return err
+end
 if holder == ARGV[1] then
   sweep(KEYS[3], KEYS[4], KEYS[5], now_ms())
   if hand_over(KEYS[1], KEYS[2], KEYS[3], KEYS[5], publish, channel, wake_id_len, nil) ~= true then

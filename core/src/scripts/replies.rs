@@ -76,6 +76,56 @@ pub(crate) fn parse_inspect(v: &Value) -> Result<Holder, String> {
     }
 }
 
+/// One server's view of a semaphore or read-write lock (the permit inspect script).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PermitsView {
+    /// `"semaphore"` or `"rwlock"`; empty when the name is free.
+    pub kind: String,
+    /// The capacity (a semaphore's limit).
+    pub limit: u64,
+    /// The weights held by leases that have not ended.
+    pub held: u64,
+    /// How many leases have not ended.
+    pub holders: u64,
+    /// Places in line.
+    pub waiters: u64,
+    /// How long the asked token's lease lasts, if it holds one.
+    pub mine: Option<Duration>,
+}
+
+/// Parses the permit inspect script's reply: `{}` or
+/// `{kind, limit, held, holders, waiters, mine}`.
+pub(crate) fn parse_permits(v: &Value) -> Result<PermitsView, String> {
+    let bad = || format!("permit inspect script returned {v:?}");
+    let Value::Array(items) = v else {
+        return Err(bad());
+    };
+    let int = |i: &Value| match i {
+        Value::Int(n) => Some(*n),
+        _ => None,
+    };
+    match items.as_slice() {
+        [] => Ok(PermitsView::default()),
+        [Value::BulkString(kind), rest @ ..] if rest.len() == 5 => {
+            let n: Vec<i64> = rest
+                .iter()
+                .map(int)
+                .collect::<Option<_>>()
+                .ok_or_else(bad)?;
+            let count = |i: usize| u64::try_from(n[i].max(0)).unwrap_or(0);
+            Ok(PermitsView {
+                kind: String::from_utf8_lossy(kind).into_owned(),
+                limit: count(0),
+                held: count(1),
+                holders: count(2),
+                waiters: count(3),
+                mine: u64::try_from(n[4]).ok().map(Duration::from_millis),
+            })
+        }
+        _ => Err(bad()),
+    }
+}
+
 /// One server's answer to a compare-and-X by token (release, extend).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Compared {

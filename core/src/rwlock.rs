@@ -1,0 +1,206 @@
+//! A fair read-write lock: many readers or one writer, on the lock's machinery. Each read
+//! share and each write hold is a lease of its own (a [`Lock`]); on the servers it is a
+//! semaphore whose writer takes the whole capacity ([`crate::kind`]), so the queue that keeps
+//! a semaphore first come, first served makes the lock phase-fair.
+
+use std::time::Duration;
+
+use crate::acquire::AcquireOptions;
+use crate::error::{Error, ErrorKind, Result};
+use crate::keys::{check_name, display_name};
+use crate::kind::{LeaseKind, RW_CAPACITY};
+use crate::lock::Lock;
+use crate::manager::LockManager;
+use crate::token;
+
+/// A read-write lock on one name: any number of readers, or one writer (from
+/// [`LockManager::rwlock`]).
+///
+/// - **Leases.** Each [`read`](Self::read) and [`write`](Self::write) is a [`Lock`] of its
+///   own: a crashed reader's share comes back when its TTL ends, and auto-extension renews
+///   exactly that reader.
+/// - **Phase-fair.** A waiting writer stops new readers from entering; when it releases,
+///   every reader that queued before the next writer enters at once.
+/// - **Fencing.** Every acquisition's fencing token is larger than every earlier one's on the
+///   name: a write's exceeds every earlier read's and write's, a read's every earlier write's.
+/// - **No self-deadlock.** Acquiring to write with the token of a read share (or to read with
+///   the write hold's) fails at once with [`ErrorKind::WrongKind`]: it would wait for itself.
+///   Acquisitions with different tokens are different holders, as across processes.
+/// - **One name, one kind**, and **Redlock** with a majority, as for [`Semaphore`](crate::Semaphore).
+#[derive(Clone)]
+pub struct RwLock {
+    manager: LockManager,
+    name: Vec<u8>,
+}
+
+impl std::fmt::Debug for RwLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RwLock")
+            .field("name", &String::from_utf8_lossy(&self.name))
+            .finish()
+    }
+}
+
+/// A read-write lock's occupancy, as [`RwLock::state`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RwLockState {
+    /// Read shares held (0 while a writer holds it).
+    pub readers: u64,
+    /// Whether a writer holds it.
+    pub writer: bool,
+    /// Callers waiting in line, readers and writers.
+    pub waiters: u64,
+}
+
+impl RwLock {
+    pub(crate) fn new(manager: LockManager, name: &[u8]) -> Result<RwLock> {
+        check_name(name)?;
+        Ok(RwLock {
+            manager,
+            name: name.to_vec(),
+        })
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    /// Takes a read share for `ttl`, waiting up to `wait` (`None`: until acquired).
+    ///
+    /// # Errors
+    /// [`ErrorKind::WrongKind`] when the name is held as another kind; the rest as
+    /// [`LockManager::acquire`].
+    pub async fn read(&self, ttl: Duration, wait: Option<Duration>) -> Result<Lock> {
+        self.read_with(&AcquireOptions::new(ttl).wait(wait)).await
+    }
+
+    /// Takes the write hold for `ttl`, waiting up to `wait` (`None`: until acquired).
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    pub async fn write(&self, ttl: Duration, wait: Option<Duration>) -> Result<Lock> {
+        self.write_with(&AcquireOptions::new(ttl).wait(wait)).await
+    }
+
+    /// One attempt to read: `Ok(None)` when a writer holds it or waits.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read), except that "not free" is `Ok(None)`.
+    pub async fn try_read(&self, ttl: Duration) -> Result<Option<Lock>> {
+        self.try_mode(LeaseKind::Read, ttl).await
+    }
+
+    /// One attempt to write: `Ok(None)` when anyone holds it or waits.
+    ///
+    /// # Errors
+    /// As [`try_read`](Self::try_read).
+    pub async fn try_write(&self, ttl: Duration) -> Result<Option<Lock>> {
+        self.try_mode(LeaseKind::Write, ttl).await
+    }
+
+    /// [`read`](Self::read) with every option of a lock's acquisition.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read); [`ErrorKind::WrongKind`] when `opts.token` holds the write
+    /// hold.
+    pub async fn read_with(&self, opts: &AcquireOptions) -> Result<Lock> {
+        self.acquire(LeaseKind::Read, opts).await
+    }
+
+    /// [`write`](Self::write) with every option of a lock's acquisition.
+    ///
+    /// # Errors
+    /// As [`write`](Self::write); [`ErrorKind::WrongKind`] when `opts.token` holds a read
+    /// share.
+    pub async fn write_with(&self, opts: &AcquireOptions) -> Result<Lock> {
+        self.acquire(LeaseKind::Write, opts).await
+    }
+
+    /// The start of a scoped read (auto-extended); end it with [`Lock::finish_scope`].
+    ///
+    /// # Errors
+    /// As [`read_with`](Self::read_with).
+    pub async fn read_scoped(&self, opts: &AcquireOptions) -> Result<Lock> {
+        self.acquire(LeaseKind::Read, &opts.clone().auto_extend(opts.max_hold))
+            .await
+    }
+
+    /// The start of a scoped write (auto-extended); end it with [`Lock::finish_scope`].
+    ///
+    /// # Errors
+    /// As [`write_with`](Self::write_with).
+    pub async fn write_scoped(&self, opts: &AcquireOptions) -> Result<Lock> {
+        self.acquire(LeaseKind::Write, &opts.clone().auto_extend(opts.max_hold))
+            .await
+    }
+
+    async fn acquire(&self, kind: LeaseKind, opts: &AcquireOptions) -> Result<Lock> {
+        self.manager.acquire_lease(&self.name, opts, kind).await
+    }
+
+    async fn try_mode(&self, kind: LeaseKind, ttl: Duration) -> Result<Option<Lock>> {
+        let opts = AcquireOptions::new(ttl).wait(Some(Duration::ZERO));
+        match self.acquire(kind, &opts).await {
+            Ok(lease) => Ok(Some(lease)),
+            Err(e) if e.kind() == ErrorKind::NotAcquired => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Readers, whether a writer holds it, and waiters, changing nothing (with several
+    /// servers, the largest any answering server reports).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] when fewer than a quorum of servers answer;
+    /// [`ErrorKind::WrongKind`] when the name is held as another kind.
+    pub async fn state(&self) -> Result<RwLockState> {
+        let view = self.manager.engine().inspect_permits(&self.name).await?;
+        if !view.kind.is_empty() && view.kind != "rwlock" {
+            return Err(Error::new(
+                ErrorKind::WrongKind,
+                format!(
+                    "{} is held as a semaphore, not as a read-write lock",
+                    display_name(&self.name)
+                ),
+            ));
+        }
+        let writer = view.held >= RW_CAPACITY;
+        Ok(RwLockState {
+            readers: if writer { 0 } else { view.held },
+            writer,
+            waiters: view.waiters,
+        })
+    }
+
+    /// Releases the share or hold held with `token`, without a lease object.
+    ///
+    /// # Errors
+    /// As [`LockManager::release_by_token`].
+    pub async fn release_by_token(&self, token: impl AsRef<[u8]>) -> Result<()> {
+        let target = self.by_token(token.as_ref())?;
+        self.manager.release_target(&target).await
+    }
+
+    /// Extends the share or hold held with `token` to `ttl` from now, without a lease object.
+    ///
+    /// # Errors
+    /// As [`LockManager::extend_by_token`].
+    pub async fn extend_by_token(
+        &self,
+        token: impl AsRef<[u8]>,
+        ttl: Duration,
+    ) -> Result<Duration> {
+        let target = self.by_token(token.as_ref())?;
+        self.manager.extend_target(&target, ttl).await
+    }
+
+    fn by_token(&self, token: &[u8]) -> Result<crate::engine::Target> {
+        token::check_token(token)?;
+        // Release and extend find the lease by token: the mode does not matter to them.
+        Ok(self
+            .manager
+            .engine()
+            .target_of(&self.name, token.to_vec(), LeaseKind::Read))
+    }
+}

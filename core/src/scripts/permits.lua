@@ -1,0 +1,155 @@
+-- The permit scripts' helpers (semaphore and read-write lock; kind.rs), after queue.lua and
+-- before permits_acquire.lua, permits_release.lua (scripts.rs).
+-- KEYS of every permit script, a prefix of: [1] the name's key, a hash: 'kind' ('semaphore'
+-- or 'rwlock'), 'limit' (the capacity), 'held' (the weights held), and '=' .. token -> the
+-- weight each holder holds; [2] the holders' leases, a sorted set: token -> server time in ms
+-- at which the lease ends; [3] the fencing counter; [4] wait queue (token -> arrival);
+-- [5] queue deadlines; [6] the waiters' entries (token -> 'p' .. WEIGHT .. ' ' .. TTL).
+-- The name's key is the name itself, so a lock (a string) and a semaphore or read-write lock
+-- (a hash) on one name exclude each other, and a classic SET NX fails on it.
+-- Both keys live as long as the last lease, or the queue if it outlives it: while either
+-- lives, the kind and the limit stay.
+
+-- The error that names the kind found: the Rust side (failure.rs) reads its first word.
+local function wrong_kind(found, wanted)
+  return redis.error_reply('FENCELOCK_WRONGKIND the name is held as ' .. found ..
+    ', not as ' .. wanted)
+end
+
+local KINDS = {s = 'semaphore', r = 'rwlock', w = 'rwlock'}
+local SHOWN = {semaphore = 'a semaphore', rwlock = 'a read-write lock'}
+
+-- The weights held of the name; or the error reply when the name holds another kind,
+-- another limit, or something that is not fencelock's. KIND is the call's letter ('s', 'r',
+-- 'w'), LIMIT its capacity; without them (a release) any kind of permits will do.
+local function read_meta(key, kind, limit)
+  local wanted = kind and SHOWN[KINDS[kind]] or 'a semaphore or read-write lock'
+  local meta = redis.pcall('HMGET', key, 'kind', 'limit', 'held')
+  if meta.err then
+    local found = redis.call('TYPE', key).ok
+    if found == 'string' then
+      return nil, wrong_kind('a lock', wanted)
+    end
+    return nil, redis.error_reply('WRONGTYPE the name holds a Redis ' .. found ..
+      ', which is not fencelock\'s')
+  end
+  if meta[1] == false then
+    if redis.call('EXISTS', key) == 1 then
+      return nil, redis.error_reply('WRONGTYPE the name holds a Redis hash that is not fencelock\'s')
+    end
+    return 0
+  end
+  if kind == nil then
+    return tonumber(meta[3]) or 0
+  end
+  if meta[1] ~= KINDS[kind] then
+    return nil, wrong_kind(SHOWN[meta[1]] or meta[1], wanted)
+  end
+  if meta[2] ~= limit then
+    return nil, redis.error_reply('FENCELOCK_INVALID the semaphore has limit ' .. meta[2] ..
+      ' on the servers while its permits are held or waited for; this call names limit ' .. limit)
+  end
+  return tonumber(meta[3]) or 0
+end
+
+-- Gives back the weights of leases that ended by now (at most 100 a call: the rest at the
+-- next), and returns the weights still held.
+local function reclaim(key, holders, held, now)
+  local ended = redis.call('ZRANGEBYSCORE', holders, '-inf', now, 'LIMIT', 0, 100)
+  if #ended == 0 then
+    return held
+  end
+  local fields = {}
+  for i, token in ipairs(ended) do
+    fields[i] = '=' .. token
+  end
+  local weights = redis.call('HMGET', key, unpack(fields))
+  for _, w in ipairs(weights) do
+    held = held - (tonumber(w) or 0)
+  end
+  redis.call('HDEL', key, unpack(fields))
+  redis.call('ZREM', holders, unpack(ended))
+  redis.call('HSET', key, 'held', held)
+  return held
+end
+
+-- Keeps both keys alive as long as the last lease, or the queue (QUEUE_PTTL, when it
+-- outlives the leases), and deletes them when neither is left.
+local function keep_alive(key, holders, queue, now)
+  local last = redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')[2]
+  local lasts = last and (tonumber(last) - now) or 0
+  local queue_pttl = redis.call('PTTL', queue)
+  if queue_pttl > lasts then
+    lasts = queue_pttl
+  end
+  if lasts <= 0 then
+    redis.call('DEL', key, holders)
+    return
+  end
+  redis.call('PEXPIRE', key, lasts)
+  if last then
+    redis.call('PEXPIRE', holders, lasts)
+  end
+end
+
+-- Makes TOKEN a holder of WEIGHT until NOW + TTL (HELD: the weights held with it), with a
+-- new fencing counter (incremented first: a counter of the wrong type fails the script
+-- before anything changed); its place in line, if it had one, is given up. Returns the
+-- counter.
+local function grant(k, token, weight, ttl, now, held, kind, limit)
+  local fence = redis.call('INCR', k.fence)
+  redis.call('HSET', k.key, 'kind', KINDS[kind], 'limit', limit, 'held', held,
+    '=' .. token, weight)
+  redis.call('ZADD', k.holders, now + ttl, token)
+  if redis.call('ZREM', k.queue, token) == 1 then
+    redis.call('ZREM', k.deadlines, token)
+    redis.call('HDEL', k.ttls, token)
+  end
+  return fence
+end
+
+-- Hands the freed weight to the waiters at the head of the line, in order, each as its own
+-- acquire would (grant) and told with "COUNTER ARRIVAL TOKEN" on its wake-up channel, until
+-- one does not fit (first come, first served: nobody passes it) or SELF (an acquire's own
+-- token) is reached. A waiter nobody listens for (its process gone, or not subscribed yet)
+-- is passed over, keeping its place, as hand_over does for a lock. Returns 'self' when SELF
+-- was reached, 'blocked' when a waiter did not fit, else 'end'; and the weights held after.
+local function hand_out(k, held, limit, now, self)
+  local line = redis.call('ZRANGE', k.queue, 0, 99, 'WITHSCORES')
+  local fence = nil
+  for i = 1, #line, 2 do
+    local token, arrival = line[i], line[i + 1]
+    if token == self then
+      return 'self', held
+    end
+    local weight, ttl = string.match(redis.call('HGET', k.ttls, token) or '', '^p(%d+) (%d+)$')
+    if weight then
+      weight = tonumber(weight)
+      if held + weight > limit then
+        return 'blocked', held
+      end
+      fence = fence or redis.call('INCR', k.fence)
+      local wake = k.channel .. '|' .. string.sub(token, 1, k.wake_id_len)
+      if publish_wake(k.publish, wake, fence .. ' ' .. arrival .. ' ' .. token) > 0 then
+        redis.call('HSET', k.key, 'held', held + weight, '=' .. token, weight)
+        redis.call('ZADD', k.holders, now + tonumber(ttl), token)
+        redis.call('ZREM', k.queue, token)
+        redis.call('ZREM', k.deadlines, token)
+        redis.call('HDEL', k.ttls, token)
+        held = held + weight
+        fence = nil
+      end
+    end
+  end
+  return 'end', held
+end
+
+-- How long until the first lease ends (ms), -2 when none is held: what a refused caller
+-- sleeps until at most.
+local function first_end(holders, now)
+  local first = redis.call('ZRANGE', holders, 0, 0, 'WITHSCORES')[2]
+  if first then
+    return math.max(tonumber(first) - now, 0)
+  end
+  return -2
+end

@@ -1,0 +1,74 @@
+-- Acquire a permit lease: a semaphore's permits, a read share or a write hold (after
+-- queue.lua and permits.lua; scripts.rs).
+-- KEYS: as permits.lua, all six.
+-- ARGV[1] token, ARGV[2] "PUBLISH TTL WAKE_ID_LEN ARRIVAL LASTS OWN KIND LIMIT WEIGHT CHANNEL"
+-- (packed by scripts/permits.rs): PUBLISH, TTL, WAKE_ID_LEN, ARRIVAL, LASTS, OWN and CHANNEL
+-- as for a lock (acquire_queued.lua); KIND 's' (semaphore), 'r' (read) or 'w' (write);
+-- LIMIT the name's capacity; WEIGHT what this lease takes of it (kind.rs).
+-- Returns {1, counter} when granted, else {0, WAIT, counter, SAME}: WAIT how long until the
+-- first lease ends (ms; -2 when none is held), SAME 1 when this token already holds a lease
+-- of the name for another acquisition.
+-- Granted when the weight fits beside the leases held and nobody in line that listens comes
+-- first: a newcomer never passes a waiter, also one that needs more than is free (first come,
+-- first served; no starvation); the waiters at the head that fit are handed their leases
+-- first (hand_out), then this caller if it still fits.
+local publish, ttl, wake_id_len, arrival, lasts, own, kind, limit, weight, channel =
+  string.match(ARGV[2], '^(%S+) (%d+) (%d+) (%d+) (%d+) ([01]) ([srw]) (%d+) (%d+) (.*)$')
+local k = {key = KEYS[1], holders = KEYS[2], fence = KEYS[3], queue = KEYS[4],
+  deadlines = KEYS[5], ttls = KEYS[6], publish = publish, channel = channel,
+  wake_id_len = tonumber(wake_id_len)}
+-- The waiter's entry keeps the numbers as sent: Lua writes a number as large as a writer's
+-- weight (2^50) with 14 digits.
+local entry = 'p' .. weight .. ' ' .. ttl
+ttl, weight, lasts = tonumber(ttl), tonumber(weight), tonumber(lasts)
+local capacity = tonumber(limit)
+local held, err = read_meta(k.key, kind, limit)
+if err then
+  return err
+end
+local now = now_ms()
+held = reclaim(k.key, k.holders, held, now)
+local token = ARGV[1]
+local mine = redis.call('HGET', k.key, '=' .. token)
+local same = 0
+if mine then
+  if tonumber(mine) ~= weight then
+    if kind == 's' then
+      return redis.error_reply('FENCELOCK_INVALID this token holds ' .. mine ..
+        ' permits of the semaphore; this call asks for ' .. weight)
+    end
+    local shown = kind == 'w' and {'a read share', 'write'} or {'the write hold', 'read'}
+    return redis.error_reply('FENCELOCK_WRONGKIND this token holds ' .. shown[1] ..
+      ' of the read-write lock: asking to ' .. shown[2] .. ' with it would wait for itself')
+  end
+  if own == '1' then
+    -- This call's own lease (a vote of an earlier attempt, a handoff, or re-entry): renewed.
+    local fence = grant(k, token, weight, ttl, now, held, kind, limit)
+    keep_alive(k.key, k.holders, k.queue, now)
+    return {1, fence}
+  end
+  same = 1
+elseif held + weight <= capacity then
+  local first = redis.call('ZRANGE', k.queue, 0, 0)[1]
+  local fits = first == nil or first == token
+  if not fits then
+    sweep(k.queue, k.deadlines, k.ttls, now)
+    local stop
+    stop, held = hand_out(k, held, capacity, now, token)
+    fits = stop ~= 'blocked' and held + weight <= capacity
+  end
+  if fits then
+    local fence = grant(k, token, weight, ttl, now, held + weight, kind, limit)
+    keep_alive(k.key, k.holders, k.queue, now)
+    return {1, fence}
+  end
+end
+if arrival ~= '0' and same == 0 then
+  take_place(k.queue, k.deadlines, k.ttls, token, arrival, lasts, entry, now)
+  if redis.call('EXISTS', k.key) == 0 then
+    redis.call('HSET', k.key, 'kind', KINDS[kind], 'limit', limit, 'held', held)
+  end
+  keep_alive(k.key, k.holders, k.queue, now)
+end
+local fence = tonumber(redis.call('GET', k.fence) or '0') or 0
+return {0, first_end(k.holders, now), fence, same}

@@ -1,0 +1,32 @@
+-- Read-only inspection of a semaphore or read-write lock, changing nothing (after
+-- permits.lua; scripts.rs).
+-- KEYS: as permits.lua, the first four (the name's key, the holders' leases, the fencing
+-- counter, unused, and the wait queue).
+-- ARGV[1] a token whose lease to look up, or ''.
+-- Returns {} when the name is free, else {KIND, LIMIT, HELD, HOLDERS, WAITERS, MINE}: the
+-- weights and holders of leases that have not ended, the places in line, and how long the
+-- token's lease lasts in ms (-2: it holds none). A lock on the name is the error reply that
+-- names it.
+local held, err = read_meta(KEYS[1], nil, nil)
+if err then
+  return err
+end
+local kind, limit = unpack(redis.call('HMGET', KEYS[1], 'kind', 'limit'))
+if not kind then
+  return {}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ended = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 1000)
+for _, token in ipairs(ended) do
+  held = held - (tonumber(redis.call('HGET', KEYS[1], '=' .. token)) or 0)
+end
+local holders = redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')
+local mine = -2
+if ARGV[1] ~= '' then
+  local ends = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[1]))
+  if ends and ends > now and redis.call('HEXISTS', KEYS[1], '=' .. ARGV[1]) == 1 then
+    mine = ends - now
+  end
+end
+return {kind, tonumber(limit), held, holders, redis.call('ZCARD', KEYS[4]), mine}

@@ -1,0 +1,43 @@
+-- Release a permit lease, and hand what it freed to the waiters at the head of the line
+-- (after queue.lua and permits.lua; scripts.rs).
+-- KEYS: as permits.lua, all six.
+-- ARGV[1] token; ARGV[2] "PUBLISH MODE WAKE_ID_LEN CHANNEL" (packed by scripts/permits.rs):
+-- MODE as for a lock (release_queued.lua): '0' keeps the token's place in line (a failed
+-- attempt's undo), '1' and '3' give it up too (a holder's release, a waiter that stops), '2'
+-- gives up the place only.
+-- Returns 1 when released, 0 when the lease was gone (ended, or never granted here).
+local publish, mode, wake_id_len, channel = string.match(ARGV[2], '^(%S+) ([0-3]) (%d+) (.*)$')
+local k = {key = KEYS[1], holders = KEYS[2], fence = KEYS[3], queue = KEYS[4],
+  deadlines = KEYS[5], ttls = KEYS[6], publish = publish, channel = channel,
+  wake_id_len = tonumber(wake_id_len)}
+local token = ARGV[1]
+if mode ~= '0' and redis.call('ZREM', k.queue, token) == 1 then
+  redis.call('ZREM', k.deadlines, token)
+  redis.call('HDEL', k.ttls, token)
+end
+local held, err = read_meta(k.key, nil, nil)
+if err then
+  return err
+end
+local now = now_ms()
+if mode == '2' then
+  keep_alive(k.key, k.holders, k.queue, now)
+  return 0
+end
+held = reclaim(k.key, k.holders, held, now)
+local mine = tonumber(redis.call('HGET', k.key, '=' .. token))
+local released = 0
+if mine then
+  held = held - mine
+  redis.call('HDEL', k.key, '=' .. token)
+  redis.call('HSET', k.key, 'held', held)
+  redis.call('ZREM', k.holders, token)
+  released = 1
+end
+local limit = tonumber(redis.call('HGET', k.key, 'limit'))
+if limit and redis.call('EXISTS', k.queue) == 1 then
+  sweep(k.queue, k.deadlines, k.ttls, now)
+  hand_out(k, held, limit, now, nil)
+end
+keep_alive(k.key, k.holders, k.queue, now)
+return released

@@ -1,0 +1,221 @@
+//! A counting semaphore: at most `limit` permits of a name held at any instant, on the
+//! lock's machinery. Each acquisition takes `count` permits, all or none, as a lease of its
+//! own: a [`Lock`] with its token, TTL, fencing token, extension, auto-extension and lost
+//! signal. The limit and the leases live on the servers (`scripts/permits*.lua`); waiters
+//! queue first come, first served, and a release hands the freed permits to every waiter at
+//! the head of the line they satisfy.
+
+use std::time::Duration;
+
+use crate::acquire::AcquireOptions;
+use crate::error::{ErrorKind, Result};
+use crate::keys::check_name;
+use crate::kind::{check_count, check_limit, LeaseKind};
+use crate::lock::Lock;
+use crate::manager::LockManager;
+use crate::token;
+
+/// A counting semaphore on one name: at most [`limit`](Self::limit) permits held at any
+/// instant, across every process and language that uses the name (from
+/// [`LockManager::semaphore`]).
+///
+/// - **Leases.** Each acquisition is a [`Lock`]: its own token and TTL, a fencing token larger
+///   than every earlier acquisition's of the name, [`extend`](Lock::extend), auto-extension,
+///   the lost signal. A holder that crashed gives its permits back when its lease ends: not
+///   before, not later.
+/// - **First come, first served.** A waiter for 3 permits is not passed by later waiters for
+///   1; a release hands the freed permits to every waiter at the head of the line they
+///   satisfy, at once (the waiters whose process listens: a dead one is passed over).
+/// - **The limit is the servers'.** While permits are held or waited for, an acquisition that
+///   names another limit fails with [`ErrorKind::InvalidArgument`] naming both; once none
+///   are, the next acquisition's limit holds.
+/// - **One name, one kind.** On a name held as a lock or a read-write lock (or by a classic
+///   `SET NX`), acquiring fails with [`ErrorKind::WrongKind`].
+/// - **Redlock.** With `n` servers a lease counts when `floor(limit n / (limit + 1)) + 1` of
+///   them grant it ([`LeaseKind::quorum`]: a majority for a limit of 1, every server once the
+///   limit reaches `n - 1`): with a plain majority, different majorities could hold more than
+///   `limit` permits at once.
+#[derive(Clone)]
+pub struct Semaphore {
+    manager: LockManager,
+    name: Vec<u8>,
+    limit: u32,
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("name", &String::from_utf8_lossy(&self.name))
+            .field("limit", &self.limit)
+            .finish()
+    }
+}
+
+/// A semaphore's occupancy, as [`Semaphore::state`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SemaphoreState {
+    /// The limit on the servers (the handle's when nobody holds or waits).
+    pub limit: u32,
+    /// Permits held by leases that have not ended.
+    pub held: u64,
+    /// Leases that have not ended.
+    pub holders: u64,
+    /// Callers waiting in line.
+    pub waiters: u64,
+}
+
+impl Semaphore {
+    pub(crate) fn new(manager: LockManager, name: &[u8], limit: u32) -> Result<Semaphore> {
+        check_name(name)?;
+        check_limit(limit)?;
+        Ok(Semaphore {
+            manager,
+            name: name.to_vec(),
+            limit,
+        })
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    /// The semaphore's limit.
+    pub fn limit(&self) -> u32 {
+        self.limit
+    }
+
+    fn kind(&self, count: u32) -> Result<LeaseKind> {
+        check_count(count, self.limit)?;
+        Ok(LeaseKind::Permits {
+            count,
+            limit: self.limit,
+        })
+    }
+
+    /// Takes `count` permits for `ttl`, waiting up to `wait` (`None`: until acquired) in line
+    /// first come, first served.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] for a count outside 1 to the limit, a bad TTL (before
+    /// any network call), or another limit on the servers; [`ErrorKind::WrongKind`] when the
+    /// name is held as another kind; the rest as [`LockManager::acquire`].
+    pub async fn acquire(&self, count: u32, ttl: Duration, wait: Option<Duration>) -> Result<Lock> {
+        self.acquire_with(count, &AcquireOptions::new(ttl).wait(wait))
+            .await
+    }
+
+    /// One attempt: `Ok(None)` when the permits are not free (or others wait ahead).
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire), except that "not free" is `Ok(None)`.
+    pub async fn try_acquire(&self, count: u32, ttl: Duration) -> Result<Option<Lock>> {
+        let opts = AcquireOptions::new(ttl).wait(Some(Duration::ZERO));
+        match self.acquire_with(count, &opts).await {
+            Ok(lease) => Ok(Some(lease)),
+            Err(e) if e.kind() == ErrorKind::NotAcquired => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Takes `count` permits with every option of a lock's acquisition (wait limit, token,
+    /// auto-extension, `max_hold`). A caller's token already holding permits of the name is
+    /// refused as held, unless `reentrant` (then the lease is renewed: same count, new TTL and
+    /// fencing token).
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire); also [`ErrorKind::InvalidArgument`] for a bad token, or
+    /// a token holding another count.
+    pub async fn acquire_with(&self, count: u32, opts: &AcquireOptions) -> Result<Lock> {
+        let kind = self.kind(count)?;
+        self.manager.acquire_lease(&self.name, opts, kind).await
+    }
+
+    /// The start of a scoped use: [`acquire_with`](Self::acquire_with) with auto-extension
+    /// on. End it with [`Lock::finish_scope`].
+    ///
+    /// # Errors
+    /// As [`acquire_with`](Self::acquire_with).
+    pub async fn acquire_scoped(&self, count: u32, opts: &AcquireOptions) -> Result<Lock> {
+        let mut opts = opts.clone();
+        opts.auto_extend = true;
+        self.acquire_with(count, &opts).await
+    }
+
+    /// Runs `f` holding `count` permits, kept alive meanwhile, then releases them.
+    ///
+    /// # Errors
+    /// As [`LockManager::with_lock_with`].
+    pub async fn with_permits<T>(
+        &self,
+        count: u32,
+        opts: &AcquireOptions,
+        f: impl AsyncFnOnce(&Lock) -> T,
+    ) -> Result<T> {
+        let lease = self.acquire_scoped(count, opts).await?;
+        let out = f(&lease).await;
+        lease.finish_scope().await.map(|()| out)
+    }
+
+    /// Permits held, holders and waiters, changing nothing (with several servers, the largest
+    /// any answering server reports).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] when fewer than a quorum of servers answer;
+    /// [`ErrorKind::WrongKind`] when the name is held as another kind.
+    pub async fn state(&self) -> Result<SemaphoreState> {
+        let view = self.manager.engine().inspect_permits(&self.name).await?;
+        if !view.kind.is_empty() && view.kind != "semaphore" {
+            return Err(crate::Error::new(
+                ErrorKind::WrongKind,
+                format!(
+                    "{} is held as a read-write lock, not as a semaphore",
+                    crate::display_name(&self.name)
+                ),
+            ));
+        }
+        Ok(SemaphoreState {
+            limit: u32::try_from(view.limit)
+                .ok()
+                .filter(|l| *l > 0)
+                .unwrap_or(self.limit),
+            held: view.held,
+            holders: view.holders,
+            waiters: view.waiters,
+        })
+    }
+
+    /// Releases the lease held with `token`, without a lease object (one handed across
+    /// processes).
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotHeld`] when fewer than a quorum held it; as
+    /// [`LockManager::release_by_token`].
+    pub async fn release_by_token(&self, token: impl AsRef<[u8]>) -> Result<()> {
+        let target = self.by_token(token.as_ref())?;
+        self.manager.release_target(&target).await
+    }
+
+    /// Extends the lease held with `token` to `ttl` from now, without a lease object. Returns
+    /// the validity this gives.
+    ///
+    /// # Errors
+    /// As [`LockManager::extend_by_token`].
+    pub async fn extend_by_token(
+        &self,
+        token: impl AsRef<[u8]>,
+        ttl: Duration,
+    ) -> Result<Duration> {
+        let target = self.by_token(token.as_ref())?;
+        self.manager.extend_target(&target, ttl).await
+    }
+
+    fn by_token(&self, token: &[u8]) -> Result<crate::engine::Target> {
+        token::check_token(token)?;
+        let kind = self.kind(1)?;
+        Ok(self
+            .manager
+            .engine()
+            .target_of(&self.name, token.to_vec(), kind))
+    }
+}

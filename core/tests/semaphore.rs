@@ -1,0 +1,249 @@
+//! The counting semaphore (issue 34 item 1) on real servers: the limit, all-or-none counts,
+//! first come first served, a release waking every waiter it satisfies, leases that end one by
+//! one, the limit kept on the servers, and one kind per name.
+
+use std::time::Duration;
+
+use fencelock::{AcquireOptions, ErrorKind, LockManager, Semaphore};
+use fencelock_testkit::{servers, RedisServer, Reply};
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+fn manager(s: &[RedisServer]) -> LockManager {
+    let urls: Vec<String> = s.iter().map(RedisServer::url).collect();
+    LockManager::builder(&urls)
+        .retry_delay(MS(100))
+        .build()
+        .unwrap()
+}
+
+/// Waits (10 s at most: a hang) until `n` callers wait in the semaphore's line.
+async fn waiters_in_line(sem: &Semaphore, n: u64) {
+    let start = std::time::Instant::now();
+    while sem.state().await.unwrap().waiters != n {
+        assert!(start.elapsed() < MS(10_000), "{n} waiters never lined up");
+        tokio::time::sleep(MS(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_more_than_the_limit_and_counts_are_all_or_none() {
+    let s = servers(1);
+    let m = manager(&s);
+    let sem = m.semaphore("jobs", 4).unwrap();
+    let two = sem.acquire(2, MS(10_000), Some(MS(0))).await.unwrap();
+    let one = sem.acquire(1, MS(10_000), Some(MS(0))).await.unwrap();
+    assert!(
+        sem.try_acquire(2, MS(10_000)).await.unwrap().is_none(),
+        "2 of the 1 permit left: none taken"
+    );
+    let state = sem.state().await.unwrap();
+    assert_eq!((state.limit, state.held, state.holders), (4, 3, 2));
+    let last = sem.try_acquire(1, MS(10_000)).await.unwrap().unwrap();
+    assert!(sem.try_acquire(1, MS(10_000)).await.unwrap().is_none());
+    two.release().await.unwrap();
+    assert_eq!(sem.state().await.unwrap().held, 2);
+    let again = sem.try_acquire(2, MS(10_000)).await.unwrap().unwrap();
+    // Every acquisition's fencing token is larger than the earlier ones'.
+    assert!(again.fencing_token() > last.fencing_token());
+    assert!(last.fencing_token() > one.fencing_token());
+    for lease in [one, last, again] {
+        lease.release().await.unwrap();
+    }
+    let state = sem.state().await.unwrap();
+    assert_eq!((state.held, state.holders, state.waiters), (0, 0, 0));
+    assert_eq!(
+        s[0].cmd(&[b"DBSIZE"]),
+        Reply::Int(1),
+        "nothing left but the fencing counter"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_counts_and_limits_fail_before_any_network_call() {
+    // No server at this address: the errors come first.
+    let m = LockManager::new(["redis://127.0.0.1:1"]).unwrap();
+    assert_eq!(
+        m.semaphore("jobs", 0).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        m.semaphore("", 3).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    let sem = m.semaphore("jobs", 3).unwrap();
+    for count in [0, 4] {
+        let e = sem.acquire(count, MS(1000), None).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    }
+    assert!(
+        m.semaphore("jobs", 100_000).is_ok(),
+        "limits up to 100,000 at least"
+    );
+}
+
+/// redis-semaphore: a waiter for 3 permits was passed by a later waiter for 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_for_three_is_not_passed_by_a_later_waiter_for_one() {
+    let s = servers(1);
+    let m = manager(&s);
+    let sem = m.semaphore("pool", 3).unwrap();
+    let holder = sem.acquire(1, MS(30_000), Some(MS(0))).await.unwrap();
+    let big = tokio::spawn({
+        let sem = sem.clone();
+        async move { sem.acquire(3, MS(30_000), None).await }
+    });
+    waiters_in_line(&sem, 1).await;
+    // 2 permits are free, but the waiter for 3 came first.
+    assert!(sem.try_acquire(1, MS(30_000)).await.unwrap().is_none());
+    assert_eq!(sem.state().await.unwrap().waiters, 1);
+    holder.release().await.unwrap();
+    let big = tokio::time::timeout(MS(10_000), big)
+        .await
+        .expect("the waiter for 3 was handed its permits")
+        .unwrap()
+        .unwrap();
+    assert_eq!(sem.state().await.unwrap().held, 3);
+    big.release().await.unwrap();
+}
+
+/// Redisson #6664, #6687: a release woke one waiter when several could go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_hands_its_permits_to_every_waiter_they_satisfy() {
+    let s = servers(1);
+    // A retry delay far beyond the test's limit: only a handoff can let the waiters in.
+    let m = LockManager::builder([s[0].url()])
+        .retry_delay(MS(60_000))
+        .build()
+        .unwrap();
+    let sem = m.semaphore("wide", 3).unwrap();
+    let all = sem.acquire(3, MS(60_000), Some(MS(0))).await.unwrap();
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let sem = sem.clone();
+            tokio::spawn(async move { sem.acquire(1, MS(60_000), None).await })
+        })
+        .collect();
+    waiters_in_line(&sem, 3).await;
+    all.release().await.unwrap();
+    let mut fences = Vec::new();
+    for w in waiters {
+        let lease = tokio::time::timeout(MS(10_000), w)
+            .await
+            .expect("every waiter the release satisfies is handed a permit")
+            .unwrap()
+            .unwrap();
+        fences.push(lease.fencing_token());
+        lease.detach();
+    }
+    fences.sort_unstable();
+    fences.dedup();
+    assert_eq!(fences.len(), 3, "each its own fencing token");
+    assert_eq!(sem.state().await.unwrap().held, 3);
+}
+
+/// Redisson #4462, #659: a crashed holder's permits never came back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_holders_permits_come_back_when_its_lease_ends() {
+    let s = servers(1);
+    let m = manager(&s);
+    let sem = m.semaphore("licences", 2).unwrap();
+    let crashed = sem.acquire(2, MS(1500), Some(MS(0))).await.unwrap();
+    let ends = std::time::Instant::now() + MS(1500);
+    crashed.detach(); // its process is gone: nobody releases it
+    assert!(sem.try_acquire(1, MS(10_000)).await.unwrap().is_none());
+    let lease = sem.acquire(2, MS(10_000), None).await.unwrap();
+    assert!(
+        std::time::Instant::now() + MS(5) >= ends,
+        "not before the lease ended"
+    );
+    lease.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_extends_auto_extends_and_reports_its_loss() {
+    let s = servers(1);
+    let m = manager(&s);
+    let sem = m.semaphore("ext", 1).unwrap();
+    let lease = sem
+        .acquire_with(1, &AcquireOptions::new(MS(600)).auto_extend(None))
+        .await
+        .unwrap();
+    tokio::time::sleep(MS(1500)).await;
+    assert!(lease.is_held().await.unwrap(), "kept alive past its TTL");
+    assert!(sem.try_acquire(1, MS(1000)).await.unwrap().is_none());
+    lease.extend(MS(20_000)).await.unwrap();
+    lease.extend_by(MS(1000)).await.unwrap();
+    // Taken away on the server: the loss is reported.
+    s[0].cmd(&[b"DEL", b"ext"]);
+    let e = lease.extend(MS(1000)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotHeld);
+    assert!(lease.is_lost());
+}
+
+/// Redisson #4678: setting the permits overwrote a count that had reached 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_limit_while_permits_are_held_is_refused_naming_both() {
+    let s = servers(1);
+    let m = manager(&s);
+    let four = m.semaphore("limits", 4).unwrap();
+    let lease = four.acquire(4, MS(10_000), Some(MS(0))).await.unwrap();
+    let five = m.semaphore("limits", 5).unwrap();
+    let e = five.acquire(1, MS(10_000), Some(MS(0))).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(
+        e.message().contains("limit 4") && e.message().contains("limit 5"),
+        "{e}"
+    );
+    lease.release().await.unwrap();
+    // Nobody holds or waits: the next acquisition's limit holds.
+    five.acquire(5, MS(10_000), Some(MS(0)))
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_name_one_kind() {
+    let s = servers(1);
+    let m = manager(&s);
+    let lock = m.acquire("shared-name", MS(10_000), None).await.unwrap();
+    let sem = m.semaphore("shared-name", 2).unwrap();
+    let e = sem.acquire(1, MS(1000), None).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WrongKind, "{e}");
+    assert!(e.message().contains("as a lock"), "{e}");
+    lock.release().await.unwrap();
+
+    let lease = sem.acquire(1, MS(10_000), None).await.unwrap();
+    let e = m.acquire("shared-name", MS(1000), None).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WrongKind, "{e}");
+    assert!(e.message().contains("as a semaphore"), "{e}");
+    let e = m.is_locked("shared-name").await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WrongKind, "{e}");
+    let e = m
+        .rwlock("shared-name")
+        .unwrap()
+        .read(MS(1000), None)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WrongKind, "{e}");
+    assert!(e.message().contains("as a semaphore"), "{e}");
+    let e = m
+        .acquire_many(["x", "shared-name"], MS(1000), Some(MS(0)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WrongKind, "{e}");
+    lease.release().await.unwrap();
+
+    // The classic SET NX PX lock of another client.
+    assert!(s[0].set_nx_px(b"classic", b"other", 60_000));
+    let e = m
+        .semaphore("classic", 3)
+        .unwrap()
+        .acquire(1, MS(1000), None)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WrongKind, "{e}");
+}
