@@ -17,7 +17,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use fencelock::ErrorKind;
+use fencelock::{ErrorKind, LeaseKind};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
@@ -260,13 +260,13 @@ pub struct PyAsyncLockManager {
 }
 
 impl PyAsyncLockManager {
-    fn live(&self, py: Python<'_>) -> PyResult<Live> {
+    pub(crate) fn live(&self, py: Python<'_>) -> PyResult<Live> {
         self.managed.live().map_err(|f| f.into_py(py))
     }
 
     /// Spawns an acquisition; `try_once` turns "held by another" into `None`.
     #[allow(clippy::too_many_arguments)]
-    fn start_acquire<'py>(
+    pub(crate) fn start_acquire<'py>(
         &self,
         py: Python<'py>,
         names: Names,
@@ -287,11 +287,15 @@ impl PyAsyncLockManager {
         let live = self.live(py)?;
         let manager = live.manager.as_async().clone();
         let keys = names.bytes();
-        let many = matches!(names, Names::Many(_));
+        let kind = match &names {
+            Names::One(_) => Some(LeaseKind::Lock),
+            Names::Many(_) => None,
+            Names::Lease(_, kind) => Some(*kind),
+        };
         let fut = async move {
-            let acquired = match many {
-                true => manager.acquire_many_with(&keys, &opts).await,
-                false => manager.acquire_with(&keys[0], &opts).await,
+            let acquired = match kind {
+                None => manager.acquire_many_with(&keys, &opts).await,
+                Some(kind) => manager.acquire_lease_with(&keys[0], kind, &opts).await,
             };
             match acquired {
                 Ok(lock) => Ok(Some(lock)),
@@ -421,11 +425,8 @@ impl PyAsyncLockManager {
         #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
         on_lost: Option<Bound<'_, PyAny>>,
     ) -> PyResult<PyAsyncLockScope> {
-        Ok(PyAsyncLockScope {
-            args: ScopeArgs::new(name, ttl, wait, max_hold, on_lost.as_ref())?,
-            manager: slf.unbind(),
-            entered: Mutex::new(None),
-        })
+        let args = ScopeArgs::new(name, ttl, wait, max_hold, on_lost.as_ref())?;
+        Ok(PyAsyncLockScope::new(slf.unbind(), args))
     }
 
     /// A decorator for coroutine functions: each call runs inside
@@ -574,6 +575,17 @@ pub struct PyAsyncLockScope {
     entered: Mutex<Option<Py<PyAsyncLock>>>,
 }
 
+impl PyAsyncLockScope {
+    /// The scope of `args` on `manager` (also a lease's, [`ScopeArgs::kind`]).
+    pub(crate) fn new(manager: Py<PyAsyncLockManager>, args: ScopeArgs) -> PyAsyncLockScope {
+        PyAsyncLockScope {
+            manager,
+            args,
+            entered: Mutex::new(None),
+        }
+    }
+}
+
 #[pymethods]
 impl PyAsyncLockScope {
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
@@ -588,7 +600,7 @@ impl PyAsyncLockScope {
         let args = &me.args;
         let acquiring = me.manager.get().start_acquire(
             py,
-            Names::One(args.name.clone()),
+            args.names(),
             args.ttl,
             args.wait,
             CallerToken::default(),

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use fencelock::AcquireOptions;
+use fencelock::{AcquireOptions, LeaseKind};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyString};
@@ -284,13 +284,15 @@ pub enum Names {
     One(Text),
     /// `acquire_many(names, ...)`: every name at once.
     Many(Vec<Text>),
+    /// A semaphore's permits, a read share or the write hold (`fencelock/_family.py`).
+    Lease(Text, LeaseKind),
 }
 
 impl Names {
     /// The first name (the lock's `name`); empty for an empty list, which the core refuses.
     pub fn first(&self) -> Text {
         match self {
-            Names::One(n) => n.clone(),
+            Names::One(n) | Names::Lease(n, _) => n.clone(),
             Names::Many(ns) => ns.first().cloned().unwrap_or_default(),
         }
     }
@@ -298,7 +300,7 @@ impl Names {
     /// Every name.
     pub fn all(&self) -> Vec<Text> {
         match self {
-            Names::One(n) => vec![n.clone()],
+            Names::One(n) | Names::Lease(n, _) => vec![n.clone()],
             Names::Many(ns) => ns.clone(),
         }
     }
@@ -306,6 +308,19 @@ impl Names {
     /// Every name's bytes.
     pub fn bytes(&self) -> Vec<Vec<u8>> {
         self.all().iter().map(|n| n.as_bytes().to_vec()).collect()
+    }
+}
+
+/// The lease of the family's private calls (`fencelock/_family.py`): `kind` `"semaphore"`
+/// (`count` permits of `limit`), `"read"` or `"write"`; the core checks the numbers.
+pub fn lease_kind(kind: &str, count: u32, limit: u32) -> PyResult<LeaseKind> {
+    match kind {
+        "semaphore" => Ok(LeaseKind::Permits { count, limit }),
+        "read" => Ok(LeaseKind::Read),
+        "write" => Ok(LeaseKind::Write),
+        other => Err(PyValueError::new_err(format!(
+            "lease kind must be 'semaphore', 'read' or 'write', got {other:?}"
+        ))),
     }
 }
 

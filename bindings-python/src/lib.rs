@@ -12,6 +12,7 @@ mod aio_lock;
 mod convert;
 mod errors;
 mod events;
+mod family;
 mod lost;
 mod managed;
 mod options;

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use fencelock::Builder;
+use fencelock::{Builder, LeaseKind};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -168,6 +168,8 @@ pub struct ScopeArgs {
     pub wait: Option<f64>,
     /// Auto-extended, up to `max_hold`, with `on_lost`.
     pub keep: Keep,
+    /// What the scope holds of the name: a lock, or a lease of the family.
+    pub kind: LeaseKind,
 }
 
 impl ScopeArgs {
@@ -187,7 +189,22 @@ impl ScopeArgs {
             ttl,
             wait,
             keep,
+            kind: LeaseKind::Lock,
         })
+    }
+
+    /// The same arguments for a lease of `kind` (a semaphore's permits, a read share, the
+    /// write hold).
+    pub fn of_kind(self, kind: LeaseKind) -> ScopeArgs {
+        ScopeArgs { kind, ..self }
+    }
+
+    /// What the scope acquires.
+    pub fn names(&self) -> Names {
+        match self.kind {
+            LeaseKind::Lock => Names::One(self.name.clone()),
+            kind => Names::Lease(self.name.clone(), kind),
+        }
     }
 
     /// `<CLASS name=... ttl=...>`, the scope objects' repr.
@@ -229,6 +246,8 @@ pub struct LockFacts {
     pub fencing_token: u64,
     /// One per name.
     pub fencing_tokens: Vec<u64>,
+    /// What the lease holds of its name.
+    pub kind: LeaseKind,
     /// Whether and why the lock was lost, also after its release (a release or the end of a
     /// scope that found it lost keeps `lost` true).
     pub lost: fencelock::LostView,
@@ -243,6 +262,7 @@ impl LockFacts {
             name: names.first(),
             names: names.all(),
             lost: lock.lost_view(),
+            kind: lock.kind(),
         }
     }
 
@@ -381,6 +401,22 @@ macro_rules! lock_getters {
                     .lost
                     .reason()
                     .map(fencelock::LostReason::as_str)
+            }
+
+            /// What the lease holds of its name: ``"lock"``, ``"semaphore"`` (``permits`` of
+            /// a semaphore), ``"read"`` (a read share) or ``"write"`` (the write hold).
+            #[getter]
+            fn kind(&self) -> &'static str {
+                $crate::options::HeldLock::facts(self).kind.as_str()
+            }
+
+            /// How many permits a semaphore's lease holds; ``None`` for other kinds.
+            #[getter]
+            fn permits(&self) -> Option<u32> {
+                match $crate::options::HeldLock::facts(self).kind {
+                    fencelock::LeaseKind::Permits { count, .. } => Some(count),
+                    _ => None,
+                }
             }
         }
     };

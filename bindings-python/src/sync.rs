@@ -21,7 +21,7 @@ use crate::options::{is_exception, lock_getters, HeldLock, LockFacts, Options, S
 use crate::shutdown;
 
 /// Why a blocking acquisition failed.
-enum AcquireError {
+pub(crate) enum AcquireError {
     /// A Python signal handler raised (KeyboardInterrupt for Ctrl-C): raised as is.
     Signal(PyErr),
     /// The core's error.
@@ -29,7 +29,7 @@ enum AcquireError {
 }
 
 impl AcquireError {
-    fn into_py(self, py: Python<'_>) -> PyErr {
+    pub(crate) fn into_py(self, py: Python<'_>) -> PyErr {
         match self {
             AcquireError::Signal(e) => e,
             AcquireError::Failed(f) => f.into_py(py),
@@ -62,6 +62,13 @@ fn acquire_blocking(
         Names::Many(_) => {
             manager.acquire_many_interruptible(names.bytes(), opts, SIGNAL_POLL, interrupted)
         }
+        Names::Lease(name, kind) => manager.acquire_lease_interruptible(
+            name.as_bytes(),
+            *kind,
+            opts,
+            SIGNAL_POLL,
+            interrupted,
+        ),
     });
     match result {
         Ok(lock) => Ok(lock),
@@ -111,14 +118,16 @@ pub struct PyLockManager {
 }
 
 impl PyLockManager {
-    fn live(&self, py: Python<'_>) -> PyResult<blocking::LockManager> {
+    pub(crate) fn live(&self, py: Python<'_>) -> PyResult<blocking::LockManager> {
         self.managed
             .live()
             .map(|l| l.manager)
             .map_err(|f| f.into_py(py))
     }
 
-    fn acquire_inner(
+    /// Acquires `names` (or a lease of the family: [`Names::Lease`]); the outer error is a
+    /// bad argument, the inner one the acquisition's.
+    pub(crate) fn acquire_inner(
         &self,
         py: Python<'_>,
         names: Names,
@@ -274,11 +283,8 @@ impl PyLockManager {
         #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
         on_lost: Option<Bound<'_, PyAny>>,
     ) -> PyResult<PyLockScope> {
-        Ok(PyLockScope {
-            args: ScopeArgs::new(name, ttl, wait, max_hold, on_lost.as_ref())?,
-            manager: slf.unbind(),
-            entered: Mutex::new(None),
-        })
+        let args = ScopeArgs::new(name, ttl, wait, max_hold, on_lost.as_ref())?;
+        Ok(PyLockScope::new(slf.unbind(), args))
     }
 
     /// A decorator that runs the function while holding ``name``, as ``with
@@ -391,6 +397,17 @@ pub struct PyLockScope {
     entered: Mutex<Option<Py<PyLock>>>,
 }
 
+impl PyLockScope {
+    /// The scope of `args` on `manager` (also a lease's, [`ScopeArgs::kind`]).
+    pub(crate) fn new(manager: Py<PyLockManager>, args: ScopeArgs) -> PyLockScope {
+        PyLockScope {
+            manager,
+            args,
+            entered: Mutex::new(None),
+        }
+    }
+}
+
 #[pymethods]
 impl PyLockScope {
     fn __enter__(&self, py: Python<'_>) -> PyResult<Py<PyLock>> {
@@ -406,7 +423,7 @@ impl PyLockScope {
             .get()
             .acquire_inner(
                 py,
-                Names::One(a.name.clone()),
+                a.names(),
                 a.ttl,
                 a.wait,
                 CallerToken::default(),

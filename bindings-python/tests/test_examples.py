@@ -28,6 +28,9 @@ EXPECTED = {
     "redis_lock_class.py": ["first acquires: True", "second, waiting 0.1 s: False", "second, waiting 3 s: True",
                             "fencing tokens grow: True", "the stale first holder's release: False",
                             "the second still holds it: True", "second releases: True"],
+    "worker_pool.py": ["6 workers ran, at most 2 at once", "after: SemaphoreState(limit=2, held=0, holders=0, waiters=0)"],
+    "cache_rebuild.py": ["readers holding it: 2", "a writer waits: a new reader tries and gets None",
+                         "rebuilding under the write lock", "the readers that queued behind the writer saw versions [2, 2, 2]"],
     "async_lock.py": ["['reserved a', 'reserved b', 'reserved c']", "holding 'inventory'", "the other task gave up waiting"],
 }
 

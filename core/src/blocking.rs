@@ -178,6 +178,24 @@ impl LockManager {
         Ok(self.wrap(lock))
     }
 
+    /// [`crate::LockManager::acquire_lease_with`] that can be interrupted, as
+    /// [`block_on_interruptible`](Self::block_on_interruptible).
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::acquire_lease_with`], or [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled).
+    pub fn acquire_lease_interruptible(
+        &self,
+        name: impl AsRef<[u8]>,
+        kind: crate::LeaseKind,
+        opts: &AcquireOptions,
+        every: Duration,
+        interrupted: impl FnMut() -> bool,
+    ) -> Result<Lock> {
+        let fut = self.inner.acquire_lease_with(name, kind, opts);
+        let lock = self.block_on_interruptible(fut, every, interrupted)??;
+        Ok(self.wrap(lock))
+    }
+
     /// See [`crate::LockManager::acquire_many_with`].
     ///
     /// # Errors

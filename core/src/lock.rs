@@ -244,6 +244,12 @@ impl Lock {
         &self.shared.target.name
     }
 
+    /// What the lease holds of its name: the whole name (a lock), permits of a semaphore, a
+    /// read share or the write hold of a read-write lock.
+    pub fn kind(&self) -> crate::LeaseKind {
+        self.shared.target.kind
+    }
+
     /// Every name of the lock, in the order they were given (one for a lock on one name).
     pub fn names(&self) -> Vec<&[u8]> {
         self.shared.target.names().collect()

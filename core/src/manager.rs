@@ -184,6 +184,27 @@ impl LockManager {
         self.finish_acquire(call, opts).await
     }
 
+    /// Acquires a lease of any `kind` on `name`: a lock ([`acquire_with`](Self::acquire_with)),
+    /// a semaphore's permits ([`Semaphore::acquire_with`]), a read share or the write hold
+    /// ([`RwLock::read_with`], [`RwLock::write_with`]). For the bindings, whose scoped forms
+    /// and calls take the kind as an argument.
+    ///
+    /// # Errors
+    /// As the call of that kind; [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)
+    /// for a limit or count out of range.
+    pub async fn acquire_lease_with(
+        &self,
+        name: impl AsRef<[u8]>,
+        kind: LeaseKind,
+        opts: &AcquireOptions,
+    ) -> Result<Lock> {
+        if let LeaseKind::Permits { count, limit } = kind {
+            crate::kind::check_limit(limit)?;
+            crate::kind::check_count(count, limit)?;
+        }
+        self.acquire_lease(name.as_ref(), opts, kind).await
+    }
+
     /// Acquires a lease of `kind` on `name` (a semaphore's permits, a read-write lock's share
     /// or hold; their handles check the limit and count first).
     pub(crate) async fn acquire_lease(

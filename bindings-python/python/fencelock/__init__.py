@@ -21,6 +21,7 @@ import atexit as _atexit
 import os as _os
 
 from fencelock import _logging, _native
+from fencelock._family import RwLock, RwLockState, Semaphore, SemaphoreState
 from fencelock._logging import TRACE, enable_logging
 from fencelock._native import (
     Lock,
@@ -59,6 +60,10 @@ __all__ = [
     "LockManager",
     "LockScope",
     "NotAcquired",
+    "RwLock",
+    "RwLockState",
+    "Semaphore",
+    "SemaphoreState",
     "ServerError",
     "ServerReport",
     "TRACE",

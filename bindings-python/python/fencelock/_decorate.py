@@ -24,18 +24,36 @@ def locked(
     coroutine functions (the lock is then held across the awaits of the call).
     """
     is_async = type(manager).__name__ == "AsyncLockManager"
+    return scoped(
+        is_async,
+        lambda: manager.lock(name, ttl, wait=wait, max_hold=max_hold, on_lost=on_lost),
+        "fencelock.asyncio.LockManager.locked",
+        "fencelock.LockManager.locked",
+    )
+
+
+def scoped(
+    is_async: bool,
+    scope: Callable[[], Any],
+    async_form: str,
+    sync_form: str,
+) -> Callable[[F], F]:
+    """Returns a decorator that runs the function inside ``with scope():`` (``async with``
+    when ``is_async``; the function must then be a coroutine function, and not otherwise).
+    ``async_form`` and ``sync_form`` name the decorators for the error that says which to use.
+    """
 
     def decorate(fn: F) -> F:
         if inspect.iscoroutinefunction(fn):
             if not is_async:
                 raise TypeError(
                     f"{fn.__qualname__} is a coroutine function: decorate it with "
-                    "fencelock.asyncio.LockManager.locked, not fencelock.LockManager.locked"
+                    f"{async_form}, not {sync_form}"
                 )
 
             @functools.wraps(fn)
             async def run_async(*args: Any, **kwargs: Any) -> Any:
-                async with manager.lock(name, ttl, wait=wait, max_hold=max_hold, on_lost=on_lost):
+                async with scope():
                     return await fn(*args, **kwargs)
 
             return run_async  # type: ignore[return-value]
@@ -43,12 +61,12 @@ def locked(
         if is_async:
             raise TypeError(
                 f"{getattr(fn, '__qualname__', fn)!r} is not a coroutine function: decorate it "
-                "with fencelock.LockManager.locked, or make it `async def`"
+                f"with {sync_form}, or make it `async def`"
             )
 
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
-            with manager.lock(name, ttl, wait=wait, max_hold=max_hold, on_lost=on_lost):
+            with scope():
                 return fn(*args, **kwargs)
 
         return run  # type: ignore[return-value]

@@ -6,6 +6,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Literal, Optional, TypeVar, Union, final
 
+from fencelock._family import AsyncRwLock, AsyncSemaphore, RwLock, Semaphore
+
 if sys.version_info >= (3, 11):
     from typing import Self
 else:
@@ -18,6 +20,7 @@ _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 _Event = tuple[str, str, list[tuple[str, str]]]
 _LostReason = Literal["expired", "taken", "unreachable"]
 _OnLost = Callable[["LockLost"], object]
+_Kind = Literal["lock", "semaphore", "read", "write"]
 
 __all__ = [
     "__version__",
@@ -177,6 +180,10 @@ class LockManager:
         """Extends ``name`` if it is held with ``token``; returns the validity in seconds."""
     def release(self, name: _Text, token: _Text) -> None:
         """Releases ``name`` if it is held with ``token``."""
+    def semaphore(self, name: _Text, limit: int) -> Semaphore:
+        """A counting semaphore on ``name``: at most ``limit`` permits held at once."""
+    def rwlock(self, name: _Text) -> RwLock:
+        """A fair read-write lock on ``name``: many readers or one writer."""
     def close(self) -> None:
         """Closes the manager; locks already acquired stay usable."""
     def __enter__(self) -> Self: ...
@@ -222,6 +229,13 @@ class Lock:
     @property
     def lost_reason(self) -> Optional[_LostReason]:
         """Why the lock was lost (``"expired"``, ``"taken"``, ``"unreachable"``), else None."""
+    @property
+    def kind(self) -> _Kind:
+        """What the lease holds of its name: ``"lock"``, ``"semaphore"``, ``"read"``,
+        ``"write"``."""
+    @property
+    def permits(self) -> Optional[int]:
+        """How many permits a semaphore's lease holds; None for other kinds."""
     def release(self) -> None:
         """Releases the lock."""
     def is_held(self) -> bool:
@@ -326,6 +340,10 @@ class AsyncLockManager:
         """Extends ``name`` if it is held with ``token``; returns the validity in seconds."""
     def release(self, name: _Text, token: _Text) -> Coroutine[Any, Any, None]:
         """Releases ``name`` if it is held with ``token``."""
+    def semaphore(self, name: _Text, limit: int) -> AsyncSemaphore:
+        """A counting semaphore on ``name``: at most ``limit`` permits held at once."""
+    def rwlock(self, name: _Text) -> AsyncRwLock:
+        """A fair read-write lock on ``name``: many readers or one writer."""
     def close(self) -> Coroutine[Any, Any, None]:
         """Closes the manager at once; awaiting the result is optional."""
     def __aenter__(self) -> Coroutine[Any, Any, Self]: ...
@@ -371,6 +389,13 @@ class AsyncLock:
     @property
     def lost_reason(self) -> Optional[_LostReason]:
         """Why the lock was lost (``"expired"``, ``"taken"``, ``"unreachable"``), else None."""
+    @property
+    def kind(self) -> _Kind:
+        """What the lease holds of its name: ``"lock"``, ``"semaphore"``, ``"read"``,
+        ``"write"``."""
+    @property
+    def permits(self) -> Optional[int]:
+        """How many permits a semaphore's lease holds; None for other kinds."""
     def release(self) -> Coroutine[Any, Any, None]:
         """Releases the lock."""
     def is_held(self) -> Coroutine[Any, Any, bool]:

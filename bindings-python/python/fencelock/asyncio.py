@@ -12,6 +12,9 @@ under ``asyncio.run``) abandons the acquisition cleanly: ``asyncio.CancelledErro
 propagates and nothing stays locked.
 """
 
+from fencelock._family import AsyncRwLock as RwLock
+from fencelock._family import AsyncSemaphore as Semaphore
+from fencelock._family import RwLockState, SemaphoreState
 from fencelock._native import (
     AsyncLock as Lock,
     AsyncLockManager as LockManager,
@@ -31,6 +34,10 @@ __all__ = [
     "LockManager",
     "LockScope",
     "NotAcquired",
+    "RwLock",
+    "RwLockState",
+    "Semaphore",
+    "SemaphoreState",
     "ServerError",
     "Unavailable",
     "WrongKind",

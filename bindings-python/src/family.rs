@@ -1,0 +1,308 @@
+//! The coordination family's native surface on both managers: `semaphore()` and `rwlock()`,
+//! which check their arguments and build the Python handles of `fencelock/_family.py`, and
+//! the private calls those handles make (`_acquire_lease`, `_lease_scope`, `_lease_state`,
+//! `_lease_release`, `_lease_extend`). A lease is a `Lock` / `asyncio.Lock` like any other;
+//! the kind travels as [`Names::Lease`] through the managers' one acquisition path.
+
+use std::time::Duration;
+
+use fencelock::{ErrorKind, LeaseKind};
+use pyo3::prelude::*;
+
+use crate::aio::{spawn, OnCancel, PyAsyncLockManager, PyAsyncLockScope};
+use crate::convert::{
+    lease_kind, max_hold_arg, name_arg, opt_token_arg, token_arg, ttl_arg, ttl_seconds,
+    wait_arg, CallerToken, Names, Text,
+};
+use crate::errors::{to_py, Failure};
+use crate::lost::Keep;
+use crate::options::ScopeArgs;
+use crate::shutdown;
+use crate::sync::{PyLockManager, PyLockScope};
+
+/// A state as the handles read it: a semaphore's `(limit, held, holders, waiters)`, a
+/// read-write lock's `(readers, writer, waiters)`.
+type State = Vec<u64>;
+
+/// The core handle a call on a lease of `kind` addresses (a lock is not one).
+enum Handle {
+    Semaphore(fencelock::Semaphore),
+    RwLock(fencelock::RwLock),
+}
+
+impl Handle {
+    fn of(manager: &fencelock::LockManager, name: &Text, kind: LeaseKind) -> fencelock::Result<Self> {
+        match kind {
+            LeaseKind::Permits { limit, .. } => {
+                Ok(Handle::Semaphore(manager.semaphore(name.as_bytes(), limit)?))
+            }
+            _ => Ok(Handle::RwLock(manager.rwlock(name.as_bytes())?)),
+        }
+    }
+
+    async fn state(self) -> fencelock::Result<State> {
+        Ok(match self {
+            Handle::Semaphore(s) => {
+                let st = s.state().await?;
+                vec![st.limit.into(), st.held, st.holders, st.waiters]
+            }
+            Handle::RwLock(rw) => {
+                let st = rw.state().await?;
+                vec![st.readers, u64::from(st.writer), st.waiters]
+            }
+        })
+    }
+
+    async fn release(self, token: Text) -> fencelock::Result<()> {
+        match self {
+            Handle::Semaphore(s) => s.release_by_token(token.as_bytes()).await,
+            Handle::RwLock(rw) => rw.release_by_token(token.as_bytes()).await,
+        }
+    }
+
+    async fn extend(self, token: Text, ttl: Duration) -> fencelock::Result<Duration> {
+        match self {
+            Handle::Semaphore(s) => s.extend_by_token(token.as_bytes(), ttl).await,
+            Handle::RwLock(rw) => rw.extend_by_token(token.as_bytes(), ttl).await,
+        }
+    }
+}
+
+/// The arguments every acquisition of the family shares, checked.
+struct LeaseArgs {
+    name: Text,
+    kind: LeaseKind,
+    ttl: f64,
+    wait: Option<f64>,
+    token: CallerToken,
+    keep: Keep,
+}
+
+/// Builds `fencelock._family.CLASS(manager, name, *more)` after the core checked the name (and
+/// the limit, through `check`): bad arguments raise before any handle exists.
+fn handle<'py>(
+    manager: &Bound<'py, PyAny>,
+    class: &str,
+    name: Text,
+    more: Option<u32>,
+    check: fencelock::Result<()>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = manager.py();
+    check.map_err(|e| to_py(py, e))?;
+    let family = py.import("fencelock._family")?;
+    match more {
+        Some(limit) => family.call_method1(class, (manager, name.to_object(py), limit)),
+        None => family.call_method1(class, (manager, name.to_object(py))),
+    }
+}
+
+fn check_semaphore(name: &Text, limit: u32) -> fencelock::Result<()> {
+    fencelock::keys::check_name(name.as_bytes())?;
+    fencelock::kind::check_limit(limit)
+}
+
+/// The family's methods, the same on both managers (`$class_prefix` names the Python handle
+/// classes: `Semaphore` or `AsyncSemaphore`, ...); each manager's `acquire_lease` and
+/// `lease_call` do the blocking or the awaiting.
+macro_rules! lease_methods {
+    ($manager:ty, $scope:ty, $class_prefix:literal) => {
+        #[pymethods]
+        impl $manager {
+            /// A counting semaphore on ``name``: at most ``limit`` permits held at any
+            /// instant, across every process and language that uses the name. Nothing is
+            /// contacted here; a bad name or a limit outside 1 to 1,000,000 raises
+            /// ``ValueError``.
+            fn semaphore<'py>(
+                slf: &Bound<'py, Self>,
+                #[pyo3(from_py_with = name_arg)] name: Text,
+                limit: u32,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let check = check_semaphore(&name, limit);
+                handle(slf.as_any(), concat!($class_prefix, "Semaphore"), name, Some(limit), check)
+            }
+
+            /// A fair read-write lock on ``name``: many readers or one writer. Nothing is
+            /// contacted here; a bad name raises ``ValueError``.
+            fn rwlock<'py>(
+                slf: &Bound<'py, Self>,
+                #[pyo3(from_py_with = name_arg)] name: Text,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let check = fencelock::keys::check_name(name.as_bytes());
+                handle(slf.as_any(), concat!($class_prefix, "RwLock"), name, None, check)
+            }
+
+            #[pyo3(signature = (
+                name, kind, count, limit, ttl, *, wait = None, token = None, reentrant = false,
+                auto_extend = false, max_hold = None, on_lost = None, try_once = false
+            ))]
+            #[allow(clippy::too_many_arguments)]
+            fn _acquire_lease<'py>(
+                &self,
+                py: Python<'py>,
+                #[pyo3(from_py_with = name_arg)] name: Text,
+                kind: &str,
+                count: u32,
+                limit: u32,
+                #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+                #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
+                #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
+                reentrant: bool,
+                auto_extend: bool,
+                #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
+                on_lost: Option<Bound<'py, PyAny>>,
+                try_once: bool,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let args = LeaseArgs {
+                    name,
+                    kind: lease_kind(kind, count, limit)?,
+                    ttl,
+                    wait: if try_once { Some(0.0) } else { wait },
+                    token: CallerToken { token, reentrant },
+                    keep: Keep::new(auto_extend, max_hold, on_lost.as_ref())?,
+                };
+                self.acquire_lease(py, args, try_once)
+            }
+
+            #[pyo3(signature = (
+                name, kind, count, limit, ttl, *, wait = None, max_hold = None, on_lost = None
+            ))]
+            #[allow(clippy::too_many_arguments)]
+            fn _lease_scope(
+                slf: Bound<'_, Self>,
+                #[pyo3(from_py_with = name_arg)] name: Text,
+                kind: &str,
+                count: u32,
+                limit: u32,
+                #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+                #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
+                #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
+                on_lost: Option<Bound<'_, PyAny>>,
+            ) -> PyResult<$scope> {
+                let kind = lease_kind(kind, count, limit)?;
+                let args = ScopeArgs::new(name, ttl, wait, max_hold, on_lost.as_ref())?;
+                Ok(<$scope>::new(slf.unbind(), args.of_kind(kind)))
+            }
+
+            fn _lease_state<'py>(
+                &self,
+                py: Python<'py>,
+                #[pyo3(from_py_with = name_arg)] name: Text,
+                kind: &str,
+                limit: u32,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let kind = lease_kind(kind, 1, limit)?;
+                self.lease_call(py, &name, kind, |h| h.state(), |py, st: State| {
+                    Ok(pyo3::types::PyTuple::new(py, st)?.into_any())
+                })
+            }
+
+            fn _lease_release<'py>(
+                &self,
+                py: Python<'py>,
+                #[pyo3(from_py_with = name_arg)] name: Text,
+                kind: &str,
+                limit: u32,
+                #[pyo3(from_py_with = token_arg)] token: Text,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let kind = lease_kind(kind, 1, limit)?;
+                self.lease_call(py, &name, kind, |h| h.release(token), |py, ()| {
+                    Ok(py.None().into_bound(py))
+                })
+            }
+
+            fn _lease_extend<'py>(
+                &self,
+                py: Python<'py>,
+                #[pyo3(from_py_with = name_arg)] name: Text,
+                kind: &str,
+                limit: u32,
+                #[pyo3(from_py_with = token_arg)] token: Text,
+                #[pyo3(from_py_with = ttl_arg)] ttl: f64,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let kind = lease_kind(kind, 1, limit)?;
+                let ttl = ttl_seconds(ttl)?;
+                self.lease_call(py, &name, kind, move |h| h.extend(token, ttl), |py, v: Duration| {
+                    Ok(pyo3::types::PyFloat::new(py, v.as_secs_f64()).into_any())
+                })
+            }
+        }
+    };
+}
+
+lease_methods!(PyLockManager, PyLockScope, "");
+lease_methods!(PyAsyncLockManager, PyAsyncLockScope, "Async");
+
+impl PyLockManager {
+    /// Acquires a lease, blocking with the GIL released: the `Lock`, or `None` for a single
+    /// try that found the lease not free.
+    fn acquire_lease<'py>(
+        &self,
+        py: Python<'py>,
+        a: LeaseArgs,
+        try_once: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let names = Names::Lease(a.name, a.kind);
+        match self.acquire_inner(py, names, a.ttl, a.wait, a.token, &a.keep)? {
+            Ok(lock) => Ok(Bound::new(py, lock)?.into_any()),
+            Err(crate::sync::AcquireError::Failed(Failure::Core(e)))
+                if try_once && e.kind() == ErrorKind::NotAcquired =>
+            {
+                Ok(py.None().into_bound(py))
+            }
+            Err(e) => Err(e.into_py(py)),
+        }
+    }
+
+    /// A call on the lease's handle, blocking with the GIL released; its result converted.
+    fn lease_call<'py, T, F>(
+        &self,
+        py: Python<'py>,
+        name: &Text,
+        kind: LeaseKind,
+        call: impl FnOnce(Handle) -> F + Send,
+        convert: impl FnOnce(Python<'py>, T) -> PyResult<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        T: Send,
+        F: std::future::Future<Output = fencelock::Result<T>> + Send,
+    {
+        let manager = self.live(py)?;
+        let out = shutdown::detach(py, || {
+            let handle = Handle::of(manager.as_async(), name, kind)?;
+            manager.block_on(call(handle))?
+        });
+        convert(py, out.map_err(|e| to_py(py, e))?)
+    }
+}
+
+impl PyAsyncLockManager {
+    /// Starts acquiring a lease: an awaitable of the `Lock` (or `None`, for a single try).
+    fn acquire_lease<'py>(
+        &self,
+        py: Python<'py>,
+        a: LeaseArgs,
+        try_once: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let names = Names::Lease(a.name, a.kind);
+        self.start_acquire(py, names, a.ttl, a.wait, a.token, a.keep, try_once)
+    }
+
+    /// A call on the lease's handle, on the runtime: an awaitable of its converted result.
+    fn lease_call<'py, T, F>(
+        &self,
+        py: Python<'py>,
+        name: &Text,
+        kind: LeaseKind,
+        call: impl FnOnce(Handle) -> F + Send + 'static,
+        convert: impl for<'a> FnOnce(Python<'a>, T) -> PyResult<Bound<'a, PyAny>> + Send + 'static,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = fencelock::Result<T>> + Send + 'static,
+    {
+        let live = self.live(py)?;
+        let handle = Handle::of(live.manager.as_async(), name, kind).map_err(|e| to_py(py, e))?;
+        let fut = async move { call(handle).await.map_err(Failure::Core) };
+        spawn(py, &live, OnCancel::Finish, fut, convert)
+    }
+}
