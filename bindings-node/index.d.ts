@@ -8,6 +8,87 @@ import { Lock, LockManager, AcquireOptions, TryAcquireOptions, LockManagerOption
 
 export { Lock, LockManager, AcquireOptions, TryAcquireOptions, LockManagerOptions, FencelockEvent, ServerReport }
 
+/** Options of a semaphore's acquisition: a lock's, and how many permits it takes. */
+export interface SemaphoreAcquireOptions extends AcquireOptions {
+  /** How many permits, all or none (1 to the limit); default 1. */
+  count?: number
+}
+
+/** Options of a semaphore's single try. */
+export interface SemaphoreTryOptions extends TryAcquireOptions {
+  /** How many permits, all or none (1 to the limit); default 1. */
+  count?: number
+}
+
+/** A semaphore's occupancy (with several servers, the largest any answering server reports). */
+export interface SemaphoreState {
+  /** The limit on the servers (the handle's when nobody holds or waits). */
+  limit: number
+  /** Permits held by leases that have not ended. */
+  held: number
+  /** Leases that have not ended. */
+  holders: number
+  /** Callers waiting in line. */
+  waiters: number
+}
+
+/** A read-write lock's occupancy. */
+export interface RwLockState {
+  /** Read shares held (0 while a writer holds it). */
+  readers: number
+  /** Whether a writer holds it. */
+  writer: boolean
+  /** Callers waiting in line, readers and writers. */
+  waiters: number
+}
+
+/**
+ * A counting semaphore (`manager.semaphore(name, limit)`): at most `limit` permits held at any
+ * instant. Each acquisition is a `Lock` of its own (`kind` `'semaphore'`, `permits`); waiters
+ * are served first come, first served (a waiter for 3 is not passed by later waiters for 1),
+ * and a release hands the freed permits to every waiter at the head of the line they
+ * satisfy. A holder that crashed gives its permits back when its lease ends. Another limit
+ * while permits are held or waited for rejects with `InvalidArgumentError` naming both; a name
+ * of another kind with `WrongKindError`.
+ */
+export declare class Semaphore {
+  private constructor()
+  readonly name: string | Buffer
+  readonly limit: number
+  acquire(options?: SemaphoreAcquireOptions): Promise<Lock>
+  tryAcquire(options?: SemaphoreTryOptions): Promise<Lock | null>
+  using<T>(options: SemaphoreAcquireOptions | undefined, fn: (lease: Lock, signal: AbortSignal) => T | PromiseLike<T>): Promise<Awaited<T>>
+  using<T>(fn: (lease: Lock, signal: AbortSignal) => T | PromiseLike<T>): Promise<Awaited<T>>
+  state(): Promise<SemaphoreState>
+  /** Releases the lease held with `token` (one handed across processes). */
+  release(token: string | Buffer): Promise<void>
+  /** Extends the lease held with `token` to `ttl` ms from now; resolves to its validity. */
+  extend(token: string | Buffer, ttl: number): Promise<number>
+}
+
+/**
+ * A fair read-write lock (`manager.rwlock(name)`): many readers or one writer, each a `Lock`
+ * of its own (`kind` `'read'` or `'write'`). Phase-fair: a waiting writer stops new readers,
+ * and the readers that queued before the next writer enter together when it releases.
+ * Asking to write with a read share's token (or to read with the write hold's) rejects at
+ * once with `WrongKindError`: it would wait for itself.
+ */
+export declare class RwLock {
+  private constructor()
+  readonly name: string | Buffer
+  read(options?: AcquireOptions): Promise<Lock>
+  write(options?: AcquireOptions): Promise<Lock>
+  tryRead(options?: TryAcquireOptions): Promise<Lock | null>
+  tryWrite(options?: TryAcquireOptions): Promise<Lock | null>
+  reading<T>(options: AcquireOptions | undefined, fn: (share: Lock, signal: AbortSignal) => T | PromiseLike<T>): Promise<Awaited<T>>
+  reading<T>(fn: (share: Lock, signal: AbortSignal) => T | PromiseLike<T>): Promise<Awaited<T>>
+  writing<T>(options: AcquireOptions | undefined, fn: (hold: Lock, signal: AbortSignal) => T | PromiseLike<T>): Promise<Awaited<T>>
+  writing<T>(fn: (hold: Lock, signal: AbortSignal) => T | PromiseLike<T>): Promise<Awaited<T>>
+  state(): Promise<RwLockState>
+  release(token: string | Buffer): Promise<void>
+  extend(token: string | Buffer, ttl: number): Promise<number>
+}
+
 /** Severity of a fencelock event, most verbose first. */
 export type EventLevel = FencelockEvent['level']
 
@@ -41,6 +122,14 @@ declare module './native' {
      */
     using<T>(name: string | Buffer, options: AcquireOptions | undefined, fn: (lock: Lock, signal: AbortSignal) => T | PromiseLike<T>): Promise<Awaited<T>>
     using<T>(name: string | Buffer, fn: (lock: Lock, signal: AbortSignal) => T | PromiseLike<T>): Promise<Awaited<T>>
+    /**
+     * A counting semaphore on `name`: at most `limit` (1 to 1,000,000) permits held at any
+     * instant, across every process and language using the name. Throws
+     * `InvalidArgumentError` for a bad name or limit; contacts nothing.
+     */
+    semaphore(name: string | Buffer, limit: number): Semaphore
+    /** A fair read-write lock on `name`: many readers or one writer. Contacts nothing. */
+    rwlock(name: string | Buffer): RwLock
     /** The same as `close()`. */
     [Symbol.asyncDispose](): Promise<void>
   }

@@ -95,40 +95,7 @@ Lock.prototype[Symbol.for('nodejs.util.inspect.custom')] = function inspectLock(
   return `Lock ${inspect({ name, fencingToken, validity, lost }, options)}`
 }
 
-// One `abort` listener on a caller's AbortSignal however many acquisitions share it (Node
-// warns past 10 listeners on one signal): each acquisition gets a signal of its own, aborted
-// with the caller's reason by that one listener, and leaves the set when it settles.
-const forwarded = new WeakMap()
-
-function ownSignal(signal) {
-  const own = new AbortController()
-  if (signal.aborted) {
-    own.abort(signal.reason)
-    return [own.signal, () => {}]
-  }
-  let set = forwarded.get(signal)
-  if (set === undefined) {
-    set = new Set()
-    forwarded.set(signal, set)
-    signal.addEventListener('abort', () => {
-      for (const c of set) c.abort(signal.reason)
-      set.clear()
-    }, { once: true })
-  }
-  set.add(own)
-  return [own.signal, () => set.delete(own)]
-}
-
-function withOwnSignal(method) {
-  return function acquireWithSignal(name, options, ...rest) {
-    const signal = options !== null && typeof options === 'object' ? options.signal : undefined
-    if (!(signal instanceof AbortSignal)) return method.call(this, name, options, ...rest)
-    const [own, done] = ownSignal(signal)
-    const settled = method.call(this, name, { ...options, signal: own }, ...rest)
-    settled.finally(done).catch(() => {})
-    return settled
-  }
-}
+const { withOwnSignal, runScoped } = require('./scope.js')
 
 LockManager.prototype.acquire = withOwnSignal(LockManager.prototype.acquire)
 LockManager.prototype.tryAcquire = withOwnSignal(LockManager.prototype.tryAcquire)
@@ -145,20 +112,25 @@ LockManager.prototype.using = async function using(name, options, fn) {
     fn = options
     options = undefined
   }
-  if (typeof fn !== 'function') {
-    throw new InvalidArgumentError(`using() needs a callback function, got ${typeof fn}`)
-  }
-  const lock = await this.__acquireScoped(name, options)
-  let result
-  try {
-    result = await fn(lock, lock.signal)
-  } catch (err) {
-    // The callback's own error wins; the lock is still released.
-    await lock.__finishScope().catch(() => {})
-    throw err
-  }
-  await lock.__finishScope()
-  return result
+  return runScoped('using()', () => this.__acquireScoped(name, options), fn, invalid)
+}
+
+function invalid(message) {
+  return new InvalidArgumentError(message)
+}
+
+const { Semaphore, RwLock } = require('./family.js')(invalid)
+
+/** A counting semaphore on `name`: at most `limit` permits held at any instant. */
+LockManager.prototype.semaphore = function semaphore(name, limit) {
+  this.__checkLease(name, 'semaphore', limit)
+  return new Semaphore(this, name, limit)
+}
+
+/** A fair read-write lock on `name`: many readers or one writer. */
+LockManager.prototype.rwlock = function rwlock(name) {
+  this.__checkLease(name, 'read', 0)
+  return new RwLock(this, name)
 }
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error']
@@ -202,4 +174,4 @@ function formatEvent(event) {
 const debuglog = require('node:util').debuglog('fencelock')
 if (debuglog.enabled) onEvent((event) => debuglog('%s %s', event.level, formatEvent(event)))
 
-module.exports = { LockManager, Lock, onEvent, ...errors }
+module.exports = { LockManager, Lock, Semaphore, RwLock, onEvent, ...errors }

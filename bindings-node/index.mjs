@@ -4,6 +4,8 @@ import fencelock from './index.js'
 export const {
   LockManager,
   Lock,
+  Semaphore,
+  RwLock,
   onEvent,
   LockError,
   NotAcquiredError,

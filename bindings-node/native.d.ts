@@ -36,6 +36,13 @@ export declare class Lock {
    */
   get lostReason(): 'expired' | 'taken' | 'unreachable' | null
   /**
+   * What the lease holds of its name: `'lock'`, `'semaphore'` (`permits` of a semaphore),
+   * `'read'` (a read share) or `'write'` (the write hold).
+   */
+  get kind(): 'lock' | 'semaphore' | 'read' | 'write'
+  /** How many permits a semaphore's lease holds; `null` for other kinds. */
+  get permits(): number | null
+  /**
    * An `AbortSignal` aborted when the lock is lost, with a `LockLostError` as its reason
    * whose `reason` says why (`'expired'`, `'taken'` or `'unreachable'`).
    */

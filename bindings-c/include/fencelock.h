@@ -210,6 +210,64 @@ typedef uint32_t fl_server_outcome;
 #endif // __cplusplus
 
 /**
+ * What a lock handle holds of its name (`fl_lock_kind`). Stable numbers, never reused.
+ */
+enum fl_lease_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * A lock (`fl_lock_acquire`, ...).
+   */
+  FL_KIND_LOCK = 0,
+  /**
+   * Permits of a semaphore (`fl_semaphore_acquire`).
+   */
+  FL_KIND_SEMAPHORE = 1,
+  /**
+   * A read share of a read-write lock.
+   */
+  FL_KIND_READ = 2,
+  /**
+   * The write hold of a read-write lock.
+   */
+  FL_KIND_WRITE = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum fl_lease_kind fl_lease_kind;
+#else
+typedef uint32_t fl_lease_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Which side of a read-write lock: a read share (shared) or the write hold (exclusive).
+ */
+enum fl_rw_mode
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * A read share: any number of readers together, no writer.
+   */
+  FL_RW_READ = 0,
+  /**
+   * The write hold: nobody else.
+   */
+  FL_RW_WRITE = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum fl_rw_mode fl_rw_mode;
+#else
+typedef uint32_t fl_rw_mode;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A lock acquired through a manager. Opaque: made by `fl_lock_acquire`,
  * `fl_lock_acquire_with_token` or `fl_lock_try_acquire`, freed by `fl_lock_free`.
  *
@@ -245,6 +303,20 @@ typedef struct fl_manager fl_manager;
 typedef struct fl_manager_options fl_manager_options;
 
 /**
+ * A fair read-write lock on a name: many readers or one writer. Opaque: made by
+ * `fl_rwlock_new`, freed by `fl_rwlock_free`; thread-safe, as `fl_semaphore`.
+ */
+typedef struct fl_rwlock fl_rwlock;
+
+/**
+ * A counting semaphore: at most `limit` permits of a name held at any instant, across every
+ * process and language using the name. Opaque: made by `fl_semaphore_new`, freed by
+ * `fl_semaphore_free`; it keeps its manager's connections alive (the manager may be freed
+ * first). Thread-safe.
+ */
+typedef struct fl_semaphore fl_semaphore;
+
+/**
  * Asked by `fl_lock_acquire_interruptible`, on the waiting thread, whether to give up:
  * return true to cancel the wait. `user_data` is that call's argument.
  */
@@ -258,6 +330,47 @@ typedef bool (*fl_interrupt_callback)(void *user_data);
  * given with the callback.
  */
 typedef void (*fl_lock_callback)(const struct fl_lock *lock, void *user_data);
+
+/**
+ * A semaphore's occupancy (`fl_semaphore_state`); with several servers, each count the
+ * largest an answering server reports.
+ */
+typedef struct fl_semaphore_occupancy {
+  /**
+   * The limit on the servers (the handle's when nobody holds or waits).
+   */
+  uint32_t limit;
+  /**
+   * Permits held by leases that have not ended.
+   */
+  uint64_t held;
+  /**
+   * Leases that have not ended.
+   */
+  uint64_t holders;
+  /**
+   * Callers waiting in line.
+   */
+  uint64_t waiters;
+} fl_semaphore_occupancy;
+
+/**
+ * A read-write lock's occupancy (`fl_rwlock_state`).
+ */
+typedef struct fl_rwlock_occupancy {
+  /**
+   * Read shares held (0 while a writer holds it).
+   */
+  uint64_t readers;
+  /**
+   * Whether a writer holds it.
+   */
+  bool writer;
+  /**
+   * Callers waiting in line, readers and writers.
+   */
+  uint64_t waiters;
+} fl_rwlock_occupancy;
 
 /**
  * Receives one fencelock event: its level, what happened (`message`: `"acquired"`,
@@ -803,6 +916,145 @@ fl_status fl_lock_lost_reason(const struct fl_lock *lock, fl_lost_reason *out);
  * (`"unknown"` for any other number).
  */
 const char *fl_lost_reason_str(uint32_t reason);
+
+/**
+ * Makes a counting semaphore on `name` (as a lock name) with `limit` permits (1 to
+ * 1,000,000). Nothing is contacted. On success `*out` is a new handle to free with
+ * `fl_semaphore_free`.
+ *
+ * While permits are held or waited for, the servers keep the limit: an acquisition through a
+ * handle of another limit fails with `FL_INVALID_ARGUMENT` naming both. A name held as a lock
+ * or a read-write lock fails acquisitions with `FL_WRONG_KIND`.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments, a bad name or limit.
+ */
+fl_status fl_semaphore_new(const struct fl_manager *manager, const char *name, uint32_t limit, struct fl_semaphore **out);
+
+/**
+ * Frees a semaphore handle (NULL is a no-op). Leases acquired through it are not affected.
+ */
+void fl_semaphore_free(struct fl_semaphore *semaphore);
+
+/**
+ * Takes `count` permits (1 to the limit), all or none, for `ttl_ms`, waiting as `wait_ms`
+ * says (-1 until acquired, 0 one try, else that many milliseconds) in line first come, first
+ * served. `token` may be NULL for a random one; `flags` 0 or `FL_ACQUIRE_REENTRANT`. On
+ * success `*out` is a new lock handle (its `fl_lock_kind` is `FL_KIND_SEMAPHORE`) to release
+ * and free as any lock's; otherwise `*out` is left as it was.
+ *
+ * Errors: as `fl_lock_acquire_with_flags`; `FL_INVALID_ARGUMENT` also for a count out of
+ * range or another limit on the servers; `FL_WRONG_KIND` for a name of another kind.
+ */
+fl_status fl_semaphore_acquire(const struct fl_semaphore *semaphore, uint32_t count, const char *token, uint64_t ttl_ms, int64_t wait_ms, uint32_t flags, struct fl_lock **out);
+
+/**
+ * As `fl_semaphore_acquire` (flags 0), giving up when `interrupted(user_data)`, asked about
+ * every 50 ms on the calling thread, returns true (`FL_CANCELLED`), as
+ * `fl_lock_acquire_interruptible`.
+ *
+ * Errors: as `fl_semaphore_acquire`; `FL_CANCELLED` when interrupted; `FL_INVALID_ARGUMENT`
+ * also for a NULL `interrupted`.
+ */
+fl_status fl_semaphore_acquire_interruptible(const struct fl_semaphore *semaphore, uint32_t count, const char *token, uint64_t ttl_ms, int64_t wait_ms, fl_interrupt_callback interrupted, void *user_data, struct fl_lock **out);
+
+/**
+ * One try to take `count` permits: `FL_NOT_ACQUIRED` (and `*out` untouched) when they are
+ * not free or others wait ahead in line.
+ *
+ * Errors: `FL_NOT_ACQUIRED` as above; otherwise as `fl_semaphore_acquire`.
+ */
+fl_status fl_semaphore_try_acquire(const struct fl_semaphore *semaphore, uint32_t count, uint64_t ttl_ms, struct fl_lock **out);
+
+/**
+ * The scoped form: takes `count` permits as `fl_semaphore_acquire` does, keeps the lease
+ * alive while `callback(lease, user_data)` runs on the calling thread, then releases it.
+ * Returns as `fl_with_lock` (`FL_NOT_HELD` when the lease was lost while the callback ran).
+ *
+ * Errors: as `fl_semaphore_acquire`; `FL_INVALID_ARGUMENT` also for a NULL callback.
+ */
+fl_status fl_with_semaphore(const struct fl_semaphore *semaphore, uint32_t count, uint64_t ttl_ms, int64_t wait_ms, fl_lock_callback callback, void *user_data);
+
+/**
+ * The semaphore's occupancy, changing nothing, into `*out` (only on success).
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments; `FL_UNAVAILABLE` when fewer than a
+ * quorum of servers answered; `FL_WRONG_KIND` when the name is held as another kind.
+ */
+fl_status fl_semaphore_state(const struct fl_semaphore *semaphore, struct fl_semaphore_occupancy *out);
+
+/**
+ * Releases the lease held with `token` (one handed across processes), as
+ * `fl_release_by_token` does for a lock.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad token; `FL_NOT_HELD` when fewer
+ * than a quorum held it; `FL_UNAVAILABLE` when too few servers answered.
+ */
+fl_status fl_semaphore_release_by_token(const struct fl_semaphore *semaphore, const char *token);
+
+/**
+ * Makes a read-write lock on `name` (as a lock name). Nothing is contacted. On success `*out`
+ * is a new handle to free with `fl_rwlock_free`.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name.
+ */
+fl_status fl_rwlock_new(const struct fl_manager *manager, const char *name, struct fl_rwlock **out);
+
+/**
+ * Frees a read-write lock handle (NULL is a no-op). Leases acquired through it are not
+ * affected.
+ */
+void fl_rwlock_free(struct fl_rwlock *rwlock);
+
+/**
+ * Takes a read share (`mode` `FL_RW_READ`) or the write hold (`FL_RW_WRITE`) for `ttl_ms`,
+ * waiting as `wait_ms` says; `token` and `flags` as `fl_semaphore_acquire`. Phase-fair: a
+ * waiting writer stops new readers, and the readers that queued before the next writer
+ * enter together when it releases. On success `*out` is a new lock handle
+ * (`FL_KIND_READ` or `FL_KIND_WRITE`).
+ *
+ * Errors: as `fl_lock_acquire_with_flags`; `FL_INVALID_ARGUMENT` also for an unknown mode;
+ * `FL_WRONG_KIND` for a name of another kind, or a `token` that holds the other mode (a
+ * reader asking to write would wait for itself: refused at once).
+ */
+fl_status fl_rwlock_acquire(const struct fl_rwlock *rwlock, uint32_t mode, const char *token, uint64_t ttl_ms, int64_t wait_ms, uint32_t flags, struct fl_lock **out);
+
+/**
+ * One try at `mode`: `FL_NOT_ACQUIRED` (and `*out` untouched) when it is not free (a writer
+ * holds or waits, or for a write, anyone).
+ *
+ * Errors: `FL_NOT_ACQUIRED` as above; otherwise as `fl_rwlock_acquire`.
+ */
+fl_status fl_rwlock_try_acquire(const struct fl_rwlock *rwlock, uint32_t mode, uint64_t ttl_ms, struct fl_lock **out);
+
+/**
+ * The scoped form at `mode`, as `fl_with_semaphore`.
+ *
+ * Errors: as `fl_rwlock_acquire`; `FL_INVALID_ARGUMENT` also for a NULL callback.
+ */
+fl_status fl_with_rwlock(const struct fl_rwlock *rwlock, uint32_t mode, uint64_t ttl_ms, int64_t wait_ms, fl_lock_callback callback, void *user_data);
+
+/**
+ * The read-write lock's occupancy, changing nothing, into `*out` (only on success).
+ *
+ * Errors: as `fl_semaphore_state`.
+ */
+fl_status fl_rwlock_state(const struct fl_rwlock *rwlock, struct fl_rwlock_occupancy *out);
+
+/**
+ * Releases the share or hold held with `token`.
+ *
+ * Errors: as `fl_semaphore_release_by_token`.
+ */
+fl_status fl_rwlock_release_by_token(const struct fl_rwlock *rwlock, const char *token);
+
+/**
+ * What `lock` holds of its name into `*kind` (an `fl_lease_kind`, read as an integer), and
+ * for a semaphore's lease its permits into `*permits` (0 for other kinds; `permits` may be
+ * NULL).
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for a NULL lock or `kind`.
+ */
+fl_status fl_lock_kind(const struct fl_lock *lock, uint32_t *kind, uint32_t *permits);
 
 /**
  * Registers `callback` to receive fencelock's events at `min_level` (an `fl_event_level`) or

@@ -34,6 +34,8 @@ pub struct fl_lock {
     pub(crate) lost: fencelock::LostView,
     /// The `fl_lock_on_lost` callback.
     pub(crate) on_lost: std::sync::Arc<crate::lost::Hook>,
+    /// What it holds of its name (`fl_lock_kind`).
+    pub(crate) kind: fencelock::LeaseKind,
 }
 
 impl fl_lock {
@@ -53,6 +55,7 @@ impl fl_lock {
                 .collect::<Result<_>>()?,
             fencing_tokens: lock.fencing_tokens().to_vec(),
             lost: lock.lost_view(),
+            kind: lock.as_async().kind(),
             on_lost: Default::default(),
             lock: Mutex::new(Some(lock)),
         })

@@ -241,13 +241,15 @@ static void test_version_and_status_names(void) {
     const char *want = getenv("FL_TEST_VERSION");
     unsigned i;
     static const char *names[] = {"ok",          "invalid argument", "not acquired", "not held",
-                                  "unavailable", "redis error",      "cancelled",    "panic"};
+                                  "unavailable", "redis error",      "cancelled",    "panic",
+                                  "wrong kind"};
     CHECK(fl_version() != NULL && strlen(fl_version()) > 0);
     if (want) CHECK(strcmp(fl_version(), want) == 0);
     CHECK(FL_OK == 0 && FL_INVALID_ARGUMENT == 1 && FL_NOT_ACQUIRED == 2 && FL_NOT_HELD == 3);
     CHECK(FL_UNAVAILABLE == 4 && FL_REDIS_ERROR == 5 && FL_CANCELLED == 6 && FL_PANIC == 7);
-    for (i = 0; i < 8; i++) CHECK(strcmp(fl_status_str(i), names[i]) == 0);
-    CHECK(strcmp(fl_status_str(8), "unknown status") == 0);
+    CHECK(FL_WRONG_KIND == 8);
+    for (i = 0; i < 9; i++) CHECK(strcmp(fl_status_str(i), names[i]) == 0);
+    CHECK(strcmp(fl_status_str(9), "unknown status") == 0);
     CHECK(strcmp(fl_status_str(0xFFFFFFFFu), "unknown status") == 0);
 }
 
@@ -1689,6 +1691,152 @@ static void test_acquire_many_takes_every_name_or_none(void) {
     fl_manager_free(m);
 }
 
+/* The coordination family (issue 34): fl_semaphore and fl_rwlock; their leases are fl_locks. */
+static void test_semaphore_limit_kinds_and_state(void) {
+    fl_manager *m = single_manager();
+    fl_semaphore *s = NULL, *other_limit = NULL, *bad = SENTINEL;
+    fl_lock *two = NULL, *one = NULL, *none = SENTINEL, *plain = SENTINEL;
+    fl_semaphore_occupancy st;
+    uint32_t kind = 99, permits = 99;
+    uint64_t f1 = 0, f2 = 0;
+    const char *name = fresh_name("sem");
+
+    CHECK_INVALID(fl_semaphore_new(m, name, 0, &bad), "limit");
+    CHECK_INVALID(fl_semaphore_new(m, "", 2, &bad), "empty");
+    CHECK_INVALID(fl_semaphore_new(NULL, name, 2, &bad), "manager");
+    CHECK(bad == SENTINEL);
+    CHECK_ST(fl_semaphore_new(m, name, 3, &s), FL_OK);
+    CHECK_INVALID(fl_semaphore_acquire(s, 4, NULL, 10000, 0, 0, &none), "permits");
+    CHECK_INVALID(fl_semaphore_acquire(s, 1, NULL, 10000, 0, 0x8, &none), "unknown acquire flags");
+    CHECK_ST(fl_semaphore_acquire(s, 2, NULL, 10000, 0, 0, &two), FL_OK);
+    CHECK_ST(fl_lock_kind(two, &kind, &permits), FL_OK);
+    CHECK(kind == FL_KIND_SEMAPHORE && permits == 2);
+    CHECK_ST(fl_semaphore_try_acquire(s, 2, 10000, &none), FL_NOT_ACQUIRED);
+    CHECK(none == SENTINEL);
+    CHECK_ST(fl_semaphore_try_acquire(s, 1, 10000, &one), FL_OK);
+    CHECK_ST(fl_lock_fencing_token(two, &f2), FL_OK);
+    CHECK_ST(fl_lock_fencing_token(one, &f1), FL_OK);
+    CHECK(f1 > f2);
+    CHECK_ST(fl_semaphore_state(s, &st), FL_OK);
+    CHECK(st.limit == 3 && st.held == 3 && st.holders == 2 && st.waiters == 0);
+    /* Another limit while permits are held, and another kind on the name. */
+    CHECK_ST(fl_semaphore_new(m, name, 5, &other_limit), FL_OK);
+    CHECK_ST(fl_semaphore_acquire(other_limit, 1, NULL, 10000, 0, 0, &none), FL_INVALID_ARGUMENT);
+    CHECK(strstr(fl_last_error_message(), "limit 3") != NULL);
+    CHECK_ST(fl_lock_acquire(m, name, 10000, 0, &plain), FL_WRONG_KIND);
+    CHECK(strstr(fl_last_error_message(), "as a semaphore") != NULL);
+    CHECK(plain == SENTINEL);
+    CHECK_ST(fl_lock_release(two), FL_OK);
+    CHECK_ST(fl_lock_release(one), FL_OK);
+    CHECK_ST(fl_semaphore_state(s, &st), FL_OK);
+    CHECK(st.held == 0 && st.holders == 0);
+    fl_lock_free(two);
+    fl_lock_free(one);
+    fl_semaphore_free(other_limit);
+    fl_semaphore_free(s);
+    fl_semaphore_free(NULL);
+    fl_manager_free(m);
+}
+
+struct pool {
+    pthread_mutex_t mu;
+    int inside, most, runs;
+};
+
+static void pool_cb(const fl_lock *lease, void *user_data) {
+    struct pool *p = user_data;
+    uint32_t kind = 0;
+    fl_lock_kind(lease, &kind, NULL);
+    pthread_mutex_lock(&p->mu);
+    p->inside++;
+    if (p->inside > p->most) p->most = p->inside;
+    pthread_mutex_unlock(&p->mu);
+    sleep_ms(20);
+    pthread_mutex_lock(&p->mu);
+    p->inside--;
+    if (kind == FL_KIND_SEMAPHORE) p->runs++;
+    pthread_mutex_unlock(&p->mu);
+}
+
+struct pool_arg {
+    fl_semaphore *s;
+    struct pool *pool;
+    fl_status st;
+};
+
+static void *pool_worker(void *arg) {
+    struct pool_arg *a = arg;
+    a->st = fl_with_semaphore(a->s, 1, 10000, -1, pool_cb, a->pool);
+    return NULL;
+}
+
+static void test_with_semaphore_caps_threads_at_the_limit(void) {
+    fl_manager *m = single_manager();
+    fl_semaphore *s = NULL;
+    struct pool pool = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    struct pool_arg args[5];
+    pthread_t t[5];
+    int i;
+
+    CHECK_ST(fl_semaphore_new(m, fresh_name("sem-pool"), 2, &s), FL_OK);
+    CHECK_INVALID(fl_with_semaphore(s, 1, 1000, 0, NULL, NULL), "callback");
+    for (i = 0; i < 5; i++) {
+        args[i] = (struct pool_arg){s, &pool, FL_PANIC};
+        pthread_create(&t[i], NULL, pool_worker, &args[i]);
+    }
+    for (i = 0; i < 5; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(args[i].st == FL_OK);
+    }
+    CHECK(pool.runs == 5);
+    CHECK(pool.most == 2);
+    fl_semaphore_free(s);
+    fl_manager_free(m);
+}
+
+static void test_rwlock_readers_writer_and_upgrade(void) {
+    fl_manager *m = single_manager();
+    fl_rwlock *rw = NULL, *bad = SENTINEL;
+    fl_lock *r1 = NULL, *r2 = NULL, *w = NULL, *none = SENTINEL;
+    fl_rwlock_occupancy st;
+    uint32_t kind = 99;
+    uint64_t fr = 0, fw = 0;
+    const char *name = fresh_name("rw");
+
+    CHECK_INVALID(fl_rwlock_new(m, "", &bad), "empty");
+    CHECK(bad == SENTINEL);
+    CHECK_ST(fl_rwlock_new(m, name, &rw), FL_OK);
+    CHECK_INVALID(fl_rwlock_acquire(rw, 7, NULL, 1000, 0, 0, &none), "mode");
+    CHECK_ST(fl_rwlock_acquire(rw, FL_RW_READ, "reader-1", 10000, 0, 0, &r1), FL_OK);
+    CHECK_ST(fl_rwlock_acquire(rw, FL_RW_READ, NULL, 10000, 0, 0, &r2), FL_OK);
+    CHECK_ST(fl_lock_kind(r1, &kind, NULL), FL_OK);
+    CHECK(kind == FL_KIND_READ);
+    CHECK_ST(fl_rwlock_state(rw, &st), FL_OK);
+    CHECK(st.readers == 2 && !st.writer);
+    CHECK_ST(fl_rwlock_try_acquire(rw, FL_RW_WRITE, 10000, &none), FL_NOT_ACQUIRED);
+    /* A reader asking to write with its token: refused at once, never a deadlock. */
+    CHECK_ST(fl_rwlock_acquire(rw, FL_RW_WRITE, "reader-1", 10000, -1, 0, &none), FL_WRONG_KIND);
+    CHECK(strstr(fl_last_error_message(), "read share") != NULL);
+    CHECK(none == SENTINEL);
+    CHECK_ST(fl_lock_fencing_token(r2, &fr), FL_OK);
+    CHECK_ST(fl_lock_release(r1), FL_OK);
+    CHECK_ST(fl_rwlock_release_by_token(rw, "reader-1"), FL_NOT_HELD);
+    CHECK_ST(fl_lock_release(r2), FL_OK);
+    CHECK_ST(fl_rwlock_acquire(rw, FL_RW_WRITE, NULL, 10000, 0, 0, &w), FL_OK);
+    CHECK_ST(fl_lock_fencing_token(w, &fw), FL_OK);
+    CHECK(fw > fr);
+    CHECK_ST(fl_rwlock_state(rw, &st), FL_OK);
+    CHECK(st.readers == 0 && st.writer);
+    CHECK_ST(fl_rwlock_try_acquire(rw, FL_RW_READ, 10000, &none), FL_NOT_ACQUIRED);
+    CHECK_ST(fl_lock_release(w), FL_OK);
+    fl_lock_free(r1);
+    fl_lock_free(r2);
+    fl_lock_free(w);
+    fl_rwlock_free(rw);
+    fl_rwlock_free(NULL);
+    fl_manager_free(m);
+}
+
 int main(void) {
     const char *p = getenv("FL_TEST_PORTS"), *k = getenv("FL_TEST_KILL_PID");
     int i;
@@ -1740,6 +1888,9 @@ int main(void) {
     run_test("a_cluster_is_one_server", test_a_cluster_is_one_server);
     run_test("is_locked_and_remaining", test_is_locked_and_remaining);
     run_test("acquire_many_takes_every_name_or_none", test_acquire_many_takes_every_name_or_none);
+    run_test("semaphore_limit_kinds_and_state", test_semaphore_limit_kinds_and_state);
+    run_test("with_semaphore_caps_threads_at_the_limit", test_with_semaphore_caps_threads_at_the_limit);
+    run_test("rwlock_readers_writer_and_upgrade", test_rwlock_readers_writer_and_upgrade);
 
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed == 0 ? 0 : 1;

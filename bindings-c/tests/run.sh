@@ -146,8 +146,8 @@ echo "== compile (${cc}: ${cflags[*]})"
   "$here/tests/fencelock_test.c" "${fl_libs[@]}" "${rpath[@]}" -lpthread -o "$work/fencelock_test_asan"
 for ex in "$root"/examples/c/*.c; do
   name="$(basename "$ex" .c)"
-  "$cc" "${cflags[@]}" "$ex" "${fl_cflags[@]}" "${fl_libs[@]}" "${rpath[@]}" -o "$work/$name"
-  "$cc" "${cflags[@]}" "$ex" "${fl_cflags[@]}" "${fl_static[@]}" -o "$work/$name-static"
+  "$cc" "${cflags[@]}" "$ex" "${fl_cflags[@]}" "${fl_libs[@]}" "${rpath[@]}" -lpthread -o "$work/$name"
+  "$cc" "${cflags[@]}" "$ex" "${fl_cflags[@]}" "${fl_static[@]}" -lpthread -o "$work/$name-static"
 done
 # The dynamic binaries resolve the installed library by its SONAME; the static ones do not
 # need it; the library exports exactly the functions the header declares.

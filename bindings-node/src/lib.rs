@@ -8,6 +8,7 @@ mod args;
 pub mod error;
 mod event_loop;
 pub mod events;
+mod family;
 mod lock;
 mod manager;
 mod promise;

@@ -29,6 +29,8 @@ pub struct JsLock {
     fencing_token: u64,
     /// Whether and why the lock was lost, also once released.
     lost_view: LostView,
+    /// What the lease holds of its name.
+    kind: fencelock::LeaseKind,
     /// Set (on the JS thread) by `release`/dispose: from then on the pending call owns the
     /// lock's fate, and collecting this object must not abandon it.
     finishing: bool,
@@ -48,6 +50,7 @@ impl JsLock {
             token: lock.token().to_vec(),
             fencing_token: lock.fencing_token(),
             lost_view: lock.lost_view(),
+            kind: lock.kind(),
             slot: Arc::new(RwLock::new(Some(lock))),
             finishing: false,
             controller: None,
@@ -132,6 +135,26 @@ impl JsLock {
     )]
     pub fn lost_reason(&self) -> Option<&'static str> {
         self.lost_view.reason().map(LostReason::as_str)
+    }
+
+    /// What the lease holds of its name: `'lock'`, `'semaphore'` (`permits` of a semaphore),
+    /// `'read'` (a read share) or `'write'` (the write hold).
+    #[napi(
+        catch_unwind,
+        getter,
+        ts_return_type = "'lock' | 'semaphore' | 'read' | 'write'"
+    )]
+    pub fn kind(&self) -> &'static str {
+        self.kind.as_str()
+    }
+
+    /// How many permits a semaphore's lease holds; `null` for other kinds.
+    #[napi(catch_unwind, getter)]
+    pub fn permits(&self) -> Option<u32> {
+        match self.kind {
+            fencelock::LeaseKind::Permits { count, .. } => Some(count),
+            _ => None,
+        }
     }
 
     /// An `AbortSignal` aborted when the lock is lost, with a `LockLostError` as its reason

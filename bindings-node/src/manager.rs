@@ -4,7 +4,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fencelock::{AcquireOptions, ErrorKind};
+use fencelock::{AcquireOptions, ErrorKind, LeaseKind};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use tokio::sync::Notify;
@@ -26,7 +26,7 @@ pub struct JsLockManager {
 
 /// How an acquisition was asked for.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
+pub(crate) enum Mode {
     /// `acquire`: wait as the options say.
     Acquire,
     /// `tryAcquire`: one attempt; "held by another" resolves to `null`.
@@ -189,19 +189,20 @@ impl AbortBridge {
 }
 
 impl JsLockManager {
-    fn manager(&self) -> Checked<fencelock::LockManager> {
+    pub(crate) fn manager(&self) -> Checked<fencelock::LockManager> {
         self.inner
             .borrow()
             .clone()
             .ok_or_else(|| invalid("the lock manager is closed"))
     }
 
-    fn acquire_as<'e>(
+    /// An acquisition of `kind` (a lock, or a lease of the family) as `mode` asks.
+    pub(crate) fn acquire_as<'e>(
         &self,
         env: &'e Env,
         name: Unknown<'e>,
         options: Option<Unknown<'e>>,
-        mode: Mode,
+        (mode, kind): (Mode, LeaseKind),
     ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
         let checked = args::options("options", options).and_then(|options| {
             // tryAcquire's options are acquire's without `wait`, which is read only to say
@@ -242,9 +243,10 @@ impl JsLockManager {
         };
         let name = a.names.first().cloned().unwrap_or_default();
         let acquire = async move {
+            let name = name_of_one(&a.names);
             let result = match mode {
                 Mode::Many => manager.acquire_many_with(&a.names, &a.opts).await,
-                _ => manager.acquire_with(name_of_one(&a.names), &a.opts).await,
+                _ => manager.acquire_lease_with(name, kind, &a.opts).await,
             };
             match result {
                 Ok(lock) => Ok(Some((lock, tokio::runtime::Handle::current()))),
@@ -308,7 +310,7 @@ impl JsLockManager {
         name: Unknown<'e>,
         options: Option<Unknown<'e>>,
     ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
-        self.acquire_as(env, name, options, Mode::Acquire)
+        self.acquire_as(env, name, options, (Mode::Acquire, LeaseKind::Lock))
     }
 
     /// One attempt: resolves to `null` when another owner holds the lock.
@@ -324,7 +326,7 @@ impl JsLockManager {
         name: Unknown<'e>,
         options: Option<Unknown<'e>>,
     ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
-        self.acquire_as(env, name, options, Mode::Try)
+        self.acquire_as(env, name, options, (Mode::Try, LeaseKind::Lock))
     }
 
     /// Acquires every name of `names` at once, or none, waiting up to `options.wait` ms
@@ -344,7 +346,7 @@ impl JsLockManager {
         names: Unknown<'e>,
         options: Option<Unknown<'e>>,
     ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
-        self.acquire_as(env, names, options, Mode::Many)
+        self.acquire_as(env, names, options, (Mode::Many, LeaseKind::Lock))
     }
 
     /// The acquisition behind `using` (index.js): auto-extension on by default.
@@ -355,7 +357,7 @@ impl JsLockManager {
         name: Unknown<'e>,
         options: Option<Unknown<'e>>,
     ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
-        self.acquire_as(env, name, options, Mode::Scoped)
+        self.acquire_as(env, name, options, (Mode::Scoped, LeaseKind::Lock))
     }
 
     /// Releases `name` if it is held with `token`, without a lock object.

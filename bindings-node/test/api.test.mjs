@@ -48,7 +48,7 @@ describe('module', () => {
 
   it('every error kind of the core maps to a LockError subclass with its code', () => {
     const table = native.__errorTable()
-    assert.equal(table.length, 7, 'six core kinds plus the binding usage error')
+    assert.equal(table.length, 8, 'seven core kinds plus the binding usage error')
     const codes = new Set()
     for (const row of table) {
       const cls = cjs[row.className]
@@ -62,7 +62,7 @@ describe('module', () => {
     }
     assert.deepEqual(
       [...codes].sort(),
-      ['ABORT_ERR', 'ERR_INVALID_ARG', 'ERR_LOCK_LOST', 'ERR_LOCK_RELEASED', 'ERR_NOT_ACQUIRED', 'ERR_REDIS', 'ERR_UNAVAILABLE'],
+      ['ABORT_ERR', 'ERR_INVALID_ARG', 'ERR_LOCK_LOST', 'ERR_LOCK_RELEASED', 'ERR_NOT_ACQUIRED', 'ERR_REDIS', 'ERR_UNAVAILABLE', 'ERR_WRONG_KIND'],
     )
     assert.equal(new AbortError('x').name, 'AbortError')
     assert.ok(!(new TypeError('x') instanceof LockError), 'only InvalidArgumentError among TypeErrors')

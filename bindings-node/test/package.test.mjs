@@ -146,6 +146,12 @@ describe('the npm package', () => {
     assert.match(out, /got it again/)
   })
 
+  it('examples/node/worker-pool.js caps six workers at two at once', () => {
+    const out = run(process.execPath, [path.join(examples, 'worker-pool.js')])
+    assert.match(out, /6 workers ran, at most 2 at once/)
+    assert.match(out, /after: \{"limit":2,"held":0,"holders":0,"waiters":0\}/)
+  })
+
   it('examples/node/long-job.js keeps its lock through a job five times its TTL', () => {
     const out = run(process.execPath, [path.join(examples, 'long-job.js')])
     assert.match(out, /completed 10 steps under the lock/)

@@ -14,9 +14,29 @@ import {
   FencelockEvent,
   EventLevel,
   LockManagerOptions,
+  RwLock,
+  Semaphore,
+  SemaphoreState,
+  WrongKindError,
 } from 'fencelock'
 
 export async function typed(m: LockManager): Promise<void> {
+  const sem: Semaphore = m.semaphore('jobs', 4)
+  const lease: Lock = await sem.acquire({ count: 2, ttl: 1000, wait: 0, signal: AbortSignal.timeout(10) })
+  const kind: 'lock' | 'semaphore' | 'read' | 'write' = lease.kind
+  const permits: number | null = lease.permits
+  const maybeLease: Lock | null = await sem.tryAcquire({ count: 1 })
+  const st: SemaphoreState = await sem.state()
+  const used: number = await sem.using({ count: 1 }, async (l) => Number(l.fencingToken))
+  const rw: RwLock = m.rwlock('doc')
+  const r: string = await rw.reading(async (share) => share.kind)
+  const w: boolean = await rw.writing({ ttl: 1000 }, async () => (await rw.state()).writer)
+  const wrongKind: 'ERR_WRONG_KIND' = WrongKindError.code
+  void [kind, permits, maybeLease, st.held, used, r, w, wrongKind]
+  // @ts-expect-error count is a number
+  await sem.acquire({ count: '2' })
+  // @ts-expect-error a read-write lock has no count
+  await rw.read({ count: 2 })
   const lock: Lock = await m.acquire('name', { ttl: 1000, wait: 0, token: Buffer.from('t'), autoExtend: true, maxHold: 5000, signal: AbortSignal.timeout(10) })
   const name: string = lock.name
   const token: string = lock.token

@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 
 use crate::aio::{spawn, OnCancel, PyAsyncLockManager, PyAsyncLockScope};
 use crate::convert::{
-    lease_kind, max_hold_arg, name_arg, opt_token_arg, token_arg, ttl_arg, ttl_seconds,
-    wait_arg, CallerToken, Names, Text,
+    lease_kind, max_hold_arg, name_arg, opt_token_arg, token_arg, ttl_arg, ttl_seconds, wait_arg,
+    CallerToken, Names, Text,
 };
 use crate::errors::{to_py, Failure};
 use crate::lost::Keep;
@@ -31,11 +31,15 @@ enum Handle {
 }
 
 impl Handle {
-    fn of(manager: &fencelock::LockManager, name: &Text, kind: LeaseKind) -> fencelock::Result<Self> {
+    fn of(
+        manager: &fencelock::LockManager,
+        name: &Text,
+        kind: LeaseKind,
+    ) -> fencelock::Result<Self> {
         match kind {
-            LeaseKind::Permits { limit, .. } => {
-                Ok(Handle::Semaphore(manager.semaphore(name.as_bytes(), limit)?))
-            }
+            LeaseKind::Permits { limit, .. } => Ok(Handle::Semaphore(
+                manager.semaphore(name.as_bytes(), limit)?,
+            )),
             _ => Ok(Handle::RwLock(manager.rwlock(name.as_bytes())?)),
         }
     }

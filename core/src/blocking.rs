@@ -178,6 +178,20 @@ impl LockManager {
         Ok(self.wrap(lock))
     }
 
+    /// See [`crate::LockManager::acquire_lease_with`].
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::acquire_lease_with`].
+    pub fn acquire_lease_with(
+        &self,
+        name: impl AsRef<[u8]>,
+        kind: crate::LeaseKind,
+        opts: &AcquireOptions,
+    ) -> Result<Lock> {
+        let lock = self.block_on(self.inner.acquire_lease_with(name, kind, opts))??;
+        Ok(self.wrap(lock))
+    }
+
     /// [`crate::LockManager::acquire_lease_with`] that can be interrupted, as
     /// [`block_on_interruptible`](Self::block_on_interruptible).
     ///

@@ -83,6 +83,83 @@ async fn a_user_with_the_minimal_acl_can_do_everything() {
     m.release_by_token("jobs", "nobody").await.unwrap_err();
 }
 
+/// What the semaphore's and the read-write lock's scripts call beyond the lock's commands
+/// (docs/SECURITY.md): not in the preflight, so that a lock-only user's rule stays as it was.
+const FAMILY_COMMANDS: &[&str] = &[
+    "+hmget", "+hexists", "+type", "+exists", "+zscore", "+zcount", "+zcard",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_family_runs_with_the_minimal_acl_and_its_commands_and_names_one_missing() {
+    let server = RedisServer::start();
+    let mut rules = MINIMAL_ACL.to_vec();
+    rules.extend_from_slice(FAMILY_COMMANDS);
+    set_user(&server, "locker", &rules);
+    let url = format!("redis://locker:locker-pw@127.0.0.1:{}", server.port());
+    let m = LockManager::builder([url])
+        .key_prefix("app:")
+        .build()
+        .unwrap();
+    let sem = m.semaphore("pool", 1).unwrap();
+    let held = sem.acquire(1, MS(5000), None).await.unwrap();
+    let waiter = {
+        let sem = sem.clone();
+        tokio::spawn(async move {
+            sem.acquire(1, MS(5000), Some(Duration::from_secs(10)))
+                .await
+        })
+    };
+    let start = std::time::Instant::now();
+    while sem.state().await.unwrap().waiters != 1 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the waiter never lined up"
+        );
+        tokio::time::sleep(MS(10)).await;
+    }
+    held.extend(MS(5000)).await.unwrap();
+    held.release().await.unwrap();
+    let next = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("handed the permit")
+        .unwrap()
+        .unwrap();
+    assert!(next.is_held().await.unwrap());
+    next.release().await.unwrap();
+    let rw = m.rwlock("doc").unwrap();
+    rw.write(MS(5000), None)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    assert!(!rw.state().await.unwrap().writer);
+
+    // Without the family's commands a lock still works, and the family says what is missing.
+    let server = RedisServer::start();
+    set_user(&server, "locker", MINIMAL_ACL);
+    let url = format!("redis://locker:locker-pw@127.0.0.1:{}", server.port());
+    let m = LockManager::builder([url])
+        .key_prefix("app:")
+        .build()
+        .unwrap();
+    m.acquire("jobs", MS(1000), None)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    let e = m
+        .semaphore("pool", 2)
+        .unwrap()
+        .acquire(1, MS(1000), Some(MS(0)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.message().contains("permission denied"), "{e}");
+    assert!(e.message().contains("'hmget'"), "names the command: {e}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_password_only_server_accepts_the_right_password() {
     let server = RedisServer::start();

@@ -7,6 +7,11 @@ local function holder_of(key)
   if type(holder) ~= 'table' then
     return holder
   end
+  if string.sub(holder.err, 1, 9) ~= 'WRONGTYPE' then
+    -- Not the key's type (a permission denied, ...): raised again, so that the error names
+    -- the command by its line (failure.rs).
+    redis.call('GET', key)
+  end
   local kind = redis.pcall('HGET', key, 'kind')
   local shown = ({semaphore = 'a semaphore', rwlock = 'a read-write lock'})[kind]
   if shown then

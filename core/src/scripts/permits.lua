@@ -25,6 +25,11 @@ local SHOWN = {semaphore = 'a semaphore', rwlock = 'a read-write lock'}
 local function read_meta(key, kind, limit)
   local wanted = kind and SHOWN[KINDS[kind]] or 'a semaphore or read-write lock'
   local meta = redis.pcall('HMGET', key, 'kind', 'limit', 'held')
+  if meta.err and string.sub(meta.err, 1, 9) ~= 'WRONGTYPE' then
+    -- Not the key's type (a permission denied, ...): raised again, so that the error names
+    -- the command by its line (failure.rs).
+    redis.call('HMGET', key, 'kind')
+  end
   if meta.err then
     local found = redis.call('TYPE', key).ok
     if found == 'string' then
