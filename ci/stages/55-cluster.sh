@@ -5,9 +5,11 @@
 # KEYSLOT, sharded wake-ups in order, resharding under a held lock, replica acknowledgment
 # through a master's failover and its absence shown losing a lock, Redlock with a cluster),
 # then faults while holders contend, judged by the history checker (slots migrated mid-run; a
-# master killed mid-run with replica acknowledgment). The Python, Node and C cluster tests run
+# master killed mid-run with replica acknowledgment). Semaphores and read-write locks on a
+# cluster (core/tests/cluster_family.rs): one slot, sharded handoffs, a failover with
+# replica acknowledgment. The Python, Node and C cluster tests run
 # in their binding's stage, the cross-language one in 60-mixed.
 set -euo pipefail
 cd "$FENCELOCK_ROOT"
-cargo test --locked -p fencelock --test cluster
+cargo test --locked -p fencelock --test cluster --test cluster_family
 cargo test --locked -p fencelock-chaos --test cluster -- --nocapture

@@ -1,0 +1,106 @@
+//! Semaphores and read-write locks on a real Redis Cluster (issue 34 item 4): every key of one
+//! in the name's slot, waiters handed their leases through sharded pub/sub, and with replica
+//! acknowledgment a lease that survives the failover of its master.
+
+use std::time::Duration;
+
+use fencelock::keys::LockKeys;
+use fencelock::LockManager;
+use fencelock_testkit::cluster::RedisCluster;
+use fencelock_testkit::Reply;
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_semaphore_and_a_rwlock_keep_their_keys_in_one_slot_and_hand_off_by_sharded_pubsub() {
+    let c = RedisCluster::start(3, 1);
+    // Only a handoff can let the waiters in within the test's limits.
+    let m = LockManager::builder([c.url()])
+        .retry_delay(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    for name in ["jobs", "{tenant-7}:pool"] {
+        let sem = m.semaphore(name, 2).unwrap();
+        let all = sem.acquire(2, MS(60_000), Some(MS(0))).await.unwrap();
+        let keys = LockKeys::new(b"", name.as_bytes());
+        let master = c.master_of(name.as_bytes());
+        assert_eq!(
+            master.cmd(&[b"HGET", name.as_bytes(), b"kind"]),
+            Reply::Bulk(Some(b"semaphore".to_vec()))
+        );
+        assert_eq!(master.cmd(&[b"ZCARD", &keys.holders]), Reply::Int(1));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let sem = sem.clone();
+                tokio::spawn(async move { sem.acquire(1, MS(60_000), None).await })
+            })
+            .collect();
+        let start = std::time::Instant::now();
+        while sem.state().await.unwrap().waiters != 2 {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "waiters never lined up"
+            );
+            tokio::time::sleep(MS(10)).await;
+        }
+        all.release().await.unwrap();
+        for w in waiters {
+            let lease = tokio::time::timeout(Duration::from_secs(10), w)
+                .await
+                .expect("handed a permit through SPUBLISH")
+                .unwrap()
+                .unwrap();
+            lease.release().await.unwrap();
+        }
+    }
+    let rw = m.rwlock("{tenant-7}:doc").unwrap();
+    let reader = rw.read(MS(60_000), Some(MS(0))).await.unwrap();
+    let writer = {
+        let rw = rw.clone();
+        tokio::spawn(async move { rw.write(MS(60_000), None).await })
+    };
+    let start = std::time::Instant::now();
+    while rw.state().await.unwrap().waiters != 1 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the writer never lined up"
+        );
+        tokio::time::sleep(MS(10)).await;
+    }
+    assert!(rw.try_read(MS(10_000)).await.unwrap().is_none());
+    reader.release().await.unwrap();
+    let w = tokio::time::timeout(Duration::from_secs(10), writer)
+        .await
+        .expect("the writer is handed the lock")
+        .unwrap()
+        .unwrap();
+    assert!(rw.state().await.unwrap().writer);
+    w.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_replica_ack_a_lease_survives_the_failover_of_its_master() {
+    let mut c = RedisCluster::start(3, 1);
+    let acked = |c: &RedisCluster| {
+        LockManager::builder([c.url()])
+            .replica_ack(1, MS(500))
+            .server_timeout(Duration::from_secs(2))
+            .build()
+            .unwrap()
+    };
+    let m = acked(&c);
+    let sem = m.semaphore("durable-sem", 1).unwrap();
+    let lease = sem.acquire(1, MS(60_000), None).await.unwrap();
+    let keys = LockKeys::new(b"", b"durable-sem");
+    // Killed at once after the grant: only the acknowledgment says the replica has it.
+    c.kill_master_of_slot(keys.slot);
+    // Checked without acknowledgment: the new master has no replica left.
+    let plain = LockManager::new([c.url()]).unwrap();
+    let other = plain.semaphore("durable-sem", 1).unwrap();
+    assert!(
+        other.try_acquire(1, MS(5000)).await.unwrap().is_none(),
+        "the permit is still held through the new master"
+    );
+    assert_eq!(other.state().await.unwrap().held, 1);
+    assert!(lease.is_held().await.unwrap());
+}
