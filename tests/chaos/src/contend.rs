@@ -5,9 +5,58 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fencelock::{ErrorKind, LockManager};
+use fencelock::{AcquireOptions, ErrorKind, Lock, LockManager};
 
-use crate::history::{now_us, History, Hold};
+use crate::history::{now_us, History, Hold, HoldKind};
+
+/// What the holders take of each name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// Locks.
+    Lock,
+    /// Permits of semaphores of `limit`: each acquisition 1 to `max_count` of them.
+    Semaphore {
+        /// The semaphores' limit.
+        limit: u32,
+        /// The most permits one acquisition takes.
+        max_count: u32,
+    },
+    /// Read-write locks: one acquisition in `write_one_in` writes, the others read.
+    RwLock {
+        /// How rare writes are.
+        write_one_in: u64,
+    },
+}
+
+impl Family {
+    /// Acquires the next lease of this family on `name` (its kind drawn with `rng`).
+    async fn acquire(
+        self,
+        m: &LockManager,
+        name: &str,
+        opts: &AcquireOptions,
+        rng: &mut Rng,
+    ) -> fencelock::Result<(Lock, HoldKind)> {
+        match self {
+            Family::Lock => Ok((m.acquire_with(name, opts).await?, HoldKind::Lock)),
+            Family::Semaphore { limit, max_count } => {
+                let count = 1 + rng.below(u64::from(max_count)) as u32;
+                let sem = m.semaphore(name, limit)?;
+                let lease = sem.acquire_with(count, opts).await?;
+                let (count, limit) = (count.into(), limit.into());
+                Ok((lease, HoldKind::Permits { count, limit }))
+            }
+            Family::RwLock { write_one_in } => {
+                let rw = m.rwlock(name)?;
+                if rng.below(write_one_in) == 0 {
+                    Ok((rw.write_with(opts).await?, HoldKind::Write))
+                } else {
+                    Ok((rw.read_with(opts).await?, HoldKind::Read))
+                }
+            }
+        }
+    }
+}
 
 /// What the holders do.
 #[derive(Debug, Clone)]
@@ -144,6 +193,16 @@ impl Rng {
 
 /// Runs the holders to the deadline on the current runtime, recording holds in `history`.
 pub async fn contend(manager: LockManager, spec: Contention, history: History) -> Report {
+    contend_family(manager, spec, Family::Lock, history).await
+}
+
+/// [`contend`] for leases of `family` (locks, a semaphore's permits, read-write locks).
+pub async fn contend_family(
+    manager: LockManager,
+    spec: Contention,
+    family: Family,
+    history: History,
+) -> Report {
     let report = Arc::new(Mutex::new(Report::default()));
     let mut tasks = Vec::new();
     for i in 0..spec.holders {
@@ -160,10 +219,11 @@ pub async fn contend(manager: LockManager, spec: Contention, history: History) -
                 let name = &spec.names[(i + round) % spec.names.len()];
                 round += 1;
                 let started = Instant::now();
-                let result = m.acquire(name, spec.ttl, Some(spec.wait)).await;
+                let opts = AcquireOptions::new(spec.ttl).wait(Some(spec.wait));
+                let result = family.acquire(&m, name, &opts, &mut rng).await;
                 let took = started.elapsed();
-                let lock = match result {
-                    Ok(lock) => lock,
+                let (lock, kind) = match result {
+                    Ok(got) => got,
                     Err(e) => {
                         report.lock().unwrap().attempts.push(Attempt {
                             started,
@@ -181,14 +241,17 @@ pub async fn contend(manager: LockManager, spec: Contention, history: History) -
                 let hold_us = rng.below(spec.max_hold.as_micros() as u64 + 1);
                 tokio::time::sleep(Duration::from_micros(hold_us)).await;
                 let end_us = now_us();
-                history.record(Hold::new(
-                    name.clone(),
-                    lock.fencing_token(),
-                    start_us,
-                    end_us,
-                    validity,
-                    format!("task {i}"),
-                ));
+                history.record(
+                    Hold::new(
+                        name.clone(),
+                        lock.fencing_token(),
+                        start_us,
+                        end_us,
+                        validity,
+                        format!("task {i}"),
+                    )
+                    .of_kind(kind),
+                );
                 let released = match lock.release().await {
                     Ok(()) => "ok".to_string(),
                     Err(e) => {

@@ -12,6 +12,10 @@
 //!   a violation (the lock no longer protected it: the classic paused-client case);
 //! - **fencing order**: in hold order (by start), fencing tokens on one name strictly increase.
 //!
+//! Holds of a semaphore or a read-write lock ([`HoldKind`]) are judged by their weight against
+//! the name's capacity instead: never more than the limit at one instant, never a writer with
+//! anyone else ([`crate::capacity`]).
+//!
 //! Record `start` right after the acquire returned and read the validity after that, and
 //! record `end` before calling release: then a correct lock never produces a violation.
 //!
@@ -22,12 +26,15 @@
 //! HOLD name=alpha token=42 start_us=1795330453749048 end_us=1795330453751002 validity_us=985197 holder=rust-1234/0
 //! ```
 //!
-//! (names and holder labels without spaces or `=`).
+//! (names and holder labels without spaces or `=`); a semaphore's or read-write lock's hold
+//! adds its kind: `kind=semaphore count=2 limit=4`, `kind=read`, `kind=write`.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub use crate::capacity::HoldKind;
 
 /// Wall-clock microseconds since the Unix epoch: the clock every holder on this machine shares.
 pub fn now_us() -> u64 {
@@ -51,6 +58,8 @@ pub struct Hold {
     pub validity_us: u64,
     /// Who held it (for messages), e.g. `task 3` or `worker pid 1234`.
     pub holder: String,
+    /// What it held of the name: the whole name (a lock), permits, a read share, a write hold.
+    pub kind: HoldKind,
 }
 
 impl Hold {
@@ -70,20 +79,27 @@ impl Hold {
             end_us,
             validity_us: validity.as_micros() as u64,
             holder: holder.into(),
+            kind: HoldKind::Lock,
         }
+    }
+
+    /// The same hold, of `kind`.
+    pub fn of_kind(self, kind: HoldKind) -> Hold {
+        Hold { kind, ..self }
     }
 
     /// The hold as a worker's stdout line: `HOLD name=.. token=.. start_us=.. end_us=..
     /// validity_us=.. holder=..`.
     pub fn to_line(&self) -> String {
         format!(
-            "HOLD name={} token={} start_us={} end_us={} validity_us={} holder={}",
+            "HOLD name={} token={} start_us={} end_us={} validity_us={} holder={}{}",
             self.name,
             self.fencing_token,
             self.start_us,
             self.end_us,
             self.validity_us,
-            self.holder
+            self.holder,
+            self.kind.to_fields()
         )
     }
 
@@ -106,6 +122,7 @@ impl Hold {
             end_us: get("end_us")?.parse().ok()?,
             validity_us: get("validity_us")?.parse().ok()?,
             holder: get("holder")?,
+            kind: HoldKind::from_fields(&get)?,
         })
     }
 
@@ -115,7 +132,7 @@ impl Hold {
     }
 
     /// The part of the hold the lock was responsible for: up to the end of its validity.
-    fn protected_end_us(&self) -> u64 {
+    pub(crate) fn protected_end_us(&self) -> u64 {
         self.end_us.min(self.valid_until_us())
     }
 }
@@ -160,6 +177,26 @@ pub enum Violation {
         /// Length of the overlap, in microseconds.
         overlap_us: u64,
     },
+    /// The holds of a semaphore or read-write lock held at one instant weighed more than its
+    /// capacity: more permits than the limit, or a writer with someone else.
+    OverLimit {
+        /// When the weight passed the capacity.
+        at_us: u64,
+        /// The weight held then.
+        held: u64,
+        /// The name's capacity (the limit; a read-write lock's is 2^50, a writer's weight).
+        capacity: u64,
+        /// Every hold held then.
+        holds: Vec<Hold>,
+    },
+    /// Holds of one name disagree on its kind (a lock, a semaphore, a read-write lock) or
+    /// limit.
+    KindMix {
+        /// The first hold of the name.
+        first: Hold,
+        /// One of another kind.
+        other: Hold,
+    },
     /// A later hold on a name got a fencing token not larger than an earlier one's.
     TokenNotIncreasing {
         /// The earlier hold.
@@ -186,6 +223,29 @@ impl fmt::Display for Violation {
                 f,
                 "overlap of {overlap_us} us on {:?}:\n    {earlier}\n    {later}",
                 earlier.name
+            ),
+            Violation::OverLimit {
+                at_us,
+                held,
+                capacity,
+                holds,
+            } => {
+                write!(
+                    f,
+                    "{held} held of {capacity} at {at_us} us on {:?}:",
+                    holds.first().map_or("", |h| h.name.as_str())
+                )?;
+                for h in holds {
+                    write!(f, "\n    {h}{}", h.kind.to_fields())?;
+                }
+                Ok(())
+            }
+            Violation::KindMix { first, other } => write!(
+                f,
+                "two kinds on {:?}:\n    {first}{}\n    {other}{}",
+                first.name,
+                first.kind.to_fields(),
+                other.kind.to_fields()
             ),
             Violation::TokenNotIncreasing { earlier, later } => write!(
                 f,
@@ -216,6 +276,11 @@ impl Verdict {
     /// The overlaps found.
     pub fn overlaps(&self) -> Vec<&Violation> {
         self.of(|v| matches!(v, Violation::Overlap { .. }))
+    }
+
+    /// The instants a semaphore or read-write lock was held past its capacity.
+    pub fn over_limit(&self) -> Vec<&Violation> {
+        self.of(|v| matches!(v, Violation::OverLimit { .. }))
     }
 
     /// The holds used past their validity.
@@ -282,6 +347,10 @@ pub fn check(holds: &[Hold]) -> Verdict {
     let names = by_name.len();
     for list in by_name.values_mut() {
         list.sort_by_key(|h| (h.start_us, h.end_us));
+        if list.iter().any(|h| h.kind != HoldKind::Lock) {
+            crate::capacity::check_shared(list, &mut violations);
+            continue;
+        }
         // Sweep in start order, remembering the protected period that reaches furthest.
         let mut reach: Option<&Hold> = None;
         for (i, h) in list.iter().enumerate() {
@@ -370,6 +439,7 @@ mod tests {
             end_us: end_ms * MS,
             validity_us: validity_ms * MS,
             holder: format!("h{token}"),
+            kind: HoldKind::Lock,
         }
     }
 

@@ -5,7 +5,9 @@
 //! - [`proxy`]: a fault-injecting TCP proxy (latency, stalls, blackhole, dropped
 //!   connections) placed between clients and chosen servers;
 //! - [`history`]: the history checker (no overlap within reported validity, nobody holding
-//!   past validity, fencing tokens strictly increasing in hold order);
+//!   past validity, fencing tokens strictly increasing in hold order), and [`capacity`], its
+//!   rules for semaphores and read-write locks (never over the limit, never a writer with
+//!   anyone else);
 //! - [`contend`]: holders contending for a few names while faults happen;
 //! - [`store`]: a fenced and an unfenced store, to show what fencing tokens buy;
 //! - [`paused`]: a holder paused past its TTL and fenced off when it resumes, for holders in
@@ -25,6 +27,7 @@
 //! processes contending for the same locks). Set `FENCELOCK_SOAK=1` for longer runs.
 #![warn(missing_docs)]
 
+pub mod capacity;
 pub mod contend;
 pub mod history;
 pub mod mixed;

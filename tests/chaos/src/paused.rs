@@ -197,6 +197,7 @@ pub fn a_paused_holder_is_fenced_off(a: &Launcher, b: &Launcher) -> PausedRun {
         end_us,
         validity_us: num(line, "validity_us"),
         holder: who.into(),
+        kind: Default::default(),
     };
     let verdict = check(&[
         hold(&a_got, num(&a_wrote, "end_us"), &who_a),

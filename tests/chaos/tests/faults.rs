@@ -359,6 +359,7 @@ fn a_holder_killed_with_sigkill_frees_its_lock_within_the_ttl() {
             end_us: kill_us,
             validity_us: valid_until_us - num(&got, "start_us"),
             holder: format!("killed worker {}", w.pid()),
+            kind: Default::default(),
         },
         Hold::new(
             "victim",

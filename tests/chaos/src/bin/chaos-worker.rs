@@ -4,6 +4,7 @@
 //! chaos-worker hold --servers URL[,URL...] --name NAME --ttl-ms N [--wait-ms N]
 //!                   [--server-timeout-ms N] [--auto-extend] [--report-ms N]
 //!                   [--store URL --resource R --value V]
+//!                   [--lease semaphore:LIMIT:COUNT | --lease read | --lease write]
 //! chaos-worker contend --servers URL[,URL...] --names A[,B...] --ttl-ms N [--wait-ms N]
 //!                   [--server-timeout-ms N] --duration-ms N [--max-hold-ms N] [--holders N]
 //!                   [--rounds N] [--holder LABEL]
@@ -18,6 +19,9 @@
 //!   and in the unfenced store, then prints
 //!   `WROTE fenced=accepted|rejected unfenced=written lost=BOOL end_us=E`;
 //! - `RELEASE`: prints `RELEASED result=ok|<error kind> end_us=E` and exits.
+//!
+//! With `--lease` it holds a semaphore's permits or a read-write lock's share or hold instead
+//! of a lock.
 //!
 //! End of stdin exits. A failed acquire prints `ERROR kind=K message=...` and exits with 2.
 //!
@@ -63,6 +67,23 @@ struct Args {
     holders: usize,
     rounds: Option<u64>,
     holder: Option<String>,
+    lease: fencelock::LeaseKind,
+}
+
+/// `--lease`: `semaphore:LIMIT:COUNT`, `read` or `write`.
+fn lease(v: Option<String>) -> fencelock::LeaseKind {
+    let v = v.unwrap_or_else(|| usage("missing lease"));
+    let parts: Vec<&str> = v.split(':').collect();
+    let num = |s: &str| s.parse().unwrap_or_else(|_| usage("bad lease number"));
+    match parts.as_slice() {
+        ["semaphore", limit, count] => fencelock::LeaseKind::Permits {
+            count: num(count),
+            limit: num(limit),
+        },
+        ["read"] => fencelock::LeaseKind::Read,
+        ["write"] => fencelock::LeaseKind::Write,
+        _ => usage("--lease is semaphore:LIMIT:COUNT, read or write"),
+    }
 }
 
 fn usage(why: &str) -> ! {
@@ -118,6 +139,7 @@ fn parse() -> Args {
         holders: 2,
         rounds: None,
         holder: None,
+        lease: fencelock::LeaseKind::Lock,
     };
     let ms = |v: Option<String>| -> Duration {
         let v = v.unwrap_or_else(|| usage("missing value"));
@@ -152,6 +174,7 @@ fn parse() -> Args {
                 )
             }
             "--holder" => a.holder = Some(it.next().unwrap_or_else(|| usage("missing holder"))),
+            "--lease" => a.lease = lease(it.next()),
             other => usage(&format!("unknown flag {other}")),
         }
     }
@@ -185,7 +208,8 @@ fn kind_word(e: &fencelock::Error) -> String {
 
 fn hold(a: &Args, manager: &LockManager) {
     let name = &a.names[0];
-    let lock = match manager.acquire(name, a.ttl, a.wait) {
+    let opts = fencelock::AcquireOptions::new(a.ttl).wait(a.wait);
+    let lock = match manager.acquire_lease_with(name, a.lease, &opts) {
         Ok(lock) => Arc::new(lock),
         Err(e) => {
             println!("ERROR kind={} message={}", kind_word(&e), e.message());
