@@ -122,7 +122,7 @@ impl Hold {
             end_us: get("end_us")?.parse().ok()?,
             validity_us: get("validity_us")?.parse().ok()?,
             holder: get("holder")?,
-            kind: HoldKind::from_fields(&get)?,
+            kind: HoldKind::from_fields(get)?,
         })
     }
 
