@@ -12,7 +12,7 @@ use crate::error::fl_status;
 use crate::ffi;
 use crate::lock::{
     acquire_options, fl_interrupt_callback, fl_lock, fl_lock_callback, hand_out, lock_ref, manager,
-    reentrant_flag,
+    reentrant_flag, run_scoped,
 };
 use crate::manager::fl_manager;
 use crate::panic::{boundary, boundary_or};
@@ -118,23 +118,6 @@ unsafe fn acquire(
         }
         How::Scoped => m.acquire_lease_with(name, kind, &opts.auto_extend(None)),
     }
-}
-
-/// The scoped form's end: runs `callback` on the lease, then releases it.
-///
-/// # Safety
-/// `callback` is a C function pointer that honours `fl_lock_callback`'s contract.
-unsafe fn run_scoped(
-    lease: Lock,
-    callback: fl_lock_callback,
-    user_data: *mut c_void,
-) -> Result<()> {
-    let callback = callback.ok_or_else(|| ffi::invalid("callback is NULL"))?;
-    let handle = fl_lock::new(lease)?;
-    // SAFETY: by contract; the handle outlives the call.
-    unsafe { callback(&handle, user_data) };
-    let lease = handle.guard().take().ok_or_else(|| handle.released())?;
-    lease.finish_scope()
 }
 
 /// `Err(FL_NOT_ACQUIRED)` for a single try that found the lease not free.
@@ -318,7 +301,7 @@ pub unsafe extern "C" fn fl_with_semaphore(
     user_data: *mut c_void,
 ) -> fl_status {
     boundary(|| {
-        callback.ok_or_else(|| ffi::invalid("callback is NULL"))?;
+        let callback = callback.ok_or_else(|| ffi::invalid("callback is NULL"))?;
         let s = self::semaphore(semaphore)?;
         let times = (ttl_ms, wait_ms, 0);
         // SAFETY: no token; the callback under the caller's contract.
@@ -477,7 +460,7 @@ pub unsafe extern "C" fn fl_with_rwlock(
     user_data: *mut c_void,
 ) -> fl_status {
     boundary(|| {
-        callback.ok_or_else(|| ffi::invalid("callback is NULL"))?;
+        let callback = callback.ok_or_else(|| ffi::invalid("callback is NULL"))?;
         let lease = self::rwlock(rwlock)?.lease(mode)?;
         let times = (ttl_ms, wait_ms, 0);
         // SAFETY: no token; the callback under the caller's contract.

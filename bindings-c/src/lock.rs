@@ -625,10 +625,24 @@ pub unsafe extern "C" fn fl_with_lock(
         // SAFETY: the pointers are forwarded under the caller's contract.
         let (m, name, opts) = unsafe { acquire_args(manager, name, None, ttl_ms, wait_ms) }?;
         let lock = m.inner.acquire_scoped(name, &opts)?;
-        let handle = fl_lock::new(lock)?;
-        // SAFETY: a C function pointer given by the caller; the handle outlives the call.
-        unsafe { callback(&handle, user_data) };
-        let lock = handle.guard().take().ok_or_else(|| handle.released())?;
-        lock.finish_scope()
+        // SAFETY: the callback under the caller's contract.
+        unsafe { run_scoped(lock, callback, user_data) }
     })
+}
+
+/// The end of every scoped form (`fl_with_lock`, `fl_with_semaphore`, `fl_with_rwlock`):
+/// runs `callback` on the held lock, then releases it (`FL_NOT_HELD` if it was lost).
+///
+/// # Safety
+/// `callback` honours `fl_lock_callback`'s contract.
+pub(crate) unsafe fn run_scoped(
+    lock: Lock,
+    callback: unsafe extern "C" fn(*const fl_lock, *mut c_void),
+    user_data: *mut c_void,
+) -> Result<()> {
+    let handle = fl_lock::new(lock)?;
+    // SAFETY: by contract; the handle outlives the call.
+    unsafe { callback(&handle, user_data) };
+    let lock = handle.guard().take().ok_or_else(|| handle.released())?;
+    lock.finish_scope()
 }

@@ -364,10 +364,11 @@ impl ScriptCall {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn parts(call: &ScriptCall) -> Vec<Vec<u8>> {
+    /// Every part of `call`'s command (the plain one, not a cluster's).
+    pub(crate) fn parts(call: &ScriptCall) -> Vec<Vec<u8>> {
         call.cmd_for(false)
             .args_iter()
             .map(|a| match a {

@@ -109,14 +109,8 @@ async fn the_family_runs_with_the_minimal_acl_and_its_commands_and_names_one_mis
                 .await
         })
     };
-    let start = std::time::Instant::now();
-    while sem.state().await.unwrap().waiters != 1 {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the waiter never lined up"
-        );
-        tokio::time::sleep(MS(10)).await;
-    }
+    let lined_up = || async { sem.state().await.unwrap().waiters == 1 };
+    fencelock_testkit::wait_for(Duration::from_secs(10), "the waiter in line", lined_up).await;
     held.extend(MS(5000)).await.unwrap();
     held.release().await.unwrap();
     let next = tokio::time::timeout(Duration::from_secs(10), waiter)

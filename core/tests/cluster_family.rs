@@ -7,7 +7,7 @@ use std::time::Duration;
 use fencelock::keys::LockKeys;
 use fencelock::LockManager;
 use fencelock_testkit::cluster::RedisCluster;
-use fencelock_testkit::Reply;
+use fencelock_testkit::{wait_for, Reply};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 
@@ -35,14 +35,8 @@ async fn a_semaphore_and_a_rwlock_keep_their_keys_in_one_slot_and_hand_off_by_sh
                 tokio::spawn(async move { sem.acquire(1, MS(60_000), None).await })
             })
             .collect();
-        let start = std::time::Instant::now();
-        while sem.state().await.unwrap().waiters != 2 {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "waiters never lined up"
-            );
-            tokio::time::sleep(MS(10)).await;
-        }
+        let lined_up = || async { sem.state().await.unwrap().waiters == 2 };
+        wait_for(Duration::from_secs(10), "two waiters in line", lined_up).await;
         all.release().await.unwrap();
         for w in waiters {
             let lease = tokio::time::timeout(Duration::from_secs(10), w)
@@ -59,14 +53,8 @@ async fn a_semaphore_and_a_rwlock_keep_their_keys_in_one_slot_and_hand_off_by_sh
         let rw = rw.clone();
         tokio::spawn(async move { rw.write(MS(60_000), None).await })
     };
-    let start = std::time::Instant::now();
-    while rw.state().await.unwrap().waiters != 1 {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the writer never lined up"
-        );
-        tokio::time::sleep(MS(10)).await;
-    }
+    let lined_up = || async { rw.state().await.unwrap().waiters == 1 };
+    wait_for(Duration::from_secs(10), "the writer in line", lined_up).await;
     assert!(rw.try_read(MS(10_000)).await.unwrap().is_none());
     reader.release().await.unwrap();
     let w = tokio::time::timeout(Duration::from_secs(10), writer)

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use fencelock::{AcquireOptions, ErrorKind, LockManager, RwLock};
-use fencelock_testkit::{servers, RedisServer};
+use fencelock_testkit::{servers, wait_for, RedisServer};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 
@@ -19,11 +19,8 @@ fn manager(s: &[RedisServer]) -> LockManager {
 
 /// Waits (10 s at most: a hang) until `n` callers wait in the lock's line.
 async fn waiters_in_line(rw: &RwLock, n: u64) {
-    let start = std::time::Instant::now();
-    while rw.state().await.unwrap().waiters != n {
-        assert!(start.elapsed() < MS(10_000), "{n} waiters never lined up");
-        tokio::time::sleep(MS(10)).await;
-    }
+    let lined_up = || async { rw.state().await.unwrap().waiters == n };
+    wait_for(MS(10_000), "waiters in line", lined_up).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

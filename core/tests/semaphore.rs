@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use fencelock::{AcquireOptions, ErrorKind, LockManager, Semaphore};
-use fencelock_testkit::{servers, RedisServer, Reply};
+use fencelock_testkit::{servers, wait_for, RedisServer, Reply};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 
@@ -19,11 +19,8 @@ fn manager(s: &[RedisServer]) -> LockManager {
 
 /// Waits (10 s at most: a hang) until `n` callers wait in the semaphore's line.
 async fn waiters_in_line(sem: &Semaphore, n: u64) {
-    let start = std::time::Instant::now();
-    while sem.state().await.unwrap().waiters != n {
-        assert!(start.elapsed() < MS(10_000), "{n} waiters never lined up");
-        tokio::time::sleep(MS(10)).await;
-    }
+    let lined_up = || async { sem.state().await.unwrap().waiters == n };
+    wait_for(MS(10_000), "waiters in line", lined_up).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

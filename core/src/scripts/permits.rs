@@ -118,17 +118,8 @@ impl ScriptCall {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::parts;
     use super::*;
-
-    fn parts(call: &ScriptCall) -> Vec<Vec<u8>> {
-        call.cmd_for(false)
-            .args_iter()
-            .map(|a| match a {
-                redis::Arg::Simple(b) => b.to_vec(),
-                _ => Vec::new(),
-            })
-            .collect()
-    }
 
     #[test]
     fn permit_calls_keep_their_keys_order_and_pack_the_kind() {

@@ -262,7 +262,10 @@ mod tests {
         assert!(check(&clean).is_ok(), "{}", check(&clean));
         let stale = [hold(permits(1), 5, 0, 10), hold(permits(1), 4, 20, 30)];
         assert_eq!(check(&stale).token_violations().len(), 1);
-        let equal_later = [hold(HoldKind::Write, 5, 0, 10), hold(HoldKind::Read, 5, 10, 20)];
+        let equal_later = [
+            hold(HoldKind::Write, 5, 0, 10),
+            hold(HoldKind::Read, 5, 10, 20),
+        ];
         assert_eq!(check(&equal_later).token_violations().len(), 1);
     }
 

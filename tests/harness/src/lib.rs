@@ -82,6 +82,23 @@ pub async fn wait_until_async(limit: Duration, what: &str, mut cond: impl FnMut(
     }
 }
 
+/// [`wait_until_async`] for a condition that is itself async (a call to the servers, such as
+/// a semaphore's occupancy).
+pub async fn wait_for<F, Fut>(limit: Duration, what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while !cond().await {
+        assert!(
+            start.elapsed() < limit,
+            "fencelock-testkit: after {limit:?}, still not: {what}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
 /// Returns a currently free TCP port on 127.0.0.1 (never 6379).
 ///
 /// The port is found by binding `127.0.0.1:0` and dropping the listener, so
