@@ -5,11 +5,15 @@
 //! - **never over the limit**: at no instant do the protected periods (from the start to the
 //!   earlier of the end and the end of the reported validity) of one name's holds weigh more
 //!   than its capacity, so never more than `limit` permits, never a writer with anyone else;
-//! - **fencing order**: a hold that started after another's protected period ended has a
-//!   larger token (it was granted later). Holds that overlap in time (readers, permits) may
-//!   have been granted in either order, and on Redlock may even share a token: each server's
-//!   counter is incremented by every grant and a lease's token is the largest of a quorum's,
-//!   so two leases granted at the same moment through different servers can both see it.
+//! - **fencing order**: when one of two holds is exclusive (a write hold, or all of a
+//!   semaphore's permits) and the other started after it ended (or the other way round), the
+//!   later one's token is larger. A hold's recorded start is when its acquire *returned*, so a
+//!   hold that started after another ended may still have been granted first, while both were
+//!   held; that is impossible beside an exclusive hold (it would have held with it on the
+//!   servers). Holds that share the name (readers, permits that fit together) may have been
+//!   granted in either order, and on Redlock may even share a token: each server's counter is
+//!   incremented by every grant and a lease's token is the largest of a quorum's, so two
+//!   leases granted at the same moment through different servers can both see it.
 //!
 //! A name whose holds disagree on the kind or the limit is a violation too: one name, one kind.
 
@@ -21,7 +25,7 @@ use crate::history::{Hold, Violation};
 const RW_CAPACITY: u64 = 1 << 50;
 
 /// What a hold held of its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum HoldKind {
     /// A lock: the whole name.
     #[default]
@@ -135,25 +139,43 @@ fn over_capacity(holds: &[&Hold], capacity: u64, violations: &mut Vec<Violation>
     }
 }
 
-/// Each token larger than every token of a hold whose protected period ended before this one
-/// started.
+/// Whether a hold takes its name's whole capacity (a write hold, all of a semaphore's permits).
+fn exclusive(h: &Hold) -> bool {
+    let (weight, capacity) = h.kind.weights();
+    weight >= capacity
+}
+
+/// Each hold's token larger than that of every exclusive hold whose protected period ended
+/// before it started, and an exclusive hold's larger than that of every hold that ended before
+/// it started (see the module doc).
 fn fencing_order(holds: &[&Hold], violations: &mut Vec<Violation>) {
     let mut by_end: Vec<&&Hold> = holds.iter().collect();
     by_end.sort_by_key(|h| h.protected_end_us());
     let mut by_start: Vec<&&Hold> = holds.iter().collect();
     by_start.sort_by_key(|h| h.start_us);
-    // Walk starts in order, folding in every hold that ended before: the largest token so far.
+    // Walk starts in order, folding in every hold that ended before: the largest token of an
+    // exclusive one, and of any.
     let mut ended = 0;
-    let mut largest: Option<&Hold> = None;
+    let (mut largest_exclusive, mut largest_any): (Option<&Hold>, Option<&Hold>) = (None, None);
+    let larger =
+        |l: Option<&Hold>, e: &'_ Hold| l.is_none_or(|l| e.fencing_token > l.fencing_token);
     for h in by_start {
         while ended < by_end.len() && by_end[ended].protected_end_us() <= h.start_us {
-            let e = by_end[ended];
-            if largest.is_none_or(|l| e.fencing_token > l.fencing_token) {
-                largest = Some(e);
+            let e: &Hold = by_end[ended];
+            if larger(largest_any, e) {
+                largest_any = Some(e);
+            }
+            if exclusive(e) && larger(largest_exclusive, e) {
+                largest_exclusive = Some(e);
             }
             ended += 1;
         }
-        if let Some(l) = largest {
+        let earlier = if exclusive(h) {
+            largest_any
+        } else {
+            largest_exclusive
+        };
+        if let Some(l) = earlier {
             if h.fencing_token <= l.fencing_token && !std::ptr::eq(*h, l) {
                 violations.push(Violation::TokenNotIncreasing {
                     earlier: l.clone(),
@@ -252,15 +274,20 @@ mod tests {
     }
 
     #[test]
-    fn fencing_tokens_must_grow_across_holds_that_do_not_overlap() {
-        // Overlapping holds may have tokens in either order, or one token (Redlock).
+    fn fencing_tokens_must_grow_across_an_exclusive_hold() {
+        // Holds that share the name may have tokens in either order, or one token (Redlock),
+        // also when one was recorded after the other ended (its acquire returned late).
         let clean = [
             hold(permits(1), 2, 0, 50),
             hold(permits(1), 1, 5, 60),
             hold(permits(1), 2, 6, 40),
+            hold(permits(1), 1, 70, 80),
         ];
         assert!(check(&clean).is_ok(), "{}", check(&clean));
-        let stale = [hold(permits(1), 5, 0, 10), hold(permits(1), 4, 20, 30)];
+        // Before and after all of the permits, the order is sure.
+        let stale = [hold(permits(3), 5, 0, 10), hold(permits(1), 4, 20, 30)];
+        assert_eq!(check(&stale).token_violations().len(), 1);
+        let stale = [hold(permits(1), 5, 0, 10), hold(permits(3), 4, 20, 30)];
         assert_eq!(check(&stale).token_violations().len(), 1);
         let equal_later = [
             hold(HoldKind::Write, 5, 0, 10),

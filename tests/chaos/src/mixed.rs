@@ -376,9 +376,27 @@ pub struct Running {
 /// Starts `per_language` workers of every language with `spec` (the setup of every
 /// mixed-language run).
 pub fn start_every_language(t: &Toolchains, spec: &Spec, per_language: usize) -> Vec<Running> {
+    start_every_language_with(t, spec, per_language, &[])
+}
+
+/// [`start_every_language`] with `extra` arguments for every worker (`--lease ...`: a
+/// semaphore's permits or a read-write lock's shares instead of locks).
+pub fn start_every_language_with(
+    t: &Toolchains,
+    spec: &Spec,
+    per_language: usize,
+    extra: &[&str],
+) -> Vec<Running> {
     Language::ALL
         .into_iter()
-        .flat_map(|l| start(t.launcher(l).expect("found"), spec, 1, per_language))
+        .flat_map(|l| {
+            start_with(
+                t.launcher(l).expect("found"),
+                spec,
+                (1, per_language),
+                extra,
+            )
+        })
         .collect()
 }
 
@@ -390,10 +408,22 @@ pub fn contended_names() -> Vec<String> {
 /// Starts `count` workers of `launcher`'s language, with holder ids `LANG-1..=count`
 /// (numbered from `first`).
 pub fn start(launcher: &Launcher, spec: &Spec, first: usize, count: usize) -> Vec<Running> {
+    start_with(launcher, spec, (first, count), &[])
+}
+
+/// [`start`] with `extra` arguments for every worker.
+pub fn start_with(
+    launcher: &Launcher,
+    spec: &Spec,
+    (first, count): (usize, usize),
+    extra: &[&str],
+) -> Vec<Running> {
     (first..first + count)
         .map(|i| {
             let holder = format!("{}-{i}", launcher.language.label());
-            let worker = launcher.spawn(&spec.args(launcher.language, &holder));
+            let mut args = spec.args(launcher.language, &holder);
+            args.extend(extra.iter().map(|a| a.to_string()));
+            let worker = launcher.spawn(&args);
             Running { holder, worker }
         })
         .collect()

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use fencelock_chaos::history::now_us;
 use fencelock_chaos::mixed::{
-    collect, contended_names, start, start_every_language, Language, Outcome, Spec, Toolchains,
+    collect, contended_names, start, start_every_language, start_every_language_with, Language,
+    Outcome, Spec, Toolchains,
 };
 use fencelock_chaos::{scaled, soak, urls};
 use fencelock_testkit::servers;
@@ -99,6 +100,38 @@ fn rust_python_node_and_c_workers_exclude_each_other_on_five_servers() {
     assert_mixed_run_ok(&out);
     let (handoffs, _) = out.handoffs();
     assert!(handoffs >= 1000, "too few handoffs: {}", summary(&out));
+}
+
+/// A semaphore and a read-write lock shared by two workers per language on three servers
+/// (issue 34 item 6): never more than the limit at one instant, never a writer with anyone
+/// else, fencing order, every language held a lease.
+#[test]
+fn rust_python_node_and_c_workers_share_a_semaphore_and_a_rwlock() {
+    let Some(t) = toolchains() else { return };
+    let srv = servers(3);
+    for (name, lease) in [("pool", "semaphore:3:1"), ("doc", "rw:3")] {
+        let spec = Spec {
+            servers: urls(&srv),
+            names: vec![name.into()],
+            rounds: if soak() { 1000 } else { 60 },
+            hold_ms: 2,
+            ttl_ms: 1000,
+            wait_ms: 10_000,
+            server_timeout_ms: 100,
+            duration_ms: None,
+        };
+        let started = Instant::now();
+        let workers = start_every_language_with(&t, &spec, PER_LANGUAGE, &["--lease", lease]);
+        let out = collect(workers, started + scaled(Duration::from_secs(60), 10));
+        println!("{lease}, {:?}: {}", started.elapsed(), summary(&out));
+        assert_mixed_run_ok(&out);
+        let kinds: std::collections::BTreeSet<_> = out.holds.iter().map(|h| h.kind).collect();
+        let want = match lease {
+            "rw:3" => 2, // reads and writes
+            _ => 1,
+        };
+        assert_eq!(kinds.len(), want, "{kinds:?}");
+    }
 }
 
 /// On a Redis Cluster (3 masters, 3 replicas; one cluster URL, the single-server lock): two

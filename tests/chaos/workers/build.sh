@@ -58,7 +58,8 @@ else
   (cd bindings-node && npx napi build --platform --no-js --dts native.d.ts --output-dir "$pkg" -- --locked >&2)
 fi
 cp -f bindings-node/package.json bindings-node/index.js bindings-node/index.mjs \
-  bindings-node/index.d.ts bindings-node/native.js "$pkg/"
+  bindings-node/index.d.ts bindings-node/native.js bindings-node/family.js bindings-node/scope.js \
+  bindings-node/platforms.js "$pkg/"
 
 python=""
 for venv in "$root/target/venv-ci-python" "$root/target/venv-mixed"; do

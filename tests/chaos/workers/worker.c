@@ -4,6 +4,7 @@
  *   cc worker.c $(pkg-config --cflags --libs fencelock) -o worker-c
  *   worker-c --servers URL[,URL...] --names A[,B...] --rounds N --hold-ms N --holder ID
  *            [--ttl-ms N] [--wait-ms N] [--server-timeout-ms N] [--duration-ms N]
+ *            [--lease semaphore:LIMIT:COUNT | --lease rw:N]
  *   worker-c hold --servers URL[,URL...] --name NAME --ttl-ms N [--wait-ms N]
  *            [--server-timeout-ms N] [--auto-extend] [--store URL --resource R --value V]
  *
@@ -12,7 +13,8 @@
  * before release; wall-clock microseconds), `FAIL kind=K took_ms=N` per failed acquisition,
  * `RFAIL kind=K` per failed release, then `DONE acquired=N failed=M`; a lock whose validity
  * does not cover the hold plus SLACK_MS is released unused, with a `SHORT name=..
- * validity_us=.. holder=..` line.
+ * validity_us=.. holder=..` line. `--lease` as worker.py's: permits of a semaphore, or read
+ * shares of a read-write lock with one write every N rounds, the kind ending the HOLD lines.
  *
  * `hold` is the interactive mode of `chaos-worker hold` (fencelock_chaos::paused has the
  * protocol): `ACQUIRED token=T start_us=S validity_us=V pid=P`, then stdin commands `WRITE`
@@ -67,6 +69,7 @@ static const char *kind(fl_status st) {
     case FL_REDIS_ERROR: return "redis_error";
     case FL_INVALID_ARGUMENT: return "invalid_argument";
     case FL_CANCELLED: return "cancelled";
+    case FL_WRONG_KIND: return "wrong_kind";
     default: return "error";
     }
 }
@@ -306,11 +309,40 @@ static int hold(int argc, char **argv) {
     return 0;
 }
 
+/* Round `r`'s acquisition of `name` under `--lease` (NULL: a lock); its kind's fields for the
+ * HOLD line go to `fields`. */
+static fl_status acquire_round(fl_manager *m, const char *lease, const char *name, long r,
+                               uint64_t ttl_ms, int64_t wait_ms, fl_lock **lock, char *fields,
+                               size_t cap) {
+    unsigned limit = 0, count = 0, every = 0;
+    fl_status st;
+    fields[0] = '\0';
+    if (lease && sscanf(lease, "semaphore:%u:%u", &limit, &count) == 2) {
+        fl_semaphore *sem = NULL;
+        st = fl_semaphore_new(m, name, limit, &sem);
+        if (st == FL_OK) st = fl_semaphore_acquire(sem, count, NULL, ttl_ms, wait_ms, 0, lock);
+        fl_semaphore_free(sem);
+        snprintf(fields, cap, " kind=semaphore count=%u limit=%u", count, limit);
+        return st;
+    }
+    if (lease && sscanf(lease, "rw:%u", &every) == 1 && every > 0) {
+        fl_rwlock *rw = NULL;
+        uint32_t mode = r % (long)every == 0 ? FL_RW_WRITE : FL_RW_READ;
+        st = fl_rwlock_new(m, name, &rw);
+        if (st == FL_OK) st = fl_rwlock_acquire(rw, mode, NULL, ttl_ms, wait_ms, 0, lock);
+        fl_rwlock_free(rw);
+        snprintf(fields, cap, mode == FL_RW_WRITE ? " kind=write" : " kind=read");
+        return st;
+    }
+    return fl_lock_acquire(m, name, ttl_ms, wait_ms, lock);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "hold")) return hold(argc - 2, argv + 2);
     const char *servers[MAX_LIST], *names[MAX_LIST];
     size_t nservers = 0, nnames = 0;
-    const char *holder = NULL;
+    const char *holder = NULL, *lease = NULL;
+    char fields[96];
     long rounds = -1;
     double hold_ms = -1;
     uint64_t ttl_ms = 1000, server_timeout_ms = 100, duration_ms = 0;
@@ -327,6 +359,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(flag, "--wait-ms")) wait_ms = strtoll(v, NULL, 10);
         else if (!strcmp(flag, "--server-timeout-ms")) server_timeout_ms = strtoull(v, NULL, 10);
         else if (!strcmp(flag, "--duration-ms")) duration_ms = strtoull(v, NULL, 10);
+        else if (!strcmp(flag, "--lease")) lease = v;
         else usage(flag);
     }
     if (nservers == 0 || nnames == 0 || rounds < 0 || hold_ms < 0 || holder == NULL)
@@ -352,7 +385,7 @@ int main(int argc, char **argv) {
         const char *name = names[(first + (unsigned long)r) % nnames];
         uint64_t t0 = mono_ms();
         fl_lock *lock = NULL;
-        fl_status st = fl_lock_acquire(m, name, ttl_ms, wait_ms, &lock);
+        fl_status st = acquire_round(m, lease, name, r, ttl_ms, wait_ms, &lock, fields, sizeof fields);
         if (st != FL_OK) {
             failed++;
             printf("FAIL kind=%s took_ms=%" PRIu64 "\n", kind(st), mono_ms() - t0);
@@ -371,8 +404,8 @@ int main(int argc, char **argv) {
             if (hold_ms > 0) sleep_ms(hold_ms);
             uint64_t end_us = wall_us();
             printf("HOLD name=%s token=%" PRIu64 " start_us=%" PRIu64 " end_us=%" PRIu64
-                   " validity_us=%" PRIu64 " holder=%s\n",
-                   name, fence, start_us, end_us, validity_ms * 1000u, holder);
+                   " validity_us=%" PRIu64 " holder=%s%s\n",
+                   name, fence, start_us, end_us, validity_ms * 1000u, holder, fields);
             acquired++;
         }
         fflush(stdout);

@@ -4,6 +4,7 @@
 //
 //   node worker.mjs --servers URL[,URL...] --names A[,B...] --rounds N --hold-ms N --holder ID
 //                   [--ttl-ms N] [--wait-ms N] [--server-timeout-ms N] [--duration-ms N]
+//                   [--lease semaphore:LIMIT:COUNT | --lease rw:N]
 //   node worker.mjs hold --servers URL[,URL...] --name NAME --ttl-ms N [--wait-ms N]
 //                   [--server-timeout-ms N] [--auto-extend] [--store URL --resource R --value V]
 //
@@ -12,7 +13,8 @@
 // before release; wall-clock microseconds), `FAIL kind=K took_ms=N` per failed acquisition,
 // `RFAIL kind=K` per failed release, then `DONE acquired=N failed=M`; a lock whose validity
 // does not cover the hold plus SLACK_MS is released unused, with a `SHORT name=..
-// validity_us=.. holder=..` line.
+// validity_us=.. holder=..` line. `--lease` as worker.py's: permits of a semaphore, or read
+// shares of a read-write lock with one write every N rounds, the kind ending the HOLD lines.
 //
 // `hold` is the interactive mode of `chaos-worker hold` (fencelock_chaos::paused has the
 // protocol): `ACQUIRED token=T start_us=S validity_us=V pid=P`, then stdin commands `WRITE`
@@ -69,6 +71,7 @@ function parse(argv) {
     '--wait-ms': (v) => (a.waitMs = Number(v)),
     '--server-timeout-ms': (v) => (a.serverTimeoutMs = Number(v)),
     '--duration-ms': (v) => (a.durationMs = Number(v)),
+    '--lease': (v) => (a.lease = v),
   }
   for (let i = 0; i < argv.length; i += 2) {
     const set = flags[argv[i]]
@@ -240,6 +243,21 @@ async function hold(argv) {
   process.exit(0)
 }
 
+/** How round `r` acquires `name` under `--lease`: [acquire(options), the HOLD line's kind]. */
+function leaseFor(manager, lease, name, r) {
+  if (lease?.startsWith('semaphore:')) {
+    const [, limit, count] = lease.split(':')
+    const sem = manager.semaphore(name, Number(limit))
+    return [(o) => sem.acquire({ ...o, count: Number(count) }), ` kind=semaphore count=${count} limit=${limit}`]
+  }
+  if (lease?.startsWith('rw:')) {
+    const rw = manager.rwlock(name)
+    if (r % Number(lease.slice(3)) === 0) return [(o) => rw.write(o), ' kind=write']
+    return [(o) => rw.read(o), ' kind=read']
+  }
+  return [(o) => manager.acquire(name, o), '']
+}
+
 async function main() {
   if (process.argv[2] === 'hold') return hold(process.argv.slice(3))
   const a = parse(process.argv.slice(2))
@@ -251,9 +269,10 @@ async function main() {
   for (let r = 0; r < a.rounds && performance.now() < deadline; r++) {
     const name = a.names[(first + r) % a.names.length]
     const t0 = performance.now()
+    const [acquire, kindFields] = leaseFor(manager, a.lease, name, r)
     let lock
     try {
-      lock = await manager.acquire(name, { ttl: a.ttlMs, wait: a.waitMs })
+      lock = await acquire({ ttl: a.ttlMs, wait: a.waitMs })
     } catch (e) {
       failed++
       say(`FAIL kind=${kind(e)} took_ms=${Math.round(performance.now() - t0)}`)
@@ -273,7 +292,7 @@ async function main() {
     const endUs = nowUs()
     say(
       `HOLD name=${name} token=${fence} start_us=${startUs} end_us=${endUs} ` +
-        `validity_us=${validityUs} holder=${a.holder}`,
+        `validity_us=${validityUs} holder=${a.holder}${kindFields}`,
     )
     acquired++
     await release(lock)

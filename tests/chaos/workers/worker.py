@@ -3,7 +3,7 @@ mixed_faults.rs) and the demo (ci/demo.sh), using the installed `fencelock` whee
 
     python worker.py --servers URL[,URL...] --names A[,B...] --rounds N --hold-ms N
                      --holder ID [--ttl-ms N] [--wait-ms N] [--server-timeout-ms N]
-                     [--duration-ms N]
+                     [--duration-ms N] [--lease semaphore:LIMIT:COUNT | --lease rw:N]
     python worker.py hold --servers URL[,URL...] --name NAME --ttl-ms N [--wait-ms N]
                      [--server-timeout-ms N] [--auto-extend]
                      [--store URL --resource R --value V]
@@ -21,7 +21,10 @@ spare (--hold-ms plus 50 ms for a late wake-up on a busy machine); otherwise it 
 lock unused and prints `SHORT name=.. validity_us=.. holder=..` (under latency near the TTL).
 A failed acquisition prints `FAIL kind=K took_ms=N`, a failed release `RFAIL kind=K`, and the
 worker ends with `DONE acquired=N failed=M`. It stops after --rounds rounds or when
---duration-ms (if given) has passed, whichever comes first.
+--duration-ms (if given) has passed, whichever comes first. With --lease it takes COUNT
+permits of a semaphore of LIMIT (`semaphore:LIMIT:COUNT`), or read shares of a read-write lock
+with one write every N rounds (`rw:N`), and its HOLD lines end with the kind, as the checker
+reads them (` kind=semaphore count=C limit=L`, ` kind=read`, ` kind=write`).
 
 `hold` is the interactive mode of `chaos-worker hold` (fencelock_chaos::paused has the
 protocol): it acquires one lock, prints `ACQUIRED token=T start_us=S validity_us=V pid=P`, then
@@ -198,6 +201,21 @@ def hold(argv: list[str]) -> int:
     return 0
 
 
+def lease_for(manager: fencelock.LockManager, lease: str, name: str, rnd: int):
+    """How round `rnd` acquires `name` under `--lease`: (acquire(ttl, wait), kind fields)."""
+    if lease.startswith("semaphore:"):
+        _, limit, count = lease.split(":")
+        sem = manager.semaphore(name, int(limit))
+        fields = f" kind=semaphore count={count} limit={limit}"
+        return (lambda ttl, wait: sem.acquire(int(count), ttl, wait=wait)), fields
+    if lease.startswith("rw:"):
+        rw = manager.rwlock(name)
+        if rnd % int(lease[3:]) == 0:
+            return (lambda ttl, wait: rw.write(ttl, wait=wait)), " kind=write"
+        return (lambda ttl, wait: rw.read(ttl, wait=wait)), " kind=read"
+    return (lambda ttl, wait: manager.acquire(name, ttl, wait=wait)), ""
+
+
 def main() -> int:
     if sys.argv[1:2] == ["hold"]:
         return hold(sys.argv[2:])
@@ -211,6 +229,7 @@ def main() -> int:
     p.add_argument("--wait-ms", type=int, default=10000)
     p.add_argument("--server-timeout-ms", type=int, default=100)
     p.add_argument("--duration-ms", type=int, default=0)
+    p.add_argument("--lease", default="")
     a = p.parse_args()
     names = a.names.split(",")
     out = sys.stdout
@@ -225,8 +244,9 @@ def main() -> int:
             break
         name = names[(first + r) % len(names)]
         t0 = time.monotonic()
+        acquire, kind_fields = lease_for(manager, a.lease, name, r)
         try:
-            lock = manager.acquire(name, a.ttl_ms / 1000, wait=a.wait_ms / 1000)
+            lock = acquire(a.ttl_ms / 1000, a.wait_ms / 1000)
         except (fencelock.LockError, ValueError, TypeError) as e:
             failed += 1
             took = int((time.monotonic() - t0) * 1000)
@@ -248,7 +268,7 @@ def main() -> int:
         end_us = time.time_ns() // 1000
         out.write(
             f"HOLD name={name} token={fence} start_us={start_us} end_us={end_us} "
-            f"validity_us={validity_us} holder={a.holder}\n"
+            f"validity_us={validity_us} holder={a.holder}{kind_fields}\n"
         )
         out.flush()
         acquired += 1

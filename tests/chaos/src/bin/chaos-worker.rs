@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fencelock::blocking::LockManager;
-use fencelock_chaos::history::{now_us, Hold};
+use fencelock_chaos::history::{now_us, Hold, HoldKind};
 
 /// Room, past the hold, that the validity must leave before `contend` uses a lock: a late
 /// wake-up on a busy machine (a 1 ms sleep has ended 2.7 ms after it began).
@@ -68,22 +68,48 @@ struct Args {
     rounds: Option<u64>,
     holder: Option<String>,
     lease: fencelock::LeaseKind,
+    /// `--lease rw:N` (contend): read shares, one write every N rounds.
+    write_every: Option<u64>,
 }
 
-/// `--lease`: `semaphore:LIMIT:COUNT`, `read` or `write`.
-fn lease(v: Option<String>) -> fencelock::LeaseKind {
+/// `--lease`: `semaphore:LIMIT:COUNT`, `read`, `write`, or (contend) `rw:N`.
+fn lease(v: Option<String>, a: &mut Args) {
     let v = v.unwrap_or_else(|| usage("missing lease"));
     let parts: Vec<&str> = v.split(':').collect();
     let num = |s: &str| s.parse().unwrap_or_else(|_| usage("bad lease number"));
-    match parts.as_slice() {
+    a.lease = match parts.as_slice() {
         ["semaphore", limit, count] => fencelock::LeaseKind::Permits {
             count: num(count),
             limit: num(limit),
         },
         ["read"] => fencelock::LeaseKind::Read,
         ["write"] => fencelock::LeaseKind::Write,
-        _ => usage("--lease is semaphore:LIMIT:COUNT, read or write"),
+        ["rw", n] => {
+            a.write_every = Some(num(n).into());
+            fencelock::LeaseKind::Read
+        }
+        _ => usage("--lease is semaphore:LIMIT:COUNT, read, write or rw:N"),
     }
+}
+
+/// The lease of an acquisition in round `round` (a write every `write_every` rounds), and its
+/// kind as the history checker reads it.
+fn lease_of(a: &Args, round: usize) -> (fencelock::LeaseKind, HoldKind) {
+    use fencelock::LeaseKind as K;
+    let kind = match a.write_every {
+        Some(n) if round as u64 % n == 0 => K::Write,
+        _ => a.lease,
+    };
+    let hold = match kind {
+        K::Permits { count, limit } => HoldKind::Permits {
+            count: count.into(),
+            limit: limit.into(),
+        },
+        K::Read => HoldKind::Read,
+        K::Write => HoldKind::Write,
+        _ => HoldKind::Lock,
+    };
+    (kind, hold)
 }
 
 fn usage(why: &str) -> ! {
@@ -140,6 +166,7 @@ fn parse() -> Args {
         rounds: None,
         holder: None,
         lease: fencelock::LeaseKind::Lock,
+        write_every: None,
     };
     let ms = |v: Option<String>| -> Duration {
         let v = v.unwrap_or_else(|| usage("missing value"));
@@ -174,7 +201,7 @@ fn parse() -> Args {
                 )
             }
             "--holder" => a.holder = Some(it.next().unwrap_or_else(|| usage("missing holder"))),
-            "--lease" => a.lease = lease(it.next()),
+            "--lease" => lease(it.next(), &mut a),
             other => usage(&format!("unknown flag {other}")),
         }
     }
@@ -301,7 +328,9 @@ fn contend(a: &Args, manager: &LockManager) {
                     let name = &a.names[round % a.names.len()];
                     round += 1;
                     let started = Instant::now();
-                    let lock = match manager.acquire(name, a.ttl, a.wait) {
+                    let (lease, hold_kind) = lease_of(a, round);
+                    let opts = fencelock::AcquireOptions::new(a.ttl).wait(a.wait);
+                    let lock = match manager.acquire_lease_with(name, lease, &opts) {
                         Ok(lock) => lock,
                         Err(e) => {
                             failed.fetch_add(1, Ordering::Relaxed);
@@ -337,7 +366,8 @@ fn contend(a: &Args, manager: &LockManager) {
                         now_us(),
                         validity,
                         label.clone(),
-                    );
+                    )
+                    .of_kind(hold_kind);
                     println!("{}", hold.to_line());
                     acquired.fetch_add(1, Ordering::Relaxed);
                     let _ = lock.release();
