@@ -120,8 +120,9 @@ impl Semaphore {
 
     /// Takes `count` permits with every option of a lock's acquisition (wait limit, token,
     /// auto-extension, `max_hold`). A caller's token already holding permits of the name is
-    /// refused as held, unless `reentrant` (then the lease is renewed: same count, new TTL and
-    /// fencing token).
+    /// refused as held, unless `reentrant`: then the same lease is renewed (same count, a new
+    /// fencing token; its end the later of the two, so that a shorter re-entrant TTL never
+    /// cuts the outer hold short).
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire); also [`ErrorKind::InvalidArgument`] for a bad token, or

@@ -55,7 +55,8 @@ async fn readers_share_and_a_writer_excludes_everyone() {
 /// waiting writer stops new readers; at its release every reader that queued before the next
 /// writer enters at once, and that writer waits for them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn phase_fair_a_waiting_writer_stops_new_readers_and_readers_enter_together() {
+async fn redisson_1542_5379_phase_fair_a_waiting_writer_stops_new_readers_and_readers_enter_together(
+) {
     let s = servers(1);
     // Only handoffs can let the waiters in within the test's limits.
     let m = LockManager::builder([s[0].url()])
@@ -115,7 +116,7 @@ async fn phase_fair_a_waiting_writer_stops_new_readers_and_readers_enter_togethe
 
 /// Redisson #4796: a reader asking to write deadlocked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reader_asking_to_write_with_its_token_is_refused_at_once() {
+async fn redisson_4796_a_reader_asking_to_write_with_its_token_is_refused_at_once() {
     let s = servers(1);
     let m = manager(&s);
     let rw = m.rwlock("upgrade").unwrap();
@@ -136,7 +137,7 @@ async fn a_reader_asking_to_write_with_its_token_is_refused_at_once() {
 /// Redisson #891 (a reader's unlock deleted a held write lock), #1604 (readers not renewed),
 /// PR #7098 (a dead instance's read keys renewed): each share is a lease of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_reader_is_a_lease_of_its_own() {
+async fn redisson_891_1604_7098_each_reader_is_a_lease_of_its_own() {
     let s = servers(1);
     let m = manager(&s);
     let rw = m.rwlock("shares").unwrap();
@@ -202,4 +203,30 @@ async fn on_redlock_a_semaphore_needs_enough_servers_to_keep_its_limit() {
         matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::NotAcquired),
         "{e}"
     );
+}
+
+/// Redisson #1110: a re-entrant write with a shorter lease dropped the whole lock. Re-entry
+/// here renews the same lease, which keeps the later of its two ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_1110_a_reentrant_write_with_a_shorter_lease_keeps_the_hold() {
+    let s = servers(1);
+    let m = manager(&s);
+    let rw = m.rwlock("reenter").unwrap();
+    let outer = rw
+        .write_with(&AcquireOptions::new(MS(10_000)).token("job-1"))
+        .await
+        .unwrap();
+    let inner = rw
+        .write_with(&AcquireOptions::new(MS(300)).token("job-1").reentrant(true))
+        .await
+        .unwrap();
+    assert!(inner.fencing_token() > outer.fencing_token());
+    inner.detach();
+    tokio::time::sleep(MS(1000)).await;
+    assert!(
+        outer.is_held().await.unwrap(),
+        "the outer hold outlives the inner's lease"
+    );
+    assert!(rw.try_read(MS(1000)).await.unwrap().is_none());
+    outer.release().await.unwrap();
 }

@@ -81,7 +81,8 @@ async fn bad_counts_and_limits_fail_before_any_network_call() {
 
 /// redis-semaphore: a waiter for 3 permits was passed by a later waiter for 1.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_waiter_for_three_is_not_passed_by_a_later_waiter_for_one() {
+async fn redis_semaphore_and_redisson_3573_3728_a_waiter_for_three_is_not_passed_by_a_later_waiter_for_one(
+) {
     let s = servers(1);
     let m = manager(&s);
     let sem = m.semaphore("pool", 3).unwrap();
@@ -106,7 +107,7 @@ async fn a_waiter_for_three_is_not_passed_by_a_later_waiter_for_one() {
 
 /// Redisson #6664, #6687: a release woke one waiter when several could go.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_release_hands_its_permits_to_every_waiter_they_satisfy() {
+async fn redisson_6664_6687_5762_a_release_hands_its_permits_to_every_waiter_they_satisfy() {
     let s = servers(1);
     // A retry delay far beyond the test's limit: only a handoff can let the waiters in.
     let m = LockManager::builder([s[0].url()])
@@ -141,7 +142,7 @@ async fn a_release_hands_its_permits_to_every_waiter_they_satisfy() {
 
 /// Redisson #4462, #659: a crashed holder's permits never came back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_crashed_holders_permits_come_back_when_its_lease_ends() {
+async fn redisson_4462_659_a_crashed_holders_permits_come_back_when_its_lease_ends() {
     let s = servers(1);
     let m = manager(&s);
     let sem = m.semaphore("licences", 2).unwrap();
@@ -180,7 +181,7 @@ async fn a_lease_extends_auto_extends_and_reports_its_loss() {
 
 /// Redisson #4678: setting the permits overwrote a count that had reached 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn another_limit_while_permits_are_held_is_refused_naming_both() {
+async fn redisson_4678_another_limit_while_permits_are_held_is_refused_naming_both() {
     let s = servers(1);
     let m = manager(&s);
     let four = m.semaphore("limits", 4).unwrap();
@@ -243,4 +244,87 @@ async fn one_name_one_kind() {
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::WrongKind, "{e}");
+}
+
+/// redis-semaphore #155, #249: its limit was ignored when one object was reused. One handle
+/// here is shared by twenty tasks: never more than its limit inside at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_semaphore_155_249_one_handle_shared_by_many_tasks_keeps_its_limit() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let s = servers(1);
+    let m = manager(&s);
+    let sem = m.semaphore("shared-handle", 3).unwrap();
+    let (inside, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let tasks: Vec<_> = (0..20)
+        .map(|_| {
+            let (sem, inside, most) = (sem.clone(), Arc::clone(&inside), Arc::clone(&most));
+            tokio::spawn(async move {
+                for _ in 0..3 {
+                    let lease = sem.acquire(1, MS(10_000), None).await.unwrap();
+                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(MS(2)).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    lease.release().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(most.load(Ordering::SeqCst), 3);
+    assert_eq!(sem.state().await.unwrap().held, 0);
+}
+
+/// redis-semaphore #28: it failed above about 4,000 permits. A limit of 100,000, one lease of
+/// 95,000 and 5,000 of one: all held, one more refused, and all given back when their leases
+/// end (in batches, by the calls that come).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_semaphore_28_limits_and_holders_in_the_thousands() {
+    let s = servers(1);
+    let m = manager(&s);
+    let sem = m.semaphore("big", 100_000).unwrap();
+    let ttl = MS(4000);
+    let big = sem.acquire(95_000, ttl, Some(MS(0))).await.unwrap();
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let sem = sem.clone();
+            tokio::spawn(async move {
+                for _ in 0..100 {
+                    sem.acquire(1, ttl, Some(MS(0))).await.unwrap().detach();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let state = sem.state().await.unwrap();
+    assert_eq!((state.held, state.holders), (100_000, 5001));
+    assert!(sem.try_acquire(1, ttl).await.unwrap().is_none());
+    big.detach();
+    let all = sem
+        .acquire(100_000, MS(10_000), Some(MS(20_000)))
+        .await
+        .expect("every ended lease given back");
+    assert_eq!(sem.state().await.unwrap().holders, 1);
+    all.release().await.unwrap();
+}
+
+/// redis-semaphore, tried as a new user would: two callers with different lock timeouts on one
+/// semaphore of limit 1 let two holders in. Here a lease's TTL is its own and the limit the
+/// servers'.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_semaphore_callers_with_different_ttls_on_a_limit_of_one_never_hold_together() {
+    let s = servers(1);
+    let m = manager(&s);
+    let sem = m.semaphore("one", 1).unwrap();
+    let long = sem.acquire(1, MS(30_000), Some(MS(0))).await.unwrap();
+    assert!(sem.try_acquire(1, MS(500)).await.unwrap().is_none());
+    long.release().await.unwrap();
+    let short = sem.acquire(1, MS(500), Some(MS(0))).await.unwrap();
+    assert!(sem.try_acquire(1, MS(30_000)).await.unwrap().is_none());
+    short.release().await.unwrap();
 }

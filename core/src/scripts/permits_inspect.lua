@@ -17,7 +17,8 @@ if not kind then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ended = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 1000)
+-- Every lease that ended and is not given back yet (read-only: nothing is given back here).
+local ended = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
 for _, token in ipairs(ended) do
   held = held - (tonumber(redis.call('HGET', KEYS[1], '=' .. token)) or 0)
 end
