@@ -17,6 +17,7 @@ use crate::engine::{Acquired, Engine, Target};
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{check_name, display_name, MAX_NAMES};
 use crate::kind::LeaseKind;
+use crate::lock::Lock;
 use crate::pubsub::Subscription;
 use crate::queue::{judge_handoffs, Place, Verdict};
 use crate::timing::{self, MIN_SUBSCRIBE_TIME, PARTIAL_HANDOFF_WAIT, WAIT_WARNING_EVERY};
@@ -222,6 +223,21 @@ impl AcquireCall {
             // the replicas acknowledge.
             trust_handoffs: engine.config.replica_ack.is_none(),
         })
+    }
+
+    /// [`run`](Self::run), then the held [`Lock`], kept alive in the background when `opts`
+    /// ask for auto-extension.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub async fn lock(self, opts: &AcquireOptions) -> Result<Lock> {
+        let engine = Arc::clone(&self.engine);
+        let (target, ttl, acquired) = self.run().await?;
+        let lock = Lock::new(engine, target, ttl, acquired);
+        if opts.auto_extend {
+            lock.auto_extend(opts.max_hold);
+        }
+        Ok(lock)
     }
 
     /// Attempts until acquired, the wait limit passes or retrying cannot help.

@@ -16,7 +16,7 @@ use crate::failure::ServerFailure;
 use crate::identity::Identities;
 use crate::keys::{display_name, LockKeys};
 use crate::kind::LeaseKind;
-use crate::lock::LostReason;
+use crate::lost::LostReason;
 use crate::queue::Place;
 use crate::quorum;
 use crate::scripts::{Compared, ScriptCall};
@@ -336,6 +336,23 @@ impl Engine {
         self.release_reporting(t, timeout, leave)
             .await
             .map_err(|f| f.error)
+    }
+
+    /// A release by token, without a lease object (`release_by_token` of the handles): within
+    /// the configured server timeout, or [`timing::RELEASE_BY_TOKEN_TIMEOUT`].
+    pub async fn release_by_token(&self, t: &Target) -> Result<()> {
+        let timeout = self
+            .config
+            .server_timeout
+            .unwrap_or(timing::RELEASE_BY_TOKEN_TIMEOUT);
+        self.release(t, timeout, true).await
+    }
+
+    /// An extension by token, without a lease object (`extend_by_token` of the handles): the
+    /// validity it gives.
+    pub async fn extend_by_token(&self, t: &Target, ttl: Duration) -> Result<Duration> {
+        let valid_until = self.extend(t, ttl).await.map_err(|failed| failed.error)?;
+        Ok(valid_until.saturating_duration_since(Instant::now()))
     }
 
     /// [`release`](Self::release), saying why the lock was lost when no quorum held it.

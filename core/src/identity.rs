@@ -13,8 +13,8 @@ use std::sync::Mutex;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 use redis::Value;
 
+use crate::conn::Conn;
 use crate::failure::ServerFailure;
-use crate::server::Conn;
 use crate::sync::lock;
 
 /// The processes a manager's servers reached: `run_id` → the label of the entry that reached

@@ -11,7 +11,7 @@ use crate::engine::{Engine, Target};
 use crate::error::{Error, ErrorKind, Result};
 use crate::failure::ServerFailure;
 use crate::keys::{display_name, LockKeys};
-use crate::lock::LostReason;
+use crate::lost::LostReason;
 use crate::quorum;
 use crate::scripts::{parse_inspect, parse_permits, Holder, PermitsView, ScriptCall};
 use crate::timing;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::acquire::{AcquireCall, AcquireOptions};
 use crate::config::{Builder, Config};
 use crate::deadline::Clock;
-use crate::engine::{Engine, Target};
+use crate::engine::Engine;
 use crate::error::{ErrorKind, Result};
 use crate::keys::check_name;
 use crate::kind::LeaseKind;
@@ -16,7 +16,6 @@ use crate::lock::Lock;
 use crate::quorum;
 use crate::rwlock::RwLock;
 use crate::semaphore::Semaphore;
-use crate::timing::RELEASE_BY_TOKEN_TIMEOUT;
 use crate::token;
 
 /// A distributed lock manager over one Redis server (the single-server lock) or several
@@ -141,7 +140,7 @@ impl LockManager {
         opts: &AcquireOptions,
     ) -> Result<Lock> {
         let call = AcquireCall::new(&self.engine, name.as_ref(), opts)?;
-        self.finish_acquire(call, opts).await
+        call.lock(opts).await
     }
 
     /// Acquires all of `names` at once, or none: on each server one script sets every key
@@ -181,7 +180,7 @@ impl LockManager {
     ) -> Result<Lock> {
         let names: Vec<Vec<u8>> = names.into_iter().map(|n| n.as_ref().to_vec()).collect();
         let call = AcquireCall::new_many(&self.engine, &names, opts)?;
-        self.finish_acquire(call, opts).await
+        call.lock(opts).await
     }
 
     /// Acquires a lease of any `kind` on `name`: a lock ([`acquire_with`](Self::acquire_with)),
@@ -207,19 +206,15 @@ impl LockManager {
 
     /// Acquires a lease of `kind` on `name` (a semaphore's permits, a read-write lock's share
     /// or hold; their handles check the limit and count first).
-    pub(crate) async fn acquire_lease(
+    async fn acquire_lease(
         &self,
         name: &[u8],
         opts: &AcquireOptions,
         kind: LeaseKind,
     ) -> Result<Lock> {
-        let call = AcquireCall::new_lease(&self.engine, name, opts, kind)?;
-        self.finish_acquire(call, opts).await
-    }
-
-    /// The engine, for the handles of semaphores and read-write locks.
-    pub(crate) fn engine(&self) -> &Arc<Engine> {
-        &self.engine
+        AcquireCall::new_lease(&self.engine, name, opts, kind)?
+            .lock(opts)
+            .await
     }
 
     /// A counting semaphore: at most `limit` permits of `name` held at any instant, each
@@ -229,7 +224,7 @@ impl LockManager {
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad name, or a
     /// limit outside 1 to [`MAX_LIMIT`](crate::kind::MAX_LIMIT).
     pub fn semaphore(&self, name: impl AsRef<[u8]>, limit: u32) -> Result<Semaphore> {
-        Semaphore::new(self.clone(), name.as_ref(), limit)
+        Semaphore::new(Arc::clone(&self.engine), name.as_ref(), limit)
     }
 
     /// A fair read-write lock on `name`: many readers or one writer, each a lease of its own
@@ -238,16 +233,7 @@ impl LockManager {
     /// # Errors
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad name.
     pub fn rwlock(&self, name: impl AsRef<[u8]>) -> Result<RwLock> {
-        RwLock::new(self.clone(), name.as_ref())
-    }
-
-    async fn finish_acquire(&self, call: AcquireCall, opts: &AcquireOptions) -> Result<Lock> {
-        let (target, ttl, acquired) = call.run().await?;
-        let lock = Lock::new(Arc::clone(&self.engine), target, ttl, acquired);
-        if opts.auto_extend {
-            lock.auto_extend(opts.max_hold);
-        }
-        Ok(lock)
+        RwLock::new(Arc::clone(&self.engine), name.as_ref())
     }
 
     /// Extends `name` if it is held with `token`, without a lock object (a lock handed over by
@@ -269,30 +255,8 @@ impl LockManager {
         let (name, token) = (name.as_ref(), token.as_ref());
         check_name(name)?;
         token::check_token(token)?;
-        self.extend_target(&self.engine.target(name, token.to_vec()), ttl)
-            .await
-    }
-
-    /// Extends the lease `target` names (name, token, kind) by token: see
-    /// [`extend_by_token`](Self::extend_by_token).
-    pub(crate) async fn extend_target(&self, target: &Target, ttl: Duration) -> Result<Duration> {
-        let valid_until = self
-            .engine
-            .extend(target, ttl)
-            .await
-            .map_err(|failed| failed.error)?;
-        Ok(valid_until.saturating_duration_since(std::time::Instant::now()))
-    }
-
-    /// Releases the lease `target` names by token: see
-    /// [`release_by_token`](Self::release_by_token).
-    pub(crate) async fn release_target(&self, target: &Target) -> Result<()> {
-        let timeout = self
-            .engine
-            .config
-            .server_timeout
-            .unwrap_or(RELEASE_BY_TOKEN_TIMEOUT);
-        self.engine.release(target, timeout, true).await
+        let target = self.engine.target(name, token.to_vec());
+        self.engine.extend_by_token(&target, ttl).await
     }
 
     /// Releases `name` if it is held with `token`, without a lock object (for locks handed
@@ -310,8 +274,8 @@ impl LockManager {
         let (name, token) = (name.as_ref(), token.as_ref());
         check_name(name)?;
         token::check_token(token)?;
-        self.release_target(&self.engine.target(name, token.to_vec()))
-            .await
+        let target = self.engine.target(name, token.to_vec());
+        self.engine.release_by_token(&target).await
     }
 
     /// Whether `name` is held: a quorum of servers hold its key under one token (by

@@ -3,18 +3,20 @@
 //! semaphore whose writer takes the whole capacity ([`crate::kind`]), so the queue that keeps
 //! a semaphore first come, first served makes the lock phase-fair.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::acquire::AcquireCall;
 use crate::acquire::AcquireOptions;
+use crate::engine::{Engine, Target};
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{check_name, display_name};
 use crate::kind::{LeaseKind, RW_CAPACITY};
 use crate::lock::Lock;
-use crate::manager::LockManager;
 use crate::token;
 
 /// A read-write lock on one name: any number of readers, or one writer (from
-/// [`LockManager::rwlock`]).
+/// [`crate::LockManager::rwlock`]).
 ///
 /// - **Leases.** Each [`read`](Self::read) and [`write`](Self::write) is a [`Lock`] of its
 ///   own: a crashed reader's share comes back when its TTL ends, and auto-extension renews
@@ -29,7 +31,7 @@ use crate::token;
 /// - **One name, one kind**, and **Redlock** with a majority, as for [`Semaphore`](crate::Semaphore).
 #[derive(Clone)]
 pub struct RwLock {
-    manager: LockManager,
+    engine: Arc<Engine>,
     name: Vec<u8>,
 }
 
@@ -53,10 +55,10 @@ pub struct RwLockState {
 }
 
 impl RwLock {
-    pub(crate) fn new(manager: LockManager, name: &[u8]) -> Result<RwLock> {
+    pub(crate) fn new(engine: Arc<Engine>, name: &[u8]) -> Result<RwLock> {
         check_name(name)?;
         Ok(RwLock {
-            manager,
+            engine,
             name: name.to_vec(),
         })
     }
@@ -70,7 +72,7 @@ impl RwLock {
     ///
     /// # Errors
     /// [`ErrorKind::WrongKind`] when the name is held as another kind; the rest as
-    /// [`LockManager::acquire`].
+    /// [`crate::LockManager::acquire`].
     pub async fn read(&self, ttl: Duration, wait: Option<Duration>) -> Result<Lock> {
         self.read_with(&AcquireOptions::new(ttl).wait(wait)).await
     }
@@ -136,7 +138,9 @@ impl RwLock {
     }
 
     async fn acquire(&self, kind: LeaseKind, opts: &AcquireOptions) -> Result<Lock> {
-        self.manager.acquire_lease(&self.name, opts, kind).await
+        AcquireCall::new_lease(&self.engine, &self.name, opts, kind)?
+            .lock(opts)
+            .await
     }
 
     async fn try_mode(&self, kind: LeaseKind, ttl: Duration) -> Result<Option<Lock>> {
@@ -155,7 +159,7 @@ impl RwLock {
     /// [`ErrorKind::Unavailable`] when fewer than a quorum of servers answer;
     /// [`ErrorKind::WrongKind`] when the name is held as another kind.
     pub async fn state(&self) -> Result<RwLockState> {
-        let view = self.manager.engine().inspect_permits(&self.name).await?;
+        let view = self.engine.inspect_permits(&self.name).await?;
         if !view.kind.is_empty() && view.kind != "rwlock" {
             return Err(Error::new(
                 ErrorKind::WrongKind,
@@ -176,31 +180,30 @@ impl RwLock {
     /// Releases the share or hold held with `token`, without a lease object.
     ///
     /// # Errors
-    /// As [`LockManager::release_by_token`].
+    /// As [`crate::LockManager::release_by_token`].
     pub async fn release_by_token(&self, token: impl AsRef<[u8]>) -> Result<()> {
         let target = self.by_token(token.as_ref())?;
-        self.manager.release_target(&target).await
+        self.engine.release_by_token(&target).await
     }
 
     /// Extends the share or hold held with `token` to `ttl` from now, without a lease object.
     ///
     /// # Errors
-    /// As [`LockManager::extend_by_token`].
+    /// As [`crate::LockManager::extend_by_token`].
     pub async fn extend_by_token(
         &self,
         token: impl AsRef<[u8]>,
         ttl: Duration,
     ) -> Result<Duration> {
         let target = self.by_token(token.as_ref())?;
-        self.manager.extend_target(&target, ttl).await
+        self.engine.extend_by_token(&target, ttl).await
     }
 
-    fn by_token(&self, token: &[u8]) -> Result<crate::engine::Target> {
+    fn by_token(&self, token: &[u8]) -> Result<Target> {
         token::check_token(token)?;
         // Release and extend find the lease by token: the mode does not matter to them.
         Ok(self
-            .manager
-            .engine()
+            .engine
             .target_of(&self.name, token.to_vec(), LeaseKind::Read))
     }
 }

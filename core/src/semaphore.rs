@@ -5,19 +5,21 @@
 //! queue first come, first served, and a release hands the freed permits to every waiter at
 //! the head of the line they satisfy.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::acquire::AcquireCall;
 use crate::acquire::AcquireOptions;
+use crate::engine::{Engine, Target};
 use crate::error::{ErrorKind, Result};
 use crate::keys::check_name;
 use crate::kind::{check_count, check_limit, LeaseKind};
 use crate::lock::Lock;
-use crate::manager::LockManager;
 use crate::token;
 
 /// A counting semaphore on one name: at most [`limit`](Self::limit) permits held at any
 /// instant, across every process and language that uses the name (from
-/// [`LockManager::semaphore`]).
+/// [`LockManager::semaphore`](crate::LockManager::semaphore)).
 ///
 /// - **Leases.** Each acquisition is a [`Lock`]: its own token and TTL, a fencing token larger
 ///   than every earlier acquisition's of the name, [`extend`](Lock::extend), auto-extension,
@@ -37,7 +39,7 @@ use crate::token;
 ///   `limit` permits at once.
 #[derive(Clone)]
 pub struct Semaphore {
-    manager: LockManager,
+    engine: Arc<Engine>,
     name: Vec<u8>,
     limit: u32,
 }
@@ -65,11 +67,11 @@ pub struct SemaphoreState {
 }
 
 impl Semaphore {
-    pub(crate) fn new(manager: LockManager, name: &[u8], limit: u32) -> Result<Semaphore> {
+    pub(crate) fn new(engine: Arc<Engine>, name: &[u8], limit: u32) -> Result<Semaphore> {
         check_name(name)?;
         check_limit(limit)?;
         Ok(Semaphore {
-            manager,
+            engine,
             name: name.to_vec(),
             limit,
         })
@@ -99,7 +101,7 @@ impl Semaphore {
     /// # Errors
     /// [`ErrorKind::InvalidArgument`] for a count outside 1 to the limit, a bad TTL (before
     /// any network call), or another limit on the servers; [`ErrorKind::WrongKind`] when the
-    /// name is held as another kind; the rest as [`LockManager::acquire`].
+    /// name is held as another kind; the rest as [`crate::LockManager::acquire`].
     pub async fn acquire(&self, count: u32, ttl: Duration, wait: Option<Duration>) -> Result<Lock> {
         self.acquire_with(count, &AcquireOptions::new(ttl).wait(wait))
             .await
@@ -129,7 +131,9 @@ impl Semaphore {
     /// a token holding another count.
     pub async fn acquire_with(&self, count: u32, opts: &AcquireOptions) -> Result<Lock> {
         let kind = self.kind(count)?;
-        self.manager.acquire_lease(&self.name, opts, kind).await
+        AcquireCall::new_lease(&self.engine, &self.name, opts, kind)?
+            .lock(opts)
+            .await
     }
 
     /// The start of a scoped use: [`acquire_with`](Self::acquire_with) with auto-extension
@@ -146,7 +150,7 @@ impl Semaphore {
     /// Runs `f` holding `count` permits, kept alive meanwhile, then releases them.
     ///
     /// # Errors
-    /// As [`LockManager::with_lock_with`].
+    /// As [`crate::LockManager::with_lock_with`].
     pub async fn with_permits<T>(
         &self,
         count: u32,
@@ -165,7 +169,7 @@ impl Semaphore {
     /// [`ErrorKind::Unavailable`] when fewer than a quorum of servers answer;
     /// [`ErrorKind::WrongKind`] when the name is held as another kind.
     pub async fn state(&self) -> Result<SemaphoreState> {
-        let view = self.manager.engine().inspect_permits(&self.name).await?;
+        let view = self.engine.inspect_permits(&self.name).await?;
         if !view.kind.is_empty() && view.kind != "semaphore" {
             return Err(crate::Error::new(
                 ErrorKind::WrongKind,
@@ -191,32 +195,29 @@ impl Semaphore {
     ///
     /// # Errors
     /// [`ErrorKind::NotHeld`] when fewer than a quorum held it; as
-    /// [`LockManager::release_by_token`].
+    /// [`crate::LockManager::release_by_token`].
     pub async fn release_by_token(&self, token: impl AsRef<[u8]>) -> Result<()> {
         let target = self.by_token(token.as_ref())?;
-        self.manager.release_target(&target).await
+        self.engine.release_by_token(&target).await
     }
 
     /// Extends the lease held with `token` to `ttl` from now, without a lease object. Returns
     /// the validity this gives.
     ///
     /// # Errors
-    /// As [`LockManager::extend_by_token`].
+    /// As [`crate::LockManager::extend_by_token`].
     pub async fn extend_by_token(
         &self,
         token: impl AsRef<[u8]>,
         ttl: Duration,
     ) -> Result<Duration> {
         let target = self.by_token(token.as_ref())?;
-        self.manager.extend_target(&target, ttl).await
+        self.engine.extend_by_token(&target, ttl).await
     }
 
-    fn by_token(&self, token: &[u8]) -> Result<crate::engine::Target> {
+    fn by_token(&self, token: &[u8]) -> Result<Target> {
         token::check_token(token)?;
         let kind = self.kind(1)?;
-        Ok(self
-            .manager
-            .engine()
-            .target_of(&self.name, token.to_vec(), kind))
+        Ok(self.engine.target_of(&self.name, token.to_vec(), kind))
     }
 }

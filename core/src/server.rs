@@ -8,12 +8,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
-use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::cluster_async::ClusterConnection;
-use redis::{AsyncConnectionConfig, FromRedisValue, RedisFuture, Value};
+use redis::{AsyncConnectionConfig, FromRedisValue};
 use tokio::sync::watch;
 
 use crate::config::ReplicaAck;
+use crate::conn::Conn;
 use crate::deadline::Clock;
 use crate::failure::ServerFailure;
 use crate::identity::Identities;
@@ -63,48 +62,6 @@ enum ConnState {
     Connecting(watch::Receiver<Option<Result<(), ServerFailure>>>),
     Ready(u64, Conn),
     Failed(Instant, ServerFailure),
-}
-
-/// A command connection: to one server, or to a cluster (each command routed to the node that
-/// owns its first key's slot).
-#[derive(Clone)]
-pub(crate) enum Conn {
-    Single(MultiplexedConnection),
-    Cluster(ClusterConnection),
-}
-
-impl ConnectionLike for Conn {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, Value> {
-        match self {
-            Conn::Single(c) => c.req_packed_command(cmd),
-            Conn::Cluster(c) => c.req_packed_command(cmd),
-        }
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        cmd: &'a redis::Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        match self {
-            Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
-            Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
-        }
-    }
-
-    fn get_db(&self) -> i64 {
-        match self {
-            Conn::Single(c) => c.get_db(),
-            Conn::Cluster(c) => c.get_db(),
-        }
-    }
-}
-
-impl Conn {
-    fn is_cluster(&self) -> bool {
-        matches!(self, Conn::Cluster(_))
-    }
 }
 
 impl Server {
