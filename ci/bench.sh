@@ -8,7 +8,8 @@
 #                                checks that every runner works (run by ci/test.sh)
 #
 # Installs the peers into throwaway places: a virtualenv under target/bench/ (PyPI: redis with
-# hiredis, pottery, python-redis-lock), bench/node/node_modules (npm: redlock, ioredis) and the
+# hiredis, pottery, python-redis-lock), bench/node/node_modules (npm: redlock, ioredis,
+# redis-semaphore) and the
 # bench-only crate bench/rust (crates.io: rslock), which is not part of the shipped workspace.
 # Starts and stops its own redis-server processes on free ports.
 set -euo pipefail
@@ -65,7 +66,13 @@ mkdir -p "$out_dir"
 FENCELOCK_NODE="$root/bindings-node" "$venv/bin/python" bench/run.py \
   --rust-bin "$rust_bin" --python "$venv/bin/python" --out-dir "$out_dir" "${run_flags[@]}"
 
-for f in RESULTS.md results/latest.json results/latest.png; do
+echo "--- the coordination family against redis-semaphore (bench/family.py)"
+family_flags=()
+[ "$smoke" = 1 ] && family_flags=(--smoke)
+[ "$smoke" = 0 ] && [ ${#quick[@]} -gt 0 ] && family_flags=(--quick)
+FENCELOCK_NODE="$root/bindings-node" "$venv/bin/python" bench/family.py --out-dir "$out_dir" "${family_flags[@]}"
+
+for f in RESULTS.md results/latest.json results/latest.png FAMILY.md results/family-latest.json; do
   [ -s "$out_dir/$f" ] || { echo "bench: $out_dir/$f was not written" >&2; exit 1; }
 done
 echo "bench: wrote $out_dir/RESULTS.md, $out_dir/results/latest.json, $out_dir/results/latest.png"
