@@ -85,9 +85,7 @@ async fn a_user_with_the_minimal_acl_can_do_everything() {
 
 /// What the semaphore's and the read-write lock's scripts call beyond the lock's commands
 /// (docs/SECURITY.md): not in the preflight, so that a lock-only user's rule stays as it was.
-const FAMILY_COMMANDS: &[&str] = &[
-    "+hmget", "+hexists", "+type", "+exists", "+zscore", "+zcount", "+zcard",
-];
+const FAMILY_COMMANDS: &[&str] = &["+hmget", "+type", "+exists", "+zscore", "+zcount", "+zcard"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_family_runs_with_the_minimal_acl_and_its_commands_and_names_one_missing() {

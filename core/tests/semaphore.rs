@@ -328,3 +328,16 @@ async fn redis_semaphore_callers_with_different_ttls_on_a_limit_of_one_never_hol
     assert!(sem.try_acquire(1, MS(30_000)).await.unwrap().is_none());
     short.release().await.unwrap();
 }
+
+/// Keys of a semaphore whose holder vanished go away on their own: the name's key and the
+/// leases' outlive the last lease by at most twice its TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vanished_holders_keys_expire_on_their_own() {
+    let s = servers(1);
+    let m = manager(&s);
+    let sem = m.semaphore("vanished", 2).unwrap();
+    sem.acquire(1, MS(400), Some(MS(0))).await.unwrap().detach();
+    assert_eq!(s[0].cmd(&[b"DBSIZE"]), Reply::Int(3), "name, leases, fencing counter");
+    let gone = || async { s[0].cmd(&[b"DBSIZE"]) == Reply::Int(1) };
+    wait_for(MS(10_000), "only the fencing counter left", gone).await;
+}

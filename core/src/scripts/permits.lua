@@ -7,8 +7,8 @@
 -- [5] queue deadlines; [6] the waiters' entries (token -> 'p' .. WEIGHT .. ' ' .. TTL).
 -- The name's key is the name itself, so a lock (a string) and a semaphore or read-write lock
 -- (a hash) on one name exclude each other, and a classic SET NX fails on it.
--- Both keys live as long as the last lease, or the queue if it outlives it: while either
--- lives, the kind and the limit stay.
+-- Both keys outlive the last lease (by at most twice its TTL: upkeep), and the name's key the
+-- queue too: while either lives, the kind and the limit stay.
 
 -- The error that names the kind found: the Rust side (failure.rs) reads its first word.
 local function wrong_kind(found, wanted)
@@ -19,12 +19,14 @@ end
 local KINDS = {s = 'semaphore', r = 'rwlock', w = 'rwlock'}
 local SHOWN = {semaphore = 'a semaphore', rwlock = 'a read-write lock'}
 
--- The weights held of the name; or the error reply when the name holds another kind,
--- another limit, or something that is not fencelock's. KIND is the call's letter ('s', 'r',
--- 'w'), LIMIT its capacity; without them (a release) any kind of permits will do.
-local function read_meta(key, kind, limit)
+-- The name's state as a hash read once: {held, mine} (the weights held, and TOKEN's weight
+-- when it holds a lease; TOKEN may be nil), `fresh` when the name has no state yet; or the
+-- error reply when the name holds another kind, another limit, or something that is not
+-- fencelock's. KIND is the call's letter ('s', 'r', 'w'), LIMIT its capacity; without them (a
+-- release, an extension) any kind of permits will do.
+local function read_meta(key, kind, limit, token)
   local wanted = kind and SHOWN[KINDS[kind]] or 'a semaphore or read-write lock'
-  local meta = redis.pcall('HMGET', key, 'kind', 'limit', 'held')
+  local meta = redis.pcall('HMGET', key, 'kind', 'limit', 'held', '=' .. (token or ''))
   if meta.err and string.sub(meta.err, 1, 9) ~= 'WRONGTYPE' then
     -- Not the key's type (a permission denied, ...): raised again, so that the error names
     -- the command by its line (failure.rs).
@@ -38,80 +40,86 @@ local function read_meta(key, kind, limit)
     return nil, redis.error_reply('WRONGTYPE the name holds a Redis ' .. found ..
       ', which is not fencelock\'s')
   end
+  local state = {kind = meta[1], held = tonumber(meta[3]) or 0,
+    mine = token and tonumber(meta[4]), limit = tonumber(meta[2])}
   if meta[1] == false then
     if redis.call('EXISTS', key) == 1 then
       return nil, redis.error_reply('WRONGTYPE the name holds a Redis hash that is not fencelock\'s')
     end
-    return 0
+    state.fresh = true
+    return state
   end
-  if kind == nil then
-    return tonumber(meta[3]) or 0
-  end
-  if meta[1] ~= KINDS[kind] then
+  if kind ~= nil and meta[1] ~= KINDS[kind] then
     return nil, wrong_kind(SHOWN[meta[1]] or meta[1], wanted)
   end
-  if meta[2] ~= limit then
+  if kind ~= nil and meta[2] ~= limit then
     return nil, redis.error_reply('FENCELOCK_INVALID the semaphore has limit ' .. meta[2] ..
       ' on the servers while its permits are held or waited for; this call names limit ' .. limit)
   end
-  return tonumber(meta[3]) or 0
+  return state
 end
 
 -- Gives back the weights of leases that ended by now (at most 1000 a call, about a
--- millisecond of the server's time: the rest at the next), and returns the weights still held.
-local function reclaim(key, holders, held, now)
+-- millisecond of the server's time: the rest at the next). Updates STATE's weights held, and
+-- forgets STATE.mine when TOKEN's own lease was among them.
+local function reclaim(key, holders, state, now, token)
   local ended = redis.call('ZRANGEBYSCORE', holders, '-inf', now, 'LIMIT', 0, 1000)
   if #ended == 0 then
-    return held
+    return
   end
   local fields = {}
-  for i, token in ipairs(ended) do
-    fields[i] = '=' .. token
+  for i, t in ipairs(ended) do
+    fields[i] = '=' .. t
+    if t == token then
+      state.mine = nil
+    end
   end
   local weights = redis.call('HMGET', key, unpack(fields))
   for _, w in ipairs(weights) do
-    held = held - (tonumber(w) or 0)
+    state.held = state.held - (tonumber(w) or 0)
   end
   redis.call('HDEL', key, unpack(fields))
   redis.call('ZREM', holders, unpack(ended))
-  redis.call('HSET', key, 'held', held)
-  return held
+  redis.call('HSET', key, 'held', state.held)
 end
 
--- Keeps both keys alive as long as the last lease, or the queue (QUEUE_PTTL, when it
--- outlives the leases), and deletes them when neither is left.
-local function keep_alive(key, holders, queue, now)
-  local last = redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')[2]
-  local lasts = last and (tonumber(last) - now) or 0
-  local queue_pttl = redis.call('PTTL', queue)
-  if queue_pttl > lasts then
-    lasts = queue_pttl
+-- Keeps both keys alive past a lease of TTL ms that starts now: renewed to twice TTL once
+-- less than TTL is left, so that most grants cost one PTTL here, and the keys outlive the
+-- last lease by at most twice its TTL (the name's key is never shortened: it may be kept
+-- alive longer for the queue).
+local function upkeep(k, ttl)
+  if redis.call('PTTL', k.holders) < ttl then
+    redis.call('PEXPIRE', k.holders, 2 * ttl)
+    if redis.call('PTTL', k.key) < 2 * ttl then
+      redis.call('PEXPIRE', k.key, 2 * ttl)
+    end
   end
-  if lasts <= 0 then
-    redis.call('DEL', key, holders)
-    return
-  end
-  redis.call('PEXPIRE', key, lasts)
-  if last then
-    redis.call('PEXPIRE', holders, lasts)
+end
+
+-- Keeps the name's key (its kind and limit) alive as long as its queue.
+local function upkeep_queue(k)
+  local queue_pttl = redis.call('PTTL', k.queue)
+  if queue_pttl > 0 and redis.call('PTTL', k.key) < queue_pttl then
+    redis.call('PEXPIRE', k.key, queue_pttl)
   end
 end
 
 -- Makes TOKEN a holder of WEIGHT until NOW + TTL (HELD: the weights held with it), with a
 -- new fencing counter (incremented first: a counter of the wrong type fails the script
--- before anything changed); its place in line, if it had one, is given up. Returns the
--- counter.
-local function grant(k, token, weight, ttl, now, held, kind, limit)
+-- before anything changed); its place in line, if it may have one (QUEUED), is given up.
+-- Returns the counter.
+local function grant(k, token, weight, ttl, now, held, kind, limit, queued)
   local fence = redis.call('INCR', k.fence)
   redis.call('HSET', k.key, 'kind', KINDS[kind], 'limit', limit, 'held', held,
     '=' .. token, weight)
   -- GT: a lease renewed by re-entry keeps the later of its two ends (a re-entrant acquisition
   -- with a shorter TTL never cuts the outer hold short; Redisson #1110).
   redis.call('ZADD', k.holders, 'GT', now + ttl, token)
-  if redis.call('ZREM', k.queue, token) == 1 then
+  if queued and redis.call('ZREM', k.queue, token) == 1 then
     redis.call('ZREM', k.deadlines, token)
     redis.call('HDEL', k.ttls, token)
   end
+  upkeep(k, ttl)
   return fence
 end
 
@@ -143,6 +151,7 @@ local function hand_out(k, held, limit, now, self)
         redis.call('ZREM', k.queue, token)
         redis.call('ZREM', k.deadlines, token)
         redis.call('HDEL', k.ttls, token)
+        upkeep(k, tonumber(ttl))
         held = held + weight
         fence = nil
       end

@@ -22,17 +22,17 @@ local k = {key = KEYS[1], holders = KEYS[2], fence = KEYS[3], queue = KEYS[4],
 local entry = 'p' .. weight .. ' ' .. ttl
 ttl, weight, lasts = tonumber(ttl), tonumber(weight), tonumber(lasts)
 local capacity = tonumber(limit)
-local held, err = read_meta(k.key, kind, limit)
+local state, err = read_meta(k.key, kind, limit, ARGV[1])
 if err then
   return err
 end
 local now = now_ms()
-held = reclaim(k.key, k.holders, held, now)
 local token = ARGV[1]
-local mine = redis.call('HGET', k.key, '=' .. token)
+reclaim(k.key, k.holders, state, now, token)
+local held, mine = state.held, state.mine
 local same = 0
 if mine then
-  if tonumber(mine) ~= weight then
+  if mine ~= weight then
     if kind == 's' then
       return redis.error_reply('FENCELOCK_INVALID this token holds ' .. mine ..
         ' permits of the semaphore; this call asks for ' .. weight)
@@ -43,9 +43,7 @@ if mine then
   end
   if own == '1' then
     -- This call's own lease (a vote of an earlier attempt, a handoff, or re-entry): renewed.
-    local fence = grant(k, token, weight, ttl, now, held, kind, limit)
-    keep_alive(k.key, k.holders, k.queue, now)
-    return {1, fence}
+    return {1, grant(k, token, weight, ttl, now, held, kind, limit, true)}
   end
   same = 1
 elseif held + weight <= capacity then
@@ -58,17 +56,15 @@ elseif held + weight <= capacity then
     fits = stop ~= 'blocked' and held + weight <= capacity
   end
   if fits then
-    local fence = grant(k, token, weight, ttl, now, held + weight, kind, limit)
-    keep_alive(k.key, k.holders, k.queue, now)
-    return {1, fence}
+    return {1, grant(k, token, weight, ttl, now, held + weight, kind, limit, first ~= nil)}
   end
 end
 if arrival ~= '0' and same == 0 then
   take_place(k.queue, k.deadlines, k.ttls, token, arrival, lasts, entry, now)
-  if redis.call('EXISTS', k.key) == 0 then
+  if state.fresh then
     redis.call('HSET', k.key, 'kind', KINDS[kind], 'limit', limit, 'held', held)
   end
-  keep_alive(k.key, k.holders, k.queue, now)
+  upkeep_queue(k)
 end
 local fence = tonumber(redis.call('GET', k.fence) or '0') or 0
 return {0, first_end(k.holders, now), fence, same}

@@ -4,7 +4,7 @@
 -- instead of setting it to it.
 -- Returns 1 when extended (adding: the new remaining time in ms, at least 1), 0 when the
 -- lease was gone (ended, or never granted here).
-local held, err = read_meta(KEYS[1], nil, nil)
+local state, err = read_meta(KEYS[1], nil, nil, ARGV[1])
 if err then
   return err
 end
@@ -12,7 +12,7 @@ local now = now_ms()
 -- Held: a lease that has not ended, and its weight among the name's (the name's key deleted
 -- by hand takes every lease with it).
 local ends = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[1]))
-if ends == nil or ends <= now or redis.call('HEXISTS', KEYS[1], '=' .. ARGV[1]) == 0 then
+if ends == nil or ends <= now or not state.mine then
   return 0
 end
 local ttl = tonumber(ARGV[2])
@@ -20,11 +20,7 @@ if ARGV[3] == '1' then
   ttl = ends - now + ttl
 end
 redis.call('ZADD', KEYS[2], 'XX', now + ttl, ARGV[1])
-local key_pttl = redis.call('PTTL', KEYS[1])
-if key_pttl >= 0 and key_pttl < ttl then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  redis.call('PEXPIRE', KEYS[2], ttl)
-end
+upkeep({key = KEYS[1], holders = KEYS[2]}, ttl)
 if ARGV[3] == '1' then
   return math.max(ttl, 1)
 end

@@ -7,14 +7,14 @@
 -- weights and holders of leases that have not ended, the places in line, and how long the
 -- token's lease lasts in ms (-2: it holds none). A lock on the name is the error reply that
 -- names it.
-local held, err = read_meta(KEYS[1], nil, nil)
+local state, err = read_meta(KEYS[1], nil, nil, ARGV[1] ~= '' and ARGV[1] or nil)
 if err then
   return err
 end
-local kind, limit = unpack(redis.call('HMGET', KEYS[1], 'kind', 'limit'))
-if not kind then
+if state.fresh then
   return {}
 end
+local kind, held = state.kind, state.held
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- Every lease that ended and is not given back yet (read-only: nothing is given back here).
@@ -24,10 +24,10 @@ for _, token in ipairs(ended) do
 end
 local holders = redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')
 local mine = -2
-if ARGV[1] ~= '' then
+if state.mine then
   local ends = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[1]))
-  if ends and ends > now and redis.call('HEXISTS', KEYS[1], '=' .. ARGV[1]) == 1 then
+  if ends and ends > now then
     mine = ends - now
   end
 end
-return {kind, tonumber(limit), held, holders, redis.call('ZCARD', KEYS[4]), mine}
+return {kind, state.limit or 0, held, holders, redis.call('ZCARD', KEYS[4]), mine}

@@ -15,29 +15,32 @@ if mode ~= '0' and redis.call('ZREM', k.queue, token) == 1 then
   redis.call('ZREM', k.deadlines, token)
   redis.call('HDEL', k.ttls, token)
 end
-local held, err = read_meta(k.key, nil, nil)
+local state, err = read_meta(k.key, nil, nil, token)
 if err then
   return err
 end
 local now = now_ms()
+local queued = redis.call('EXISTS', k.queue) == 1
 if mode == '2' then
-  keep_alive(k.key, k.holders, k.queue, now)
+  if not queued and redis.call('EXISTS', k.holders) == 0 then
+    redis.call('DEL', k.key)
+  end
   return 0
 end
-held = reclaim(k.key, k.holders, held, now)
-local mine = tonumber(redis.call('HGET', k.key, '=' .. token))
+reclaim(k.key, k.holders, state, now, token)
 local released = 0
-if mine then
-  held = held - mine
+if state.mine then
+  state.held = state.held - state.mine
   redis.call('HDEL', k.key, '=' .. token)
-  redis.call('HSET', k.key, 'held', held)
+  redis.call('HSET', k.key, 'held', state.held)
   redis.call('ZREM', k.holders, token)
   released = 1
 end
-local limit = tonumber(redis.call('HGET', k.key, 'limit'))
-if limit and redis.call('EXISTS', k.queue) == 1 then
+if queued and state.limit then
   sweep(k.queue, k.deadlines, k.ttls, now)
-  hand_out(k, held, limit, now, nil)
+  hand_out(k, state.held, state.limit, now, nil)
+elseif not queued and redis.call('EXISTS', k.holders) == 0 then
+  -- Nobody holds or waits: the kind and the limit go too.
+  redis.call('DEL', k.key)
 end
-keep_alive(k.key, k.holders, k.queue, now)
 return released
