@@ -337,7 +337,11 @@ async fn a_vanished_holders_keys_expire_on_their_own() {
     let m = manager(&s);
     let sem = m.semaphore("vanished", 2).unwrap();
     sem.acquire(1, MS(400), Some(MS(0))).await.unwrap().detach();
-    assert_eq!(s[0].cmd(&[b"DBSIZE"]), Reply::Int(3), "name, leases, fencing counter");
+    assert_eq!(
+        s[0].cmd(&[b"DBSIZE"]),
+        Reply::Int(3),
+        "name, leases, fencing counter"
+    );
     let gone = || async { s[0].cmd(&[b"DBSIZE"]) == Reply::Int(1) };
     wait_for(MS(10_000), "only the fencing counter left", gone).await;
 }

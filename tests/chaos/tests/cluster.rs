@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use fencelock::keys::LockKeys;
 use fencelock::{ErrorKind, LockManager};
-use fencelock_chaos::contend::{contend, finish, runtime, Contention};
+use fencelock_chaos::contend::{contend, contend_family, finish, runtime, Contention, Family};
 use fencelock_chaos::history::History;
 use fencelock_testkit::cluster::RedisCluster;
 
@@ -86,6 +86,20 @@ fn resharding_while_holders_contend_keeps_exclusion_and_fencing() {
 /// validity, tokens keep increasing, and locks are granted again after the failover.
 #[test]
 fn a_master_killed_mid_run_with_replica_ack_keeps_exclusion_and_fencing() {
+    master_killed_mid_run(Family::Lock);
+}
+
+/// The same failover under holders of a semaphore's permits (issue 34 item 6): never more
+/// than its limit held at one instant.
+#[test]
+fn a_master_killed_mid_run_with_replica_ack_keeps_a_semaphores_limit() {
+    master_killed_mid_run(Family::Semaphore {
+        limit: 2,
+        max_count: 2,
+    });
+}
+
+fn master_killed_mid_run(family: Family) {
     let mut c = RedisCluster::start(3, 1);
     let m = LockManager::builder([c.url()])
         .server_timeout(MS(1000))
@@ -104,7 +118,7 @@ fn a_master_killed_mid_run_with_replica_ack_keeps_exclusion_and_fencing() {
         max_hold: MS(5),
         until,
     };
-    let job = rt.spawn(contend(m, spec, history.clone()));
+    let job = rt.spawn(contend_family(m, spec, family, history.clone()));
     sleep(MS(1500));
     let slot = LockKeys::new(b"", b"alpha").slot;
     let old = c.master_of_slot(slot).port();
@@ -116,7 +130,7 @@ fn a_master_killed_mid_run_with_replica_ack_keeps_exclusion_and_fencing() {
     let recovered = Instant::now();
     let report = finish(&rt, job, until, HANG_LIMIT);
     let verdict = history.check();
-    println!("master killed (acknowledged writes): {report}\n{verdict}");
+    println!("{family:?}, master killed (acknowledged writes): {report}\n{verdict}");
     verdict.assert_ok();
     let unexpected = report.unexpected_errors(&[ErrorKind::NotAcquired, ErrorKind::Unavailable]);
     assert!(unexpected.is_empty(), "unexpected errors: {unexpected:?}");
