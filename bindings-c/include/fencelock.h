@@ -992,6 +992,14 @@ fl_status fl_semaphore_state(const struct fl_semaphore *semaphore, struct fl_sem
 fl_status fl_semaphore_release_by_token(const struct fl_semaphore *semaphore, const char *token);
 
 /**
+ * Extends the lease held with `token` to `ttl_ms` from now, as `fl_extend_by_token` does for
+ * a lock; writes the validity this gives to `*validity_ms` when it is not NULL.
+ *
+ * Errors: as `fl_extend_by_token`.
+ */
+fl_status fl_semaphore_extend_by_token(const struct fl_semaphore *semaphore, const char *token, uint64_t ttl_ms, uint64_t *validity_ms);
+
+/**
  * Makes a read-write lock on `name` (as a lock name). Nothing is contacted. On success `*out`
  * is a new handle to free with `fl_rwlock_free`.
  *
@@ -1046,6 +1054,13 @@ fl_status fl_rwlock_state(const struct fl_rwlock *rwlock, struct fl_rwlock_occup
  * Errors: as `fl_semaphore_release_by_token`.
  */
 fl_status fl_rwlock_release_by_token(const struct fl_rwlock *rwlock, const char *token);
+
+/**
+ * Extends the share or hold held with `token`, as `fl_semaphore_extend_by_token`.
+ *
+ * Errors: as `fl_extend_by_token`.
+ */
+fl_status fl_rwlock_extend_by_token(const struct fl_rwlock *rwlock, const char *token, uint64_t ttl_ms, uint64_t *validity_ms);
 
 /**
  * What `lock` holds of its name into `*kind` (an `fl_lease_kind`, read as an integer), and

@@ -355,6 +355,42 @@ pub unsafe extern "C" fn fl_semaphore_release_by_token(
     })
 }
 
+/// Extends the lease held with `token` to `ttl_ms` from now, as `fl_extend_by_token` does for
+/// a lock; writes the validity this gives to `*validity_ms` when it is not NULL.
+///
+/// Errors: as `fl_extend_by_token`.
+#[no_mangle]
+pub unsafe extern "C" fn fl_semaphore_extend_by_token(
+    semaphore: *const fl_semaphore,
+    token: *const c_char,
+    ttl_ms: u64,
+    validity_ms: *mut u64,
+) -> fl_status {
+    boundary(|| {
+        let s = self::semaphore(semaphore)?;
+        // SAFETY: NULL or a NUL-terminated string, by contract.
+        let token = unsafe { ffi::bytes(token, "token") }?;
+        let handle = s.manager.as_async().semaphore(&s.name, s.limit)?;
+        let validity = s
+            .manager
+            .block_on(handle.extend_by_token(token, ffi::ttl(ttl_ms)))??;
+        // SAFETY: NULL or writable, by contract.
+        unsafe { write_validity(validity_ms, validity) };
+        Ok(())
+    })
+}
+
+/// Writes a validity in ms through `out` when it is not NULL.
+///
+/// # Safety
+/// `out` is NULL or writable.
+unsafe fn write_validity(out: *mut u64, validity: Duration) {
+    if !out.is_null() {
+        // SAFETY: by contract.
+        unsafe { *out = validity.as_millis() as u64 };
+    }
+}
+
 /// Makes a read-write lock on `name` (as a lock name). Nothing is contacted. On success `*out`
 /// is a new handle to free with `fl_rwlock_free`.
 ///
@@ -507,6 +543,30 @@ pub unsafe extern "C" fn fl_rwlock_release_by_token(
         let token = unsafe { ffi::bytes(token, "token") }?;
         let handle = r.manager.as_async().rwlock(&r.name)?;
         r.manager.block_on(handle.release_by_token(token))?
+    })
+}
+
+/// Extends the share or hold held with `token`, as `fl_semaphore_extend_by_token`.
+///
+/// Errors: as `fl_extend_by_token`.
+#[no_mangle]
+pub unsafe extern "C" fn fl_rwlock_extend_by_token(
+    rwlock: *const fl_rwlock,
+    token: *const c_char,
+    ttl_ms: u64,
+    validity_ms: *mut u64,
+) -> fl_status {
+    boundary(|| {
+        let r = self::rwlock(rwlock)?;
+        // SAFETY: NULL or a NUL-terminated string, by contract.
+        let token = unsafe { ffi::bytes(token, "token") }?;
+        let handle = r.manager.as_async().rwlock(&r.name)?;
+        let validity = r
+            .manager
+            .block_on(handle.extend_by_token(token, ffi::ttl(ttl_ms)))??;
+        // SAFETY: NULL or writable, by contract.
+        unsafe { write_validity(validity_ms, validity) };
+        Ok(())
     })
 }
 

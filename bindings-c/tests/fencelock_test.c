@@ -1726,6 +1726,14 @@ static void test_semaphore_limit_kinds_and_state(void) {
     CHECK_ST(fl_lock_acquire(m, name, 10000, 0, &plain), FL_WRONG_KIND);
     CHECK(strstr(fl_last_error_message(), "as a semaphore") != NULL);
     CHECK(plain == SENTINEL);
+    {
+        const char *tok = NULL;
+        uint64_t validity = 0;
+        CHECK_ST(fl_lock_token(one, &tok), FL_OK);
+        CHECK_ST(fl_semaphore_extend_by_token(s, tok, 20000, &validity), FL_OK);
+        CHECK(validity > 15000 && validity <= 20000);
+        CHECK_ST(fl_semaphore_extend_by_token(s, "nobody", 20000, NULL), FL_NOT_HELD);
+    }
     CHECK_ST(fl_lock_release(two), FL_OK);
     CHECK_ST(fl_lock_release(one), FL_OK);
     CHECK_ST(fl_semaphore_state(s, &st), FL_OK);
@@ -1819,6 +1827,7 @@ static void test_rwlock_readers_writer_and_upgrade(void) {
     CHECK(strstr(fl_last_error_message(), "read share") != NULL);
     CHECK(none == SENTINEL);
     CHECK_ST(fl_lock_fencing_token(r2, &fr), FL_OK);
+    CHECK_ST(fl_rwlock_extend_by_token(rw, "reader-1", 20000, NULL), FL_OK);
     CHECK_ST(fl_lock_release(r1), FL_OK);
     CHECK_ST(fl_rwlock_release_by_token(rw, "reader-1"), FL_NOT_HELD);
     CHECK_ST(fl_lock_release(r2), FL_OK);
