@@ -196,12 +196,8 @@ pub unsafe extern "C" fn fl_semaphore_new(
 /// Frees a semaphore handle (NULL is a no-op). Leases acquired through it are not affected.
 #[no_mangle]
 pub unsafe extern "C" fn fl_semaphore_free(semaphore: *mut fl_semaphore) {
-    boundary_or((), || {
-        if !semaphore.is_null() {
-            // SAFETY: made by this library and not freed before, by contract.
-            drop(unsafe { Box::from_raw(semaphore) });
-        }
-    })
+    // SAFETY: NULL or made by this library and not freed before, by contract.
+    boundary_or((), || unsafe { ffi::free(semaphore) })
 }
 
 /// Takes `count` permits (1 to the limit), all or none, for `ttl_ms`, waiting as `wait_ms`
@@ -420,12 +416,8 @@ pub unsafe extern "C" fn fl_rwlock_new(
 /// affected.
 #[no_mangle]
 pub unsafe extern "C" fn fl_rwlock_free(rwlock: *mut fl_rwlock) {
-    boundary_or((), || {
-        if !rwlock.is_null() {
-            // SAFETY: made by this library and not freed before, by contract.
-            drop(unsafe { Box::from_raw(rwlock) });
-        }
-    })
+    // SAFETY: NULL or made by this library and not freed before, by contract.
+    boundary_or((), || unsafe { ffi::free(rwlock) })
 }
 
 /// Takes a read share (`mode` `FL_RW_READ`) or the write hold (`FL_RW_WRITE`) for `ttl_ms`,

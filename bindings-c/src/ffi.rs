@@ -82,6 +82,18 @@ pub(crate) fn millis(ms: u64) -> Duration {
     Duration::from_millis(ms)
 }
 
+/// Frees a handle this library made with `Box::into_raw` (the body of every `_free` but the
+/// manager's); NULL is a no-op.
+///
+/// # Safety
+/// `p` is NULL or a handle made by this library and not freed before.
+pub(crate) unsafe fn free<T>(p: *mut T) {
+    if !p.is_null() {
+        // SAFETY: by contract.
+        drop(unsafe { Box::from_raw(p) });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

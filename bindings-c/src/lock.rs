@@ -591,12 +591,8 @@ pub unsafe extern "C" fn fl_lock_is_lost(lock: *const fl_lock, out: *mut bool) -
 #[no_mangle]
 pub unsafe extern "C" fn fl_lock_free(lock: *mut fl_lock) {
     // The handle's drop first waits for its `fl_lock_on_lost` callback if one is running.
-    boundary_or((), || {
-        if !lock.is_null() {
-            // SAFETY: made by this library and not freed before, by contract.
-            drop(unsafe { Box::from_raw(lock) });
-        }
-    })
+    // SAFETY: NULL or made by this library and not freed before, by contract.
+    boundary_or((), || unsafe { ffi::free(lock) })
 }
 
 /// The scoped form: acquires `name` as `fl_lock_acquire` does (`ttl_ms`, `wait_ms`), extends

@@ -324,10 +324,6 @@ pub unsafe extern "C" fn fl_manager_options_set_tls_insecure(
 /// undefined behaviour (the caller's contract).
 #[no_mangle]
 pub unsafe extern "C" fn fl_manager_options_free(opts: *mut fl_manager_options) {
-    boundary_or((), || {
-        if !opts.is_null() {
-            // SAFETY: made by fl_manager_options_new and not freed before, by contract.
-            drop(unsafe { Box::from_raw(opts) });
-        }
-    })
+    // SAFETY: NULL or made by fl_manager_options_new and not freed before, by contract.
+    boundary_or((), || unsafe { ffi::free(opts) })
 }
