@@ -148,9 +148,9 @@ def commands(server: RedisServer) -> int:
 
 
 def sources(rev: str | None) -> tuple[str, str]:
-    """The acquire and release scripts as scripts.rs puts them together, from the work tree or
-    (`rev`) from a git revision; before the uncontended path came first (issue 21), each was
-    queue.lua + acquire.lua or release.lua."""
+    """The acquire and release scripts as scripts.rs puts them together (head, holder.lua,
+    queue.lua, the queued part), from the work tree or (`rev`) from a git revision; before the
+    uncontended path came first (issue 21), each was queue.lua + acquire.lua or release.lua."""
     def read(name: str) -> str | None:
         if rev is None:
             path = SCRIPTS / name
@@ -161,12 +161,15 @@ def sources(rev: str | None) -> tuple[str, str]:
 
     queue = read("queue.lua")
     assert queue is not None, f"no queue.lua at {rev or 'the work tree'}"
+    # holder.lua (issue 34: the kind a name is held as) comes between the head and the queue's
+    # helpers; revisions before it have none.
+    holder = read("holder.lua") or ""
     out = []
     for step in ("acquire", "release"):
         queued = read(f"{step}_queued.lua")
         head = read(f"{step}.lua")
         assert head is not None, f"no {step}.lua at {rev or 'the work tree'}"
-        out.append(head + queue + queued if queued is not None else queue + head)
+        out.append(head + holder + queue + queued if queued is not None else queue + head)
     return out[0], out[1]
 
 
