@@ -149,8 +149,8 @@ impl Engine {
     ///
     /// # Errors
     /// As [`inspect`](Self::inspect); [`ErrorKind::WrongKind`](crate::ErrorKind::WrongKind)
-    /// when the name is a lock.
-    pub async fn inspect_permits(&self, name: &[u8]) -> Result<PermitsView> {
+    /// when the name is a lock, or a family other than `wanted` (`"semaphore"`, `"rwlock"`).
+    pub async fn inspect_permits(&self, name: &[u8], wanted: &str) -> Result<PermitsView> {
         let keys = LockKeys::new(&self.config.prefix, name);
         let call = ScriptCall::permits_inspect(&keys, None);
         let views = self.views(name, call, parse_permits).await?;
@@ -163,6 +163,21 @@ impl Engine {
             all.held = all.held.max(v.held);
             all.holders = all.holders.max(v.holders);
             all.waiters = all.waiters.max(v.waiters);
+        }
+        if !all.kind.is_empty() && all.kind != wanted {
+            let shown = |k: &str| match k {
+                "semaphore" => "a semaphore",
+                _ => "a read-write lock",
+            };
+            return Err(Error::new(
+                ErrorKind::WrongKind,
+                format!(
+                    "{} is held as {}, not as {}",
+                    display_name(name),
+                    shown(&all.kind),
+                    shown(wanted)
+                ),
+            ));
         }
         Ok(all)
     }

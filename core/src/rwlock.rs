@@ -9,8 +9,8 @@ use std::time::Duration;
 use crate::acquire::AcquireCall;
 use crate::acquire::AcquireOptions;
 use crate::engine::{Engine, Target};
-use crate::error::{Error, ErrorKind, Result};
-use crate::keys::{check_name, display_name};
+use crate::error::{ErrorKind, Result};
+use crate::keys::check_name;
 use crate::kind::{LeaseKind, RW_CAPACITY};
 use crate::lock::Lock;
 use crate::token;
@@ -159,16 +159,7 @@ impl RwLock {
     /// [`ErrorKind::Unavailable`] when fewer than a quorum of servers answer;
     /// [`ErrorKind::WrongKind`] when the name is held as another kind.
     pub async fn state(&self) -> Result<RwLockState> {
-        let view = self.engine.inspect_permits(&self.name).await?;
-        if !view.kind.is_empty() && view.kind != "rwlock" {
-            return Err(Error::new(
-                ErrorKind::WrongKind,
-                format!(
-                    "{} is held as a semaphore, not as a read-write lock",
-                    display_name(&self.name)
-                ),
-            ));
-        }
+        let view = self.engine.inspect_permits(&self.name, "rwlock").await?;
         let writer = view.held >= RW_CAPACITY;
         Ok(RwLockState {
             readers: if writer { 0 } else { view.held },

@@ -169,16 +169,7 @@ impl Semaphore {
     /// [`ErrorKind::Unavailable`] when fewer than a quorum of servers answer;
     /// [`ErrorKind::WrongKind`] when the name is held as another kind.
     pub async fn state(&self) -> Result<SemaphoreState> {
-        let view = self.engine.inspect_permits(&self.name).await?;
-        if !view.kind.is_empty() && view.kind != "semaphore" {
-            return Err(crate::Error::new(
-                ErrorKind::WrongKind,
-                format!(
-                    "{} is held as a read-write lock, not as a semaphore",
-                    crate::display_name(&self.name)
-                ),
-            ));
-        }
+        let view = self.engine.inspect_permits(&self.name, "semaphore").await?;
         Ok(SemaphoreState {
             limit: u32::try_from(view.limit)
                 .ok()
