@@ -345,3 +345,47 @@ async fn a_vanished_holders_keys_expire_on_their_own() {
     let gone = || async { s[0].cmd(&[b"DBSIZE"]) == Reply::Int(1) };
     wait_for(MS(10_000), "only the fencing counter left", gone).await;
 }
+
+/// The uncontended path (`permits_acquire_lean.lua`, `permits_release_lean.lua`) leaves ended
+/// leases to the full path: they still count there until a call on the full path gives them
+/// back; the release of one finds it gone (not a release on the uncontended path, which would
+/// take its weight twice); the last release leaves only the fencing counter; and a counter of
+/// the wrong type fails an acquisition with nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_uncontended_path_leaves_ended_leases_to_the_full_path() {
+    let s = servers(1);
+    let m = manager(&s);
+    let sem = m.semaphore("lean", 3).unwrap();
+    let ended = [
+        sem.acquire(1, MS(300), Some(MS(0))).await.unwrap(),
+        sem.acquire(1, MS(300), Some(MS(0))).await.unwrap(),
+    ];
+    for lease in &ended {
+        let over = || async { !lease.is_held().await.unwrap() };
+        wait_for(MS(10_000), "the short lease ended", over).await;
+    }
+    // 2 ended + 1: fits, on the uncontended path.
+    let first = sem.try_acquire(1, MS(10_000)).await.unwrap().unwrap();
+    for lease in ended {
+        assert_eq!(lease.release().await.unwrap_err().kind(), ErrorKind::NotHeld);
+    }
+    let second = sem.try_acquire(2, MS(10_000)).await.unwrap().unwrap();
+    let state = sem.state().await.unwrap();
+    assert_eq!((state.held, state.holders), (3, 2));
+    assert!(sem.try_acquire(1, MS(10_000)).await.unwrap().is_none());
+    first.release().await.unwrap();
+    assert_eq!(sem.state().await.unwrap().held, 2);
+    assert!(sem.try_acquire(2, MS(10_000)).await.unwrap().is_none());
+    second.release().await.unwrap();
+    assert_eq!(s[0].cmd(&[b"DBSIZE"]), Reply::Int(1), "the fencing counter");
+    let Reply::Array(Some(keys)) = s[0].cmd(&[b"KEYS", b"*fence"]) else {
+        panic!("no fencing counter")
+    };
+    let Reply::Bulk(Some(fence)) = &keys[0] else {
+        panic!("{keys:?}")
+    };
+    s[0].cmd(&[b"DEL", fence]);
+    s[0].cmd(&[b"HSET", fence, b"not", b"a counter"]);
+    assert!(sem.try_acquire(1, MS(10_000)).await.is_err());
+    assert_eq!(s[0].cmd(&[b"DBSIZE"]), Reply::Int(1), "nothing written");
+}

@@ -22,6 +22,7 @@ use crate::token::WAKE_ID_LEN;
 /// Take a lease's weight of the name, or a place in line.
 static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_SRC));
 const ACQUIRE_SRC: &str = concat!(
+    include_str!("permits_acquire_lean.lua"),
     include_str!("queue.lua"),
     include_str!("permits.lua"),
     include_str!("permits_acquire.lua")
@@ -29,6 +30,7 @@ const ACQUIRE_SRC: &str = concat!(
 /// Give a lease's weight back and hand it to the head of the line.
 static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_SRC));
 const RELEASE_SRC: &str = concat!(
+    include_str!("permits_release_lean.lua"),
     include_str!("queue.lua"),
     include_str!("permits.lua"),
     include_str!("permits_release.lua")
