@@ -367,7 +367,10 @@ async fn the_uncontended_path_leaves_ended_leases_to_the_full_path() {
     // 2 ended + 1: fits, on the uncontended path.
     let first = sem.try_acquire(1, MS(10_000)).await.unwrap().unwrap();
     for lease in ended {
-        assert_eq!(lease.release().await.unwrap_err().kind(), ErrorKind::NotHeld);
+        assert_eq!(
+            lease.release().await.unwrap_err().kind(),
+            ErrorKind::NotHeld
+        );
     }
     let second = sem.try_acquire(2, MS(10_000)).await.unwrap().unwrap();
     let state = sem.state().await.unwrap();
