@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use fencelock::LeaseKind;
+use fencelock::{Family, FamilyState, LeaseKind};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
@@ -24,12 +24,12 @@ fn whole(what: &str, v: &Unknown) -> Checked<u32> {
     Ok(n as u32)
 }
 
-/// The lease a call names: `kind` `'semaphore'` (`count` permits of `limit`), `'read'` or
-/// `'write'`.
-fn lease_kind(kind: &str, count: &Unknown, limit: &Unknown) -> Checked<LeaseKind> {
+/// The lease a call names: `kind` `'semaphore'` (`count` permits, 1 when not given, of
+/// `limit`), `'read'` or `'write'`.
+fn lease_kind(kind: &str, count: Option<&Unknown>, limit: &Unknown) -> Checked<LeaseKind> {
     match kind {
         "semaphore" => Ok(LeaseKind::Permits {
-            count: whole("count", count)?,
+            count: count.map_or(Ok(1), |c| whole("count", c))?,
             limit: whole("limit", limit)?,
         }),
         "read" => Ok(LeaseKind::Read),
@@ -40,54 +40,28 @@ fn lease_kind(kind: &str, count: &Unknown, limit: &Unknown) -> Checked<LeaseKind
     }
 }
 
-/// The core handle a call by token or an inspection addresses.
-enum Handle {
-    Semaphore(fencelock::Semaphore),
-    RwLock(fencelock::RwLock),
-}
-
-impl Handle {
-    async fn state(self) -> fencelock::Result<Vec<f64>> {
-        Ok(match self {
-            Handle::Semaphore(s) => {
-                let st = s.state().await?;
-                let (held, holders, waiters) = (st.held, st.holders, st.waiters);
-                vec![st.limit.into(), held as f64, holders as f64, waiters as f64]
-            }
-            Handle::RwLock(rw) => {
-                let st = rw.state().await?;
-                let writer = f64::from(u8::from(st.writer));
-                vec![st.readers as f64, writer, st.waiters as f64]
-            }
-        })
-    }
-
-    async fn release(self, token: Vec<u8>) -> fencelock::Result<()> {
-        match self {
-            Handle::Semaphore(s) => s.release_by_token(&token).await,
-            Handle::RwLock(rw) => rw.release_by_token(&token).await,
+/// A semaphore's `[limit, held, holders, waiters]` or a read-write lock's
+/// `[readers, writer (0 or 1), waiters]`.
+fn state_array(state: FamilyState) -> Vec<f64> {
+    match state {
+        FamilyState::Semaphore(st) => {
+            let (held, holders, waiters) = (st.held, st.holders, st.waiters);
+            vec![st.limit.into(), held as f64, holders as f64, waiters as f64]
         }
-    }
-
-    async fn extend(self, token: Vec<u8>, ttl: Duration) -> fencelock::Result<Duration> {
-        match self {
-            Handle::Semaphore(s) => s.extend_by_token(&token, ttl).await,
-            Handle::RwLock(rw) => rw.extend_by_token(&token, ttl).await,
+        FamilyState::RwLock(st) => {
+            let writer = f64::from(u8::from(st.writer));
+            vec![st.readers as f64, writer, st.waiters as f64]
         }
     }
 }
 
 impl JsLockManager {
-    /// The handle of `name` as a semaphore of `limit` (`kind` `'semaphore'`) or a read-write
-    /// lock, checked (name, limit, a live manager).
-    fn handle(&self, name: &Unknown, kind: &str, limit: &Unknown) -> Checked<Handle> {
+    /// The semaphore of `limit` (`kind` `'semaphore'`) or read-write lock `name` names,
+    /// checked (name, limit, a live manager).
+    fn handle(&self, name: &Unknown, kind: &str, limit: &Unknown) -> Checked<Family> {
         let name = args::bytes("name", name)?;
-        let manager = self.manager()?;
-        Ok(match kind {
-            "semaphore" => Handle::Semaphore(manager.semaphore(&name, whole("limit", limit)?)?),
-            "read" | "write" => Handle::RwLock(manager.rwlock(&name)?),
-            other => return Err(invalid(format!("lease kind {other:?}"))),
-        })
+        let kind = lease_kind(kind, None, limit)?;
+        Ok(self.manager()?.family(&name, kind)?)
     }
 }
 
@@ -116,7 +90,7 @@ impl JsLockManager {
         options: Option<Unknown<'e>>,
         mode: String,
     ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
-        let checked = lease_kind(&kind, &count, &limit).and_then(|kind| {
+        let checked = lease_kind(&kind, Some(&count), &limit).and_then(|kind| {
             let mode = match mode.as_str() {
                 "acquire" => Mode::Acquire,
                 "try" => Mode::Try,
@@ -142,7 +116,11 @@ impl JsLockManager {
         limit: Unknown<'e>,
     ) -> Result<PromiseRaw<'e, Vec<f64>>> {
         match self.handle(&name, &kind, &limit) {
-            Ok(h) => promise(env, async move { Ok(h.state().await?) }, |_, st| Ok(st)),
+            Ok(h) => promise(
+                env,
+                async move { Ok(state_array(h.state().await?)) },
+                |_, st| Ok(st),
+            ),
             Err(f) => rejected(env, f),
         }
     }
@@ -161,7 +139,11 @@ impl JsLockManager {
             .handle(&name, &kind, &limit)
             .and_then(|h| Ok((h, args::bytes("token", &token)?)));
         match checked {
-            Ok((h, t)) => promise(env, async move { Ok(h.release(t).await?) }, |_, ()| Ok(())),
+            Ok((h, t)) => promise(
+                env,
+                async move { Ok(h.release_by_token(t).await?) },
+                |_, ()| Ok(()),
+            ),
             Err(f) => rejected(env, f),
         }
     }
@@ -187,7 +169,7 @@ impl JsLockManager {
         match checked {
             Ok((h, t, ttl)) => promise(
                 env,
-                async move { Ok(h.extend(t, ttl).await?) },
+                async move { Ok(h.extend_by_token(t, ttl).await?) },
                 |_, v: Duration| Ok(v.as_millis() as f64),
             ),
             Err(f) => rejected(env, f),

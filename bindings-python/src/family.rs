@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use fencelock::{ErrorKind, LeaseKind};
+use fencelock::{ErrorKind, Family, FamilyState, LeaseKind};
 use pyo3::prelude::*;
 
 use crate::aio::{spawn, OnCancel, PyAsyncLockManager, PyAsyncLockScope};
@@ -24,51 +24,11 @@ use crate::sync::{PyLockManager, PyLockScope};
 /// read-write lock's `(readers, writer, waiters)`.
 type State = Vec<u64>;
 
-/// The core handle a call on a lease of `kind` addresses (a lock is not one).
-enum Handle {
-    Semaphore(fencelock::Semaphore),
-    RwLock(fencelock::RwLock),
-}
-
-impl Handle {
-    fn of(
-        manager: &fencelock::LockManager,
-        name: &Text,
-        kind: LeaseKind,
-    ) -> fencelock::Result<Self> {
-        match kind {
-            LeaseKind::Permits { limit, .. } => Ok(Handle::Semaphore(
-                manager.semaphore(name.as_bytes(), limit)?,
-            )),
-            _ => Ok(Handle::RwLock(manager.rwlock(name.as_bytes())?)),
-        }
-    }
-
-    async fn state(self) -> fencelock::Result<State> {
-        Ok(match self {
-            Handle::Semaphore(s) => {
-                let st = s.state().await?;
-                vec![st.limit.into(), st.held, st.holders, st.waiters]
-            }
-            Handle::RwLock(rw) => {
-                let st = rw.state().await?;
-                vec![st.readers, u64::from(st.writer), st.waiters]
-            }
-        })
-    }
-
-    async fn release(self, token: Text) -> fencelock::Result<()> {
-        match self {
-            Handle::Semaphore(s) => s.release_by_token(token.as_bytes()).await,
-            Handle::RwLock(rw) => rw.release_by_token(token.as_bytes()).await,
-        }
-    }
-
-    async fn extend(self, token: Text, ttl: Duration) -> fencelock::Result<Duration> {
-        match self {
-            Handle::Semaphore(s) => s.extend_by_token(token.as_bytes(), ttl).await,
-            Handle::RwLock(rw) => rw.extend_by_token(token.as_bytes(), ttl).await,
-        }
+/// A state as the handles read it (see [`State`]).
+fn state_tuple(state: FamilyState) -> State {
+    match state {
+        FamilyState::Semaphore(st) => vec![st.limit.into(), st.held, st.holders, st.waiters],
+        FamilyState::RwLock(st) => vec![st.readers, u64::from(st.writer), st.waiters],
     }
 }
 
@@ -195,7 +155,8 @@ macro_rules! lease_methods {
                 limit: u32,
             ) -> PyResult<Bound<'py, PyAny>> {
                 let kind = lease_kind(kind, 1, limit)?;
-                self.lease_call(py, &name, kind, |h| h.state(), |py, st: State| {
+                let state = |f: Family| async move { f.state().await.map(state_tuple) };
+                self.lease_call(py, &name, kind, state, |py, st: State| {
                     Ok(pyo3::types::PyTuple::new(py, st)?.into_any())
                 })
             }
@@ -209,7 +170,8 @@ macro_rules! lease_methods {
                 #[pyo3(from_py_with = token_arg)] token: Text,
             ) -> PyResult<Bound<'py, PyAny>> {
                 let kind = lease_kind(kind, 1, limit)?;
-                self.lease_call(py, &name, kind, |h| h.release(token), |py, ()| {
+                let release = |f: Family| async move { f.release_by_token(token.as_bytes()).await };
+                self.lease_call(py, &name, kind, release, |py, ()| {
                     Ok(py.None().into_bound(py))
                 })
             }
@@ -225,7 +187,8 @@ macro_rules! lease_methods {
             ) -> PyResult<Bound<'py, PyAny>> {
                 let kind = lease_kind(kind, 1, limit)?;
                 let ttl = ttl_seconds(ttl)?;
-                self.lease_call(py, &name, kind, move |h| h.extend(token, ttl), |py, v: Duration| {
+                let extend = move |f: Family| async move { f.extend_by_token(token.as_bytes(), ttl).await };
+                self.lease_call(py, &name, kind, extend, |py, v: Duration| {
                     Ok(pyo3::types::PyFloat::new(py, v.as_secs_f64()).into_any())
                 })
             }
@@ -263,7 +226,7 @@ impl PyLockManager {
         py: Python<'py>,
         name: &Text,
         kind: LeaseKind,
-        call: impl FnOnce(Handle) -> F + Send,
+        call: impl FnOnce(Family) -> F + Send,
         convert: impl FnOnce(Python<'py>, T) -> PyResult<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>>
     where
@@ -272,7 +235,7 @@ impl PyLockManager {
     {
         let manager = self.live(py)?;
         let out = shutdown::detach(py, || {
-            let handle = Handle::of(manager.as_async(), name, kind)?;
+            let handle = manager.as_async().family(name.as_bytes(), kind)?;
             manager.block_on(call(handle))?
         });
         convert(py, out.map_err(|e| to_py(py, e))?)
@@ -297,7 +260,7 @@ impl PyAsyncLockManager {
         py: Python<'py>,
         name: &Text,
         kind: LeaseKind,
-        call: impl FnOnce(Handle) -> F + Send + 'static,
+        call: impl FnOnce(Family) -> F + Send + 'static,
         convert: impl for<'a> FnOnce(Python<'a>, T) -> PyResult<Bound<'a, PyAny>> + Send + 'static,
     ) -> PyResult<Bound<'py, PyAny>>
     where
@@ -305,7 +268,9 @@ impl PyAsyncLockManager {
         F: std::future::Future<Output = fencelock::Result<T>> + Send + 'static,
     {
         let live = self.live(py)?;
-        let handle = Handle::of(live.manager.as_async(), name, kind).map_err(|e| to_py(py, e))?;
+        let handle = (live.manager.as_async())
+            .family(name.as_bytes(), kind)
+            .map_err(|e| to_py(py, e))?;
         let fut = async move { call(handle).await.map_err(Failure::Core) };
         spawn(py, &live, OnCancel::Finish, fut, convert)
     }

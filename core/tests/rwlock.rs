@@ -230,3 +230,62 @@ async fn redisson_1110_a_reentrant_write_with_a_shorter_lease_keeps_the_hold() {
     assert!(rw.try_read(MS(1000)).await.unwrap().is_none());
     outer.release().await.unwrap();
 }
+
+/// `LockManager::family` picks the primitive a lease kind belongs to (the Python and Node
+/// handles call it): its state, release and extension by token are that primitive's; a lock
+/// is not one of the family.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_family_handle_dispatches_by_kind() {
+    use fencelock::{Family, FamilyState, LeaseKind};
+    let s = servers(1);
+    let m = manager(&s);
+    let permits = LeaseKind::Permits { count: 2, limit: 3 };
+    let sem = m.family("pool", permits).unwrap();
+    assert!(matches!(sem, Family::Semaphore(_)));
+    let lease = m
+        .semaphore("pool", 3)
+        .unwrap()
+        .acquire(2, MS(10_000), Some(MS(0)))
+        .await
+        .unwrap();
+    let FamilyState::Semaphore(st) = sem.state().await.unwrap() else {
+        panic!("a semaphore's state")
+    };
+    assert_eq!((st.limit, st.held, st.holders), (3, 2, 1));
+    let validity = sem
+        .extend_by_token(lease.token(), MS(20_000))
+        .await
+        .unwrap();
+    assert!(validity > MS(10_000), "{validity:?}");
+    sem.release_by_token(lease.token()).await.unwrap();
+    assert!(!lease.is_held().await.unwrap());
+    lease.detach();
+
+    let rw = m.family("doc", LeaseKind::Write).unwrap();
+    let write = m
+        .rwlock("doc")
+        .unwrap()
+        .write(MS(10_000), Some(MS(0)))
+        .await
+        .unwrap();
+    assert_eq!(
+        rw.state().await.unwrap(),
+        FamilyState::RwLock(fencelock::RwLockState {
+            readers: 0,
+            writer: true,
+            waiters: 0
+        })
+    );
+    rw.release_by_token(write.token()).await.unwrap();
+    let e = rw.release_by_token(write.token()).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotHeld);
+    write.detach();
+    // A semaphore's name is not a read-write lock.
+    let pool = m.semaphore("pool", 3).unwrap();
+    let held = pool.acquire(1, MS(10_000), Some(MS(0))).await.unwrap();
+    let e = m.family("pool", LeaseKind::Read).unwrap().state().await;
+    assert_eq!(e.unwrap_err().kind(), ErrorKind::WrongKind);
+    held.release().await.unwrap();
+    let e = m.family("pool", LeaseKind::Lock).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+}
