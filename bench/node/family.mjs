@@ -10,6 +10,9 @@
 //       cycles per worker and each worker's waits
 //   family.mjs rw    --impl IMPL --servers URLS --workers W --read-pct P --hold-ms H --duration-ms D
 //       W workers take a read share (P % of the time) or the write hold, hold it H ms
+//   family.mjs handoff --impl IMPL --servers URLS --rounds N
+//       on a limit of 1: a holder releases while one caller waits in line; the time from the
+//       release call to the waiter's grant, N times (after 5 not counted)
 //
 // IMPL: ours (the fencelock binding: $FENCELOCK_NODE or <repo>/bindings-node; a semaphore, or
 // for `rw` the read-write lock), ours-mutex (`rw` only: every section under one lock),
@@ -107,6 +110,26 @@ async function workers(im, { workers, holdMs, durationMs, kind }) {
   return { seconds, cycles: per.reduce((s, p) => s + p.cycles, 0), workers: per }
 }
 
+/** Hand-off latency: a waiter in line is granted the permit a release gives back. */
+async function handoff(im, rounds) {
+  const times = []
+  for (let i = 0; i < rounds + 5; i++) {
+    const release = await im.take('permit')
+    const granted = im.take('permit').then((r) => [r, performance.now()])
+    // Setup, not a measurement: the waiter's refused attempt and its place in line (ours: its
+    // subscription too) before the release. The pause's length varies over 10 ms, so that a
+    // caller that polls (redis-semaphore: every 10 ms) is not met in the same phase each time.
+    await sleep(30 + ((i * 3.7) % 10))
+    const t0 = performance.now()
+    await release()
+    const [next, t1] = await granted
+    await next()
+    if (i >= 5) times.push(t1 - t0)
+  }
+  times.sort((a, b) => a - b)
+  return { rounds, p50_ms: pct(times, 50), p99_ms: pct(times, 99), max_ms: times[times.length - 1] }
+}
+
 async function main() {
   const [scenario, ...rest] = process.argv.slice(2)
   const { values: a } = parseArgs({
@@ -119,11 +142,12 @@ async function main() {
       'hold-ms': { type: 'string', default: '5' },
       'read-pct': { type: 'string', default: '95' },
       'duration-ms': { type: 'string', default: '2000' },
+      rounds: { type: 'string', default: '50' },
       name: { type: 'string', default: `family-${process.pid}` },
     },
   })
-  if (!IMPLS.includes(a.impl) || !a.servers || !['cycle', 'pool', 'rw'].includes(scenario)) {
-    process.stderr.write('usage: family.mjs cycle|pool|rw --impl IMPL --servers URLS [...]\n')
+  if (!IMPLS.includes(a.impl) || !a.servers || !['cycle', 'pool', 'rw', 'handoff'].includes(scenario)) {
+    process.stderr.write('usage: family.mjs cycle|pool|rw|handoff --impl IMPL --servers URLS [...]\n')
     process.exit(2)
   }
   const servers = a.servers.split(',')
@@ -133,6 +157,8 @@ async function main() {
   let out
   if (scenario === 'cycle') {
     out = await cycle(im, durationMs)
+  } else if (scenario === 'handoff') {
+    out = await handoff(im, Number(a.rounds))
   } else if (scenario === 'pool') {
     out = await workers(im, { workers: Number(a.workers), holdMs: Number(a['hold-ms']), durationMs, kind: () => 'permit' })
   } else {
