@@ -127,6 +127,7 @@ export declare class LockManager {
    * usable until released.
    */
   close(): Promise<void>
+
 }
 export type JsLockManager = LockManager
 

@@ -4,12 +4,17 @@
 //! (`promise`: core futures on napi's tokio runtime settle Promises) and handle ownership
 //! (`manager`, `lock`). Every lock behaviour is the core's.
 
+// The classes' modules first: napi-derive names the class of a `#[napi] impl` block after
+// the struct's `js_name` only when it expanded that struct before the block; otherwise after
+// the Rust type (`JsLockManager`), and whichever block registers last names the class. So
+// `family.rs`'s methods on `LockManager` must come after `manager.rs`.
+mod lock;
+mod manager;
+
 mod args;
 pub mod error;
 mod event_loop;
 pub mod events;
 mod family;
-mod lock;
-mod manager;
 mod promise;
 mod types;
