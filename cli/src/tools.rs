@@ -1,0 +1,159 @@
+//! The subcommands beside `run`: `acquire` (take a lock and leave it held), `release` and
+//! `extend` by token, `status`.
+
+use std::time::Duration;
+
+use fencelock::{ErrorKind, FamilyState, LeaseKind, LockManager};
+use serde_json::json;
+
+use crate::args::{AcquireArgs, ExtendArgs, Print, StatusArgs, TokenArgs};
+use crate::exit::{self, Failure};
+use crate::signals::Signals;
+use crate::{connect, kind, run};
+
+/// `acquire`: the lock stays held after fencelock exits, until its TTL or `release --token`.
+pub async fn acquire(args: AcquireArgs) -> Result<u8, Failure> {
+    let mut signals = Signals::listen()?;
+    let opts = fencelock::AcquireOptions::new(args.lock.ttl).wait(args.lock.wait.limit());
+    let (_manager, lock) = run::acquire(&args.lock, &opts, &mut signals).await?;
+    let token = String::from_utf8_lossy(lock.token()).into_owned();
+    match args.print {
+        Print::Token => println!("{token}"),
+        Print::FencingToken => println!("{}", lock.fencing_token()),
+        Print::Json => println!(
+            "{}",
+            json!({
+                "name": args.lock.name,
+                "token": token,
+                "fencing_token": lock.fencing_token(),
+                "ttl_ms": millis(args.lock.ttl),
+            })
+        ),
+    }
+    lock.detach();
+    Ok(0)
+}
+
+/// `release NAME --token T`: 0 when released, 1 when the token did not hold it.
+pub async fn release(args: TokenArgs) -> Result<u8, Failure> {
+    let (manager, kind) = held(&args)?;
+    let released = match kind {
+        LeaseKind::Lock => manager.release_by_token(&args.name, &args.token).await,
+        _ => {
+            family(&manager, &args.name, kind)?
+                .release_by_token(&args.token)
+                .await
+        }
+    };
+    by_token(released.map(|()| Duration::ZERO), &args.name, "released")
+}
+
+/// `extend NAME --token T --ttl D`: 0 when extended, 1 when the token did not hold it.
+pub async fn extend(args: ExtendArgs) -> Result<u8, Failure> {
+    let held_args = &args.held;
+    let (manager, kind) = held(held_args)?;
+    let name = &held_args.name;
+    let extended = match kind {
+        LeaseKind::Lock => {
+            manager
+                .extend_by_token(name, &held_args.token, args.ttl)
+                .await
+        }
+        _ => {
+            family(&manager, name, kind)?
+                .extend_by_token(&held_args.token, args.ttl)
+                .await
+        }
+    };
+    by_token(extended, name, "extended")
+}
+
+fn held(args: &TokenArgs) -> Result<(LockManager, LeaseKind), Failure> {
+    let kind = kind::of(&args.kind)?;
+    Ok((connect::manager(&args.servers, false)?, kind))
+}
+
+fn family(
+    manager: &LockManager,
+    name: &str,
+    kind: LeaseKind,
+) -> Result<fencelock::Family, Failure> {
+    manager
+        .family(name, kind)
+        .map_err(|e| Failure::from_core(&e, exit::CONFLICT))
+}
+
+/// A call by token's outcome: "not held" is exit 1 with the reason, not an error.
+fn by_token(done: fencelock::Result<Duration>, name: &str, what: &str) -> Result<u8, Failure> {
+    match done {
+        Ok(_) => Ok(0),
+        Err(e) if e.kind() == ErrorKind::NotHeld => {
+            eprintln!("fencelock: {name} not {what}: {e}");
+            Ok(exit::NO)
+        }
+        Err(e) => Err(Failure::from_core(&e, exit::CONFLICT)),
+    }
+}
+
+/// `status NAME`: exit 0 when held, 1 when free; a line, or JSON with `--json`.
+pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
+    let kind = kind::of(&args.kind)?;
+    let manager = connect::manager(&args.servers, false)?;
+    let fail = |e: fencelock::Error| Failure::from_core(&e, exit::CONFLICT);
+    let (held, line, mut report) = match kind {
+        LeaseKind::Lock => {
+            let left = manager.remaining(&args.name).await.map_err(fail)?;
+            let line = match left {
+                Some(left) => format!("held, {:.1}s left", left.as_secs_f64()),
+                None => "free".to_string(),
+            };
+            let report = json!({"kind": "lock", "remaining_ms": left.map(millis)});
+            (left.is_some(), line, report)
+        }
+        _ => family_status(&manager, &args.name, kind).await?,
+    };
+    report["name"] = json!(args.name);
+    report["held"] = json!(held);
+    if args.json {
+        println!("{report}");
+    } else {
+        println!("{}: {line}", args.name);
+    }
+    Ok(if held { 0 } else { exit::NO })
+}
+
+async fn family_status(
+    manager: &LockManager,
+    name: &str,
+    kind: LeaseKind,
+) -> Result<(bool, String, serde_json::Value), Failure> {
+    let state = family(manager, name, kind)?
+        .state()
+        .await
+        .map_err(|e| Failure::from_core(&e, exit::CONFLICT))?;
+    Ok(match state {
+        FamilyState::Semaphore(s) => (
+            s.held > 0,
+            format!(
+                "{} of {} permits held by {}, {} waiting",
+                s.held, s.limit, s.holders, s.waiters
+            ),
+            json!({"kind": "semaphore", "limit": s.limit, "permits_held": s.held,
+                   "holders": s.holders, "waiters": s.waiters}),
+        ),
+        FamilyState::RwLock(s) => (
+            s.writer || s.readers > 0,
+            match (s.writer, s.readers) {
+                (true, _) => format!("held by a writer, {} waiting", s.waiters),
+                (false, 0) => format!("free, {} waiting", s.waiters),
+                (false, n) => format!("held by {n} readers, {} waiting", s.waiters),
+            },
+            json!({"kind": "rwlock", "writer": s.writer, "readers": s.readers,
+                   "waiters": s.waiters}),
+        ),
+    })
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,229 @@
+//! `fencelock run` with real children and real servers (issue 35 item 8): exit codes passed
+//! through, the cron pattern, the environment, a lost lock ending the command's process group
+//! behind `sh -c`, signals passed on, fencelock SIGKILLed, a Redlock with a server killed.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{alive, cmd, code, finish, output, spawn, stderr, wait_file, Scratch};
+use fencelock_testkit::{servers, wait_until};
+
+const HANG: Duration = Duration::from_secs(30);
+
+#[test]
+fn the_commands_exit_code_is_fencelocks() {
+    let s = servers(1);
+    for (script, want) in [
+        ("exit 0", 0),
+        ("exit 1", 1),
+        ("exit 42", 42),
+        ("kill -9 $$", 128 + 9),
+        ("kill -TERM $$", 128 + 15),
+    ] {
+        let out = output(cmd(&[&s[0]], &["run", "codes", "--", "sh", "-c", script]));
+        assert_eq!(code(&out), want, "{script}: {}", stderr(&out));
+    }
+    // Released every time: the name is free.
+    let status = output(cmd(&[&s[0]], &["status", "codes"]));
+    assert_eq!(code(&status), 1, "{}", stderr(&status));
+    // A command that cannot run: 127 not found, 126 not executable; the lock released.
+    let out = output(cmd(&[&s[0]], &["run", "codes", "--", "/no/such/command"]));
+    assert_eq!(code(&out), 127, "{}", stderr(&out));
+    let dir = Scratch::new("codes");
+    std::fs::write(dir.path("not-executable"), b"echo hi\n").unwrap();
+    let out = output(cmd(
+        &[&s[0]],
+        &["run", "codes", "--", &dir.p("not-executable")],
+    ));
+    assert_eq!(code(&out), 126, "{}", stderr(&out));
+    assert_eq!(code(&output(cmd(&[&s[0]], &["status", "codes"]))), 1);
+}
+
+/// Two hosts' cron entries start the same job at once: exactly one runs it, the other exits
+/// 75 (or the code asked for).
+#[test]
+fn the_cron_pattern_runs_the_job_once() {
+    let s = servers(1);
+    let dir = Scratch::new("cron");
+    let job = format!(
+        "echo $$ >> {runs}; while [ ! -e {go} ]; do sleep 0.02; done",
+        runs = dir.p("runs"),
+        go = dir.p("go")
+    );
+    let start = |extra: &[&str]| {
+        let mut args = vec!["run", "nightly", "--no-wait"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "sh", "-c", &job]);
+        spawn(cmd(&[&s[0]], &args))
+    };
+    let mut both = vec![start(&[]), start(&["--conflict-exit-code", "3"])];
+    wait_file(&dir.path("runs"), HANG);
+    // The one that did not get the lock exits on its own while the job still runs.
+    let mut gave_up = None;
+    wait_until(HANG, "one cron run to give up", || {
+        gave_up = both
+            .iter_mut()
+            .position(|c| c.try_wait().unwrap().is_some());
+        gave_up.is_some()
+    });
+    let loser = finish(both.remove(gave_up.unwrap()), HANG);
+    std::fs::write(dir.path("go"), b"").unwrap();
+    let winner = finish(both.remove(0), HANG);
+    let lines = std::fs::read_to_string(dir.path("runs")).unwrap();
+    assert_eq!(lines.lines().count(), 1, "the job ran once: {lines}");
+    assert!([75, 3].contains(&code(&loser)), "{}", stderr(&loser));
+    assert!(stderr(&loser).contains("nightly"), "{}", stderr(&loser));
+    assert_eq!(code(&winner), 0, "{}", stderr(&winner));
+}
+
+#[test]
+fn the_command_gets_the_name_and_tokens_and_can_extend_by_token() {
+    let s = servers(1);
+    let dir = Scratch::new("env");
+    let script = format!(
+        "echo \"$FENCELOCK_NAME $FENCELOCK_FENCING_TOKEN $FENCELOCK_TOKEN\" > {env}; \
+         {bin} extend --server {url} \"$FENCELOCK_NAME\" --ttl 60s",
+        env = dir.p("env"),
+        bin = common::BIN,
+        url = s[0].url(),
+    );
+    let first = output(cmd(&[&s[0]], &["run", "report", "--", "true"]));
+    assert_eq!(code(&first), 0);
+    let out = output(cmd(&[&s[0]], &["run", "report", "--", "sh", "-c", &script]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let env = std::fs::read_to_string(dir.path("env")).unwrap();
+    let fields: Vec<&str> = env.split_whitespace().collect();
+    assert_eq!(fields[0], "report");
+    assert!(
+        fields[1].parse::<u64>().unwrap() >= 2,
+        "a fencing token: {env}"
+    );
+    assert!(fields[2].len() >= 16, "a token: {env}");
+}
+
+/// The lock deleted by hand while the command runs behind `sh -c`: the whole process group
+/// is stopped, stderr says why, the exit code says "lost".
+#[test]
+fn a_lost_lock_stops_the_commands_process_group() {
+    let s = servers(1);
+    let dir = Scratch::new("lost");
+    // The real work is a grandchild (behind the shell), and it ignores SIGTERM: only the
+    // group's SIGKILL, --kill-after later, ends it.
+    let script = format!(
+        "trap '' TERM; sleep 1000 & echo $! > {pid}; wait",
+        pid = dir.p("pid")
+    );
+    let run = spawn(cmd(
+        &[&s[0]],
+        &[
+            "run",
+            "jobs",
+            "--ttl",
+            "1500ms",
+            "--kill-after",
+            "1s",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    ));
+    wait_file(&dir.path("pid"), HANG);
+    let pid: i32 = std::fs::read_to_string(dir.path("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(pid));
+    let lost_at = std::time::Instant::now();
+    assert_eq!(s[0].del(b"jobs"), 1);
+    let out = finish(run, HANG);
+    assert_eq!(code(&out), 76, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("lost the lock jobs"), "{err}");
+    assert!(
+        lost_at.elapsed() >= Duration::from_secs(1),
+        "SIGKILL only after --kill-after"
+    );
+    wait_until(HANG, "the grandchild to be gone", || !alive(pid));
+}
+
+/// Signals sent to fencelock reach the command's group; the command's exit is fencelock's and
+/// the lock is released.
+#[test]
+fn signals_are_passed_to_the_command() {
+    let s = servers(1);
+    let dir = Scratch::new("signals");
+    let script = format!(
+        "trap 'exit 9' USR1; echo up > {up}; while :; do sleep 0.05; done",
+        up = dir.p("up")
+    );
+    let run = spawn(cmd(&[&s[0]], &["run", "sig", "--", "sh", "-c", &script]));
+    wait_file(&dir.path("up"), HANG);
+    // SAFETY: kill(2) of the fencelock this test started.
+    unsafe { libc::kill(run.id() as i32, libc::SIGUSR1) };
+    let out = finish(run, HANG);
+    assert_eq!(code(&out), 9, "{}", stderr(&out));
+    assert_eq!(
+        code(&output(cmd(&[&s[0]], &["status", "sig"]))),
+        1,
+        "released"
+    );
+}
+
+/// fencelock SIGKILLed: the command is told (its parent-death signal, SIGTERM) and the lock
+/// expires after its TTL.
+#[test]
+fn a_killed_fencelock_tells_its_command_and_the_lock_expires() {
+    let s = servers(1);
+    let dir = Scratch::new("killed");
+    let script = format!(
+        "trap 'echo told > {told}; exit 0' TERM; echo up > {up}; while :; do sleep 0.05; done",
+        told = dir.p("told"),
+        up = dir.p("up")
+    );
+    let mut run = spawn(cmd(
+        &[&s[0]],
+        &["run", "orphan", "--ttl", "2s", "--", "sh", "-c", &script],
+    ));
+    wait_file(&dir.path("up"), HANG);
+    run.kill().unwrap();
+    run.wait().unwrap();
+    wait_file(&dir.path("told"), HANG);
+    assert_eq!(
+        code(&output(cmd(&[&s[0]], &["status", "orphan"]))),
+        0,
+        "still held"
+    );
+    wait_until(HANG, "the lock to expire", || {
+        code(&output(cmd(&[&s[0]], &["status", "orphan"]))) == 1
+    });
+}
+
+/// A Redlock of three: one server killed while the command runs changes nothing.
+#[test]
+fn a_redlock_keeps_its_lock_with_one_of_three_servers_killed() {
+    let mut s = servers(3);
+    let dir = Scratch::new("redlock");
+    let script = format!(
+        "echo up > {up}; while [ ! -e {go} ]; do sleep 0.02; done",
+        up = dir.p("up"),
+        go = dir.p("go")
+    );
+    let run = spawn(cmd(
+        &[&s[0], &s[1], &s[2]],
+        &["run", "red", "--ttl", "1s", "--", "sh", "-c", &script],
+    ));
+    wait_file(&dir.path("up"), HANG);
+    s[2].kill();
+    // Several extensions (every ttl/3) with one server gone.
+    let other = output(cmd(&[&s[0], &s[1]], &["status", "red"]));
+    assert_eq!(code(&other), 0, "{}", stderr(&other));
+    std::thread::sleep(Duration::from_millis(1500));
+    let still = output(cmd(&[&s[0], &s[1]], &["status", "red"]));
+    assert_eq!(code(&still), 0, "held past its TTL: {}", stderr(&still));
+    std::fs::write(dir.path("go"), b"").unwrap();
+    let out = finish(run, HANG);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
