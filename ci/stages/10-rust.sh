@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Rust: formatting, lints, and the core's unit and integration tests (real redis-server). The
-# core's Redis Cluster tests (core/tests/cluster*.rs) run in stage 55-cluster.
+# Rust: formatting, lints, the core's unit and integration tests (real redis-server), and the
+# fencelock command's (cli/). The core's Redis Cluster tests (core/tests/cluster*.rs) run in
+# stage 55-cluster.
 set -euo pipefail
 cd "$FENCELOCK_ROOT"
 cargo fmt --all -- --check
@@ -14,6 +15,8 @@ for t in core/tests/*.rs; do
   case "$name" in cluster*) ;; *) targets+=(--test "$name") ;; esac
 done
 cargo test --locked -p fencelock "${targets[@]}"
+# The command line (cli/): its unit tests and its runs of real children against real servers.
+cargo test --locked -p fencelock-cli
 # The Rust-only demonstration must keep working (short run); the cross-language one runs in
 # stage 60-mixed.
 ci/demo.sh --rust-only --workers 3 --rounds 3 --hold-ms 10

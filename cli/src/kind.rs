@@ -19,12 +19,14 @@ pub fn of(args: &KindArgs) -> Result<LeaseKind, Failure> {
     })
 }
 
-/// "lock", "semaphore", ... for messages.
-pub fn describe(kind: LeaseKind) -> &'static str {
+/// Why `name` was not acquired as `kind`, in words.
+pub fn taken(name: &str, kind: LeaseKind) -> String {
     match kind {
-        LeaseKind::Lock => "lock",
-        LeaseKind::Permits { .. } => "semaphore (every permit)",
-        LeaseKind::Read => "read-write lock (a writer)",
-        LeaseKind::Write => "read-write lock (a writer or readers)",
+        LeaseKind::Lock => format!("the lock {name} is held"),
+        LeaseKind::Permits { limit, .. } => {
+            format!("the {limit} permits of the semaphore {name} are taken")
+        }
+        LeaseKind::Read => format!("the read-write lock {name} has a writer, or one in line"),
+        LeaseKind::Write => format!("the read-write lock {name} is held"),
     }
 }

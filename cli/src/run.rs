@@ -81,8 +81,7 @@ pub async fn acquire(
 fn not_acquired(e: &fencelock::Error, args: &LockArgs, kind: LeaseKind) -> Failure {
     let mut failure = Failure::from_core(e, args.conflict_exit_code);
     if e.kind() == ErrorKind::NotAcquired {
-        let what = kind::describe(kind);
-        failure.message = format!("{} {what} is held by another: not acquired", args.name);
+        failure.message = format!("{}: not acquired", kind::taken(&args.name, kind));
     }
     failure
 }

@@ -1,0 +1,234 @@
+//! `fencelock acquire`, `release`, `extend` and `status`, the kinds (`--semaphore`,
+//! `--shared`, `--exclusive`), bad usage, and secrets (issue 35 items 4, 5 and 8).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{cmd, code, finish, output, spawn, stderr, stdout, wait_file, Scratch};
+use fencelock_testkit::{free_port, servers, wait_until, RedisServer};
+
+const HANG: Duration = Duration::from_secs(30);
+
+#[test]
+fn acquire_status_extend_and_release_by_token() {
+    let s = servers(1);
+    let out = output(cmd(
+        &[&s[0]],
+        &["acquire", "deploy", "--ttl", "10m", "--print", "json"],
+    ));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let got: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let token = got["token"].as_str().unwrap().to_string();
+    assert!(got["fencing_token"].as_u64().unwrap() >= 1);
+    assert_eq!(got["ttl_ms"], 600_000);
+    // Held after fencelock exited.
+    let status = output(cmd(&[&s[0]], &["status", "deploy", "--json"]));
+    assert_eq!(code(&status), 0, "{}", stderr(&status));
+    let st: serde_json::Value = serde_json::from_str(&stdout(&status)).unwrap();
+    assert_eq!(
+        (st["held"].as_bool(), st["kind"].as_str()),
+        (Some(true), Some("lock"))
+    );
+    assert!(st["remaining_ms"].as_u64().unwrap() > 500_000, "{st}");
+    // Someone else: not acquired, exit 75 at once with --no-wait.
+    let other = output(cmd(&[&s[0]], &["acquire", "deploy", "--no-wait"]));
+    assert_eq!(code(&other), 75, "{}", stderr(&other));
+    let extend = output(cmd(
+        &[&s[0]],
+        &["extend", "deploy", "--token", &token, "--ttl", "20m"],
+    ));
+    assert_eq!(code(&extend), 0, "{}", stderr(&extend));
+    assert!(s[0].pttl(b"deploy") > 1_000_000);
+    let wrong = output(cmd(
+        &[&s[0]],
+        &["release", "deploy", "--token", "not-the-token-0000"],
+    ));
+    assert_eq!(code(&wrong), 1, "{}", stderr(&wrong));
+    let release = output(cmd(&[&s[0]], &["release", "deploy", "--token", &token]));
+    assert_eq!(code(&release), 0, "{}", stderr(&release));
+    let free = output(cmd(&[&s[0]], &["status", "deploy"]));
+    assert_eq!((code(&free), stdout(&free).trim()), (1, "deploy: free"));
+    let again = output(cmd(&[&s[0]], &["release", "deploy", "--token", &token]));
+    assert_eq!(code(&again), 1, "not held any more: {}", stderr(&again));
+    let printed = output(cmd(
+        &[&s[0]],
+        &["acquire", "deploy", "--print", "fencing-token"],
+    ));
+    let fencing: u64 = stdout(&printed).trim().parse().unwrap();
+    assert!(fencing > got["fencing_token"].as_u64().unwrap());
+}
+
+#[test]
+fn a_semaphore_runs_at_most_n_commands_and_a_writer_excludes_readers() {
+    let s = servers(1);
+    let dir = Scratch::new("kinds");
+    let job = format!(
+        "echo $$ >> {runs}; while [ ! -e {go} ]; do sleep 0.02; done",
+        runs = dir.p("runs"),
+        go = dir.p("go")
+    );
+    let args = [
+        "run",
+        "pool",
+        "--semaphore",
+        "2",
+        "--no-wait",
+        "--",
+        "sh",
+        "-c",
+        &job,
+    ];
+    let mut runs: Vec<_> = (0..3).map(|_| spawn(cmd(&[&s[0]], &args))).collect();
+    let mut refused = None;
+    wait_until(HANG, "one run to be refused", || {
+        refused = runs
+            .iter_mut()
+            .position(|c| c.try_wait().unwrap().is_some());
+        refused.is_some()
+    });
+    let refused = finish(runs.remove(refused.unwrap()), HANG);
+    assert_eq!(code(&refused), 75, "{}", stderr(&refused));
+    let st = output(cmd(
+        &[&s[0]],
+        &["status", "pool", "--semaphore", "2", "--json"],
+    ));
+    let st: serde_json::Value = serde_json::from_str(&stdout(&st)).unwrap();
+    assert_eq!(
+        (st["permits_held"].as_u64(), st["limit"].as_u64()),
+        (Some(2), Some(2))
+    );
+    std::fs::write(dir.path("go"), b"").unwrap();
+    for run in runs {
+        assert_eq!(code(&finish(run, HANG)), 0);
+    }
+    wait_file(&dir.path("runs"), HANG);
+    let lines = std::fs::read_to_string(dir.path("runs")).unwrap();
+    assert_eq!(lines.lines().count(), 2, "{lines}");
+
+    for _ in 0..2 {
+        let r = output(cmd(
+            &[&s[0]],
+            &["acquire", "cache", "--shared", "--ttl", "1m"],
+        ));
+        assert_eq!(code(&r), 0, "{}", stderr(&r));
+    }
+    let w = output(cmd(
+        &[&s[0]],
+        &["acquire", "cache", "--exclusive", "--no-wait"],
+    ));
+    assert_eq!(code(&w), 75, "{}", stderr(&w));
+    let st = output(cmd(&[&s[0]], &["status", "cache", "--shared"]));
+    assert_eq!(code(&st), 0);
+    assert!(stdout(&st).contains("held by 2 readers"), "{}", stdout(&st));
+    // One name, one kind: the read-write lock is not a lock.
+    let wrong = output(cmd(&[&s[0]], &["acquire", "cache", "--no-wait"]));
+    assert_eq!(code(&wrong), 65, "{}", stderr(&wrong));
+}
+
+#[test]
+fn bad_usage_is_64_and_configuration_78_before_any_server_is_asked() {
+    let unreachable = format!("redis://127.0.0.1:{}", free_port());
+    let run = |args: &[&str]| {
+        let mut c = cmd(&[], args);
+        c.env("FENCELOCK_SERVERS", &unreachable);
+        output(c)
+    };
+    for (args, says) in [
+        (&["run", "x", "--bogus", "--", "true"][..], "--bogus"),
+        (&["run", "x", "--ttl", "10x", "--", "true"][..], "unit"),
+        (&["run", "x"][..], "COMMAND"),
+        (
+            &["run", "x", "--wait", "1s", "--no-wait", "--", "true"][..],
+            "cannot be used",
+        ),
+        (&["run", "x", "--semaphore", "0", "--", "true"][..], "limit"),
+        (&["frobnicate"][..], "frobnicate"),
+    ] {
+        let out = run(args);
+        assert_eq!(code(&out), 64, "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+    let none = output(cmd(&[], &["status", "x"]));
+    assert_eq!(code(&none), 78, "{}", stderr(&none));
+    assert!(
+        stderr(&none).contains("FENCELOCK_SERVERS"),
+        "{}",
+        stderr(&none)
+    );
+    let bad_url = output(cmd(&[], &["status", "x", "--server", "http://nope"]));
+    assert_eq!(code(&bad_url), 78, "{}", stderr(&bad_url));
+    let down = run(&["run", "x", "--no-wait", "--", "true"]);
+    assert_eq!(code(&down), 69, "{}", stderr(&down));
+    let help = output(cmd(&[], &["run", "--help"]));
+    assert_eq!(code(&help), 0);
+    assert!(stdout(&help).contains("Examples:"));
+    let version = output(cmd(&[], &["--version"]));
+    assert_eq!(
+        stdout(&version).trim(),
+        format!("fencelock {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn a_password_never_shows_and_comes_from_the_environment_or_a_file() {
+    let secured = RedisServer::start();
+    let set = secured.cmd(&[b"CONFIG", b"SET", b"requirepass", b"right-pw-4417"]);
+    assert_eq!(set, fencelock_testkit::Reply::Status("OK".into()));
+    let dir = Scratch::new("secrets");
+    let url = secured.url();
+    // The right password from a file, or from FENCELOCK_PASSWORD: it works (the name is free).
+    std::fs::write(dir.path("pw"), "right-pw-4417\n").unwrap();
+    let from_file = output(cmd(
+        &[],
+        &[
+            "status",
+            "x",
+            "--server",
+            &url,
+            "--password-file",
+            &dir.p("pw"),
+        ],
+    ));
+    assert_eq!(code(&from_file), 1, "{}", stderr(&from_file));
+    let mut c = cmd(&[], &["status", "x", "--server", &url]);
+    c.env("FENCELOCK_PASSWORD", "right-pw-4417");
+    assert_eq!(code(&output(c)), 1);
+    // A wrong one, from each place: an error that never shows it.
+    let mut c = cmd(
+        &[],
+        &["run", "x", "--no-wait", "--server", &url, "--", "true"],
+    );
+    c.env("FENCELOCK_PASSWORD", "wrong-pw-from-env");
+    let out = output(c);
+    assert_ne!(code(&out), 0);
+    assert!(
+        !stderr(&out).contains("wrong-pw-from-env"),
+        "{}",
+        stderr(&out)
+    );
+    let on_line = url.replacen("redis://", "redis://:wrong-pw-on-line@", 1);
+    let out = output(cmd(
+        &[],
+        &["run", "x", "--no-wait", "--server", &on_line, "--", "true"],
+    ));
+    let err = stderr(&out);
+    assert_ne!(code(&out), 0);
+    assert!(
+        err.contains("warning: a password in a --server URL"),
+        "{err}"
+    );
+    assert!(!err.contains("wrong-pw-on-line"), "{err}");
+    // The command's environment has no password either.
+    let mut c = cmd(&[], &["run", "x", "--server", &url, "--", "env"]);
+    c.env("FENCELOCK_PASSWORD", "right-pw-4417");
+    let out = output(c);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("FENCELOCK_FENCING_TOKEN="));
+    let env = stdout(&out);
+    let leaked: Vec<&str> = env
+        .lines()
+        .filter(|l| l.contains("right-pw-4417") && !l.starts_with("FENCELOCK_PASSWORD="))
+        .collect();
+    assert!(leaked.is_empty(), "{leaked:?}");
+}
