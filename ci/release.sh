@@ -40,7 +40,7 @@ grep -q '^dynamic = \["version"\]' bindings-python/pyproject.toml \
   || drift+=("bindings-python/pyproject.toml must take its version from Cargo.toml (dynamic)")
 header_version=$(sed -n 's/^#define FENCELOCK_VERSION "\(.*\)"/\1/p' bindings-c/include/fencelock.h)
 [ "$header_version" = "$version" ] || drift+=("bindings-c/include/fencelock.h has FENCELOCK_VERSION $header_version")
-for crate in core bindings-python bindings-node bindings-c; do
+for crate in core cli bindings-python bindings-node bindings-c; do
   grep -q '^version.workspace = true' "$crate/Cargo.toml" || drift+=("$crate/Cargo.toml does not use the workspace version")
 done
 if [ ${#drift[@]} -gt 0 ]; then
