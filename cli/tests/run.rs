@@ -227,3 +227,38 @@ fn a_redlock_keeps_its_lock_with_one_of_three_servers_killed() {
     let out = finish(run, HANG);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
+
+/// `--max-hold`: the lock is kept at most that long, then lost like any other, and the
+/// command stopped.
+#[test]
+fn max_hold_ends_a_command_that_runs_too_long() {
+    let s = servers(1);
+    let started = std::time::Instant::now();
+    let out = output(cmd(
+        &[&s[0]],
+        &[
+            "run",
+            "bounded",
+            "--ttl",
+            "600ms",
+            "--max-hold",
+            "1500ms",
+            "--kill-after",
+            "500ms",
+            "--",
+            "sleep",
+            "1000",
+        ],
+    ));
+    assert_eq!(code(&out), 76, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("lost the lock bounded"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "not before --max-hold"
+    );
+    assert!(started.elapsed() < HANG);
+}
