@@ -6,7 +6,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use tokio::sync::RwLock;
 
-use crate::aio::{none, ready, spawn, OnCancel};
+use crate::aio_bridge::{none, ready, spawn, OnCancel};
 use crate::convert::{ttl_arg, ttl_seconds, Names, Text};
 use crate::errors::Failure;
 use crate::managed::{other_process, Live, ProcessLocal};

@@ -9,7 +9,8 @@ use std::time::Duration;
 use fencelock::{ErrorKind, Family, FamilyState, LeaseKind};
 use pyo3::prelude::*;
 
-use crate::aio::{spawn, OnCancel, PyAsyncLockManager, PyAsyncLockScope};
+use crate::aio::{PyAsyncLockManager, PyAsyncLockScope};
+use crate::aio_bridge::{spawn, OnCancel};
 use crate::convert::{
     lease_kind, max_hold_arg, name_arg, opt_token_arg, token_arg, ttl_arg, ttl_seconds, wait_arg,
     CallerToken, Names, Text,

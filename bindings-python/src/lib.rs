@@ -8,6 +8,7 @@
 //! lock logic lives here.
 
 mod aio;
+mod aio_bridge;
 mod aio_lock;
 mod convert;
 mod errors;
@@ -18,6 +19,7 @@ mod managed;
 mod options;
 mod shutdown;
 mod sync;
+mod sync_lock;
 
 use pyo3::prelude::*;
 
@@ -33,7 +35,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(events::_next_events, m)?)?;
     m.add_function(wrap_pyfunction!(events::_take_events, m)?)?;
     m.add_class::<sync::PyLockManager>()?;
-    m.add_class::<sync::PyLock>()?;
+    m.add_class::<sync_lock::PyLock>()?;
     m.add_class::<sync::PyLockScope>()?;
     m.add_class::<aio::PyAsyncLockManager>()?;
     m.add_class::<aio::PyAsyncLock>()?;
