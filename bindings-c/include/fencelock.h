@@ -607,6 +607,51 @@ fl_status fl_manager_new(const char *const *urls, size_t n_urls, const struct fl
 void fl_manager_free(struct fl_manager *manager);
 
 /**
+ * Releases the lock `name` if it is held with `token`, without a lock handle (for locks
+ * acquired with `fl_lock_acquire_with_token` and detached, or handed across processes). A
+ * lock held by another token is left alone.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name or token; `FL_NOT_HELD`
+ * when fewer than a quorum held it with this token (the message says whether the key was gone
+ * or held by another token); `FL_UNAVAILABLE` when too few servers answered.
+ */
+fl_status fl_release_by_token(const struct fl_manager *manager, const char *name, const char *token);
+
+/**
+ * Extends the lock `name` if it is held with `token`, without a lock handle (a lock handed
+ * over by token, as `fl_release_by_token` releases one): it expires `ttl_ms` from now on every
+ * server holding it with `token`. When `validity_ms` is not NULL, `*validity_ms` is the
+ * validity this gives (as `fl_lock_validity_ms`), written only on success.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments, a bad name, token or TTL (before any
+ * network call); `FL_NOT_HELD` when fewer than a quorum hold it with this token (the message
+ * says whether the key was gone or held by another token); `FL_UNAVAILABLE` when too few
+ * servers answered.
+ */
+fl_status fl_extend_by_token(const struct fl_manager *manager, const char *name, const char *token, uint64_t ttl_ms, uint64_t *validity_ms);
+
+/**
+ * Whether the lock `name` is held: a quorum of the servers hold its key under one token
+ * (taken by fencelock or by another client's classic set-if-absent lock with an expiry). Acquires nothing;
+ * the holder's token is never shown. Writes `*out` only on success.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name (before any network call);
+ * `FL_UNAVAILABLE` when fewer than a quorum of servers answered; `FL_REDIS_ERROR` when the
+ * key holds another type.
+ */
+fl_status fl_manager_is_locked(const struct fl_manager *manager, const char *name, bool *out);
+
+/**
+ * How long the lock `name` stays held at least, in milliseconds, or -1 when it is free: the
+ * quorum's view (what a quorum of the servers holding it under one token still keep, less
+ * this call's time and the clock drift; never more); `INT64_MAX` for a key without expiry.
+ * Writes `*out` only on success.
+ *
+ * Errors: as `fl_manager_is_locked`.
+ */
+fl_status fl_manager_remaining_ms(const struct fl_manager *manager, const char *name, int64_t *out);
+
+/**
  * Acquires the lock `name` (any bytes but NUL, at most 1024) for `ttl_ms` milliseconds,
  * with a fresh random token. `wait_ms` is how long to keep trying: -1 waits until acquired
  * (blocking the calling thread; waiters are woken by the holder's release, they do not
@@ -721,51 +766,6 @@ fl_status fl_lock_release(struct fl_lock *lock);
  * Errors: `FL_INVALID_ARGUMENT` for a NULL lock or one already released or detached.
  */
 fl_status fl_lock_detach(struct fl_lock *lock);
-
-/**
- * Releases the lock `name` if it is held with `token`, without a lock handle (for locks
- * acquired with `fl_lock_acquire_with_token` and detached, or handed across processes). A
- * lock held by another token is left alone.
- *
- * Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name or token; `FL_NOT_HELD`
- * when fewer than a quorum held it with this token (the message says whether the key was gone
- * or held by another token); `FL_UNAVAILABLE` when too few servers answered.
- */
-fl_status fl_release_by_token(const struct fl_manager *manager, const char *name, const char *token);
-
-/**
- * Extends the lock `name` if it is held with `token`, without a lock handle (a lock handed
- * over by token, as `fl_release_by_token` releases one): it expires `ttl_ms` from now on every
- * server holding it with `token`. When `validity_ms` is not NULL, `*validity_ms` is the
- * validity this gives (as `fl_lock_validity_ms`), written only on success.
- *
- * Errors: `FL_INVALID_ARGUMENT` for NULL arguments, a bad name, token or TTL (before any
- * network call); `FL_NOT_HELD` when fewer than a quorum hold it with this token (the message
- * says whether the key was gone or held by another token); `FL_UNAVAILABLE` when too few
- * servers answered.
- */
-fl_status fl_extend_by_token(const struct fl_manager *manager, const char *name, const char *token, uint64_t ttl_ms, uint64_t *validity_ms);
-
-/**
- * Whether the lock `name` is held: a quorum of the servers hold its key under one token
- * (taken by fencelock or by another client's classic set-if-absent lock with an expiry). Acquires nothing;
- * the holder's token is never shown. Writes `*out` only on success.
- *
- * Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name (before any network call);
- * `FL_UNAVAILABLE` when fewer than a quorum of servers answered; `FL_REDIS_ERROR` when the
- * key holds another type.
- */
-fl_status fl_manager_is_locked(const struct fl_manager *manager, const char *name, bool *out);
-
-/**
- * How long the lock `name` stays held at least, in milliseconds, or -1 when it is free: the
- * quorum's view (what a quorum of the servers holding it under one token still keep, less
- * this call's time and the clock drift; never more); `INT64_MAX` for a key without expiry.
- * Writes `*out` only on success.
- *
- * Errors: as `fl_manager_is_locked`.
- */
-fl_status fl_manager_remaining_ms(const struct fl_manager *manager, const char *name, int64_t *out);
 
 /**
  * The lock's name, NUL-terminated. `*out` stays valid until the handle is freed.

@@ -33,6 +33,7 @@ mod options;
 
 mod manager;
 
+mod by_name;
 mod lock;
 
 mod many;
@@ -46,6 +47,9 @@ mod events;
 mod ffi;
 mod panic;
 
+pub use by_name::{
+    fl_extend_by_token, fl_manager_is_locked, fl_manager_remaining_ms, fl_release_by_token,
+};
 pub use error::{
     fl_last_error_copy, fl_last_error_message, fl_status, fl_status_str, fl_version, status_of,
 };
@@ -59,12 +63,11 @@ pub use family::{
     fl_semaphore_state, fl_semaphore_try_acquire, fl_with_rwlock, fl_with_semaphore,
 };
 pub use lock::{
-    fl_extend_by_token, fl_interrupt_callback, fl_lock, fl_lock_acquire,
-    fl_lock_acquire_interruptible, fl_lock_acquire_with_token, fl_lock_auto_extend,
-    fl_lock_callback, fl_lock_detach, fl_lock_extend, fl_lock_extend_by, fl_lock_fencing_token,
-    fl_lock_free, fl_lock_is_lost, fl_lock_name, fl_lock_release, fl_lock_token,
-    fl_lock_try_acquire, fl_lock_validity_ms, fl_manager_is_locked, fl_manager_remaining_ms,
-    fl_release_by_token, fl_with_lock,
+    fl_interrupt_callback, fl_lock, fl_lock_acquire, fl_lock_acquire_interruptible,
+    fl_lock_acquire_with_token, fl_lock_auto_extend, fl_lock_callback, fl_lock_detach,
+    fl_lock_extend, fl_lock_extend_by, fl_lock_fencing_token, fl_lock_free, fl_lock_is_lost,
+    fl_lock_name, fl_lock_release, fl_lock_token, fl_lock_try_acquire, fl_lock_validity_ms,
+    fl_with_lock,
 };
 pub use lost::{
     fl_lock_is_held, fl_lock_lost_reason, fl_lock_on_lost, fl_lost_reason, fl_lost_reason_str,
