@@ -10,6 +10,7 @@
 mod aio;
 mod aio_bridge;
 mod aio_lock;
+mod cli;
 mod convert;
 mod errors;
 mod events;
@@ -28,6 +29,7 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
+    m.add_function(wrap_pyfunction!(cli::_cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(shutdown::_at_exit, m)?)?;
     m.add_function(wrap_pyfunction!(shutdown::_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(events::_set_event_level, m)?)?;

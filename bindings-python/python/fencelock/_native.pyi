@@ -33,6 +33,7 @@ __all__ = [
     "ServerReport",
     "_error_kinds",
     "_error_for_kind",
+    "_cli_main",
     "_at_exit",
     "_after_fork_in_child",
     "_set_event_level",
@@ -418,6 +419,9 @@ def _error_kinds() -> list[str]:
 
 def _error_for_kind(kind: str, message: str) -> BaseException:
     """The exception a core error of ``kind`` becomes (for the mapping table test)."""
+
+def _cli_main(argv: list[str]) -> int:
+    """Runs the ``fencelock`` command line (program name first); its exit code (fencelock._cli)."""
 
 def _at_exit() -> None:
     """The atexit hook: no thread re-enters Python through fencelock after it."""

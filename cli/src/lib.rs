@@ -1,0 +1,65 @@
+//! `fencelock`: a command-line distributed lock on the fencelock core, for cron jobs, deploys
+//! and shell scripts. `fencelock run NAME -- CMD` holds a lock while CMD runs; `acquire`,
+//! `release`, `extend` and `status` work on locks by name and token. docs/cli.md.
+//!
+//! A library as well as a binary: the Python and Node packages run the same command through
+//! [`main`] in their own process (their `fencelock` entry points), so that `pip install` and
+//! `npm install` put it on PATH without a second copy of the core.
+
+mod args;
+mod child;
+mod connect;
+mod exit;
+mod kind;
+mod progress;
+mod run;
+mod signals;
+mod tools;
+
+use std::ffi::OsString;
+
+use clap::Parser as _;
+
+use crate::args::{Cli, Command};
+
+/// Runs the command line `args` (the first is the program's name) to its end; returns the
+/// exit code. Must be called on the process's main thread, outside any async runtime: the
+/// command's parent-death signal is tied to the thread that spawned it, and `run` listens to
+/// the process's signals (INT, TERM, HUP, QUIT, USR1, USR2) until it returns.
+pub fn main(args: impl IntoIterator<Item = OsString>) -> u8 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version print and succeed; a usage error is 64 (EX_USAGE).
+            let _ = e.print();
+            return if e.use_stderr() { exit::USAGE } else { 0 };
+        }
+    };
+    // One thread: the child's parent-death signal is tied to the thread that spawned it.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("fencelock: cannot start: {e}");
+            return exit::SOFTWARE;
+        }
+    };
+    let outcome = runtime.block_on(async {
+        match cli.command {
+            Command::Run(a) => run::run(a).await,
+            Command::Acquire(a) => tools::acquire(a).await,
+            Command::Release(a) => tools::release(a).await,
+            Command::Extend(a) => tools::extend(a).await,
+            Command::Status(a) => tools::status(a).await,
+        }
+    });
+    match outcome {
+        Ok(code) => code,
+        Err(failure) => {
+            eprintln!("fencelock: {}", failure.message);
+            failure.code
+        }
+    }
+}
