@@ -262,3 +262,31 @@ fn max_hold_ends_a_command_that_runs_too_long() {
     );
     assert!(started.elapsed() < HANG);
 }
+
+/// A signal ignored when fencelock starts (`nohup` ignores HUP) stays ignored for the command;
+/// the others are passed on (the command's SIGINT is its default).
+#[test]
+fn an_ignored_signal_stays_ignored_for_the_command() {
+    use std::os::unix::process::CommandExt as _;
+    let s = servers(1);
+    let dir = Scratch::new("nohup");
+    let script = format!("grep SigIgn /proc/$$/status > {}", dir.p("ign"));
+    let mut c = cmd(&[&s[0]], &["run", "nohup", "--", "sh", "-c", &script]);
+    // SAFETY: signal(2) in the child before exec, as nohup does.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = output(c);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let line = std::fs::read_to_string(dir.path("ign")).unwrap();
+    let mask = u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap();
+    assert_ne!(mask & (1 << (libc::SIGHUP - 1)), 0, "HUP ignored: {line}");
+    assert_eq!(
+        mask & (1 << (libc::SIGUSR1 - 1)),
+        0,
+        "USR1 not ignored: {line}"
+    );
+}
