@@ -12,7 +12,7 @@ mod lock;
 mod manager;
 
 mod args;
-mod cli;
+pub mod cli;
 pub mod error;
 mod event_loop;
 pub mod events;
