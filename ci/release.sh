@@ -9,7 +9,9 @@
 #                                             the platform packages of package.json napi.targets)
 #   fencelock-linux-x64-gnu-V.tgz             npm: the linux-x64-gnu addon, glibc 2.17
 #   fencelock-V-x86_64-linux-gnu.tar.gz       C: header, libfencelock.so (SONAME, symlinks),
-#                                             libfencelock.a, relocatable fencelock.pc
+#                                             libfencelock.a, relocatable fencelock.pc, and the
+#                                             fencelock command in bin/ (the wheel and the npm
+#                                             package carry it too, as an entry point)
 #   SHA256SUMS                                over all of the above
 #
 # Linux x86-64 binaries are linked against glibc 2.17 with zig (ziglang and cargo-zigbuild
@@ -77,7 +79,10 @@ echo "--- python wheel (manylinux2014) and sdist"
 
 # --- Node: the linux-x64-gnu addon (glibc 2.17) and the two npm packages
 echo "--- npm packages"
-cargo zigbuild --locked --release -p fencelock-node --target "$TRIPLE.$GLIBC"
+# The Node addon, the C library and the fencelock command in one build (one feature set: the
+# core and its dependencies are compiled once for all three).
+cargo zigbuild --locked --release -p fencelock-node -p fencelock-c -p fencelock-cli \
+  --target "$TRIPLE.$GLIBC"
 node ci/npm-packages.js "$stage/npm" "$CARGO_TARGET_DIR/$TRIPLE/release/libfencelock_node.so"
 for dir in "$stage"/npm/*/; do
   (cd "$dir" && npm pack --silent --pack-destination "$OUT" >/dev/null)
@@ -85,10 +90,11 @@ done
 
 # --- C: the release archive
 echo "--- C archive"
-cargo zigbuild --locked --release -p fencelock-c --lib --target "$TRIPLE.$GLIBC"
 name="fencelock-$version-x86_64-linux-gnu"
 make -s -C bindings-c install SKIP_BUILD=1 RELOCATABLE=1 \
   OUT="$CARGO_TARGET_DIR/$TRIPLE/release" PREFIX="$stage/c/$name"
+# The fencelock command (docs/cli.md) beside the library.
+install -D -m 755 "$CARGO_TARGET_DIR/$TRIPLE/release/fencelock" "$stage/c/$name/bin/fencelock"
 cp LICENSE* "$stage/c/$name/" 2>/dev/null || true
 cp bindings-c/RELEASE-README.md "$stage/c/$name/README.md"
 tar -C "$stage/c" --owner=0 --group=0 --numeric-owner -czf "$OUT/$name.tar.gz" "$name"

@@ -10,6 +10,9 @@
 #     `tsc --noEmit` on a typed file;
 #   - the C archive unpacked to a temporary prefix: an example compiled with pkg-config,
 #     shared and static, and run;
+#   - the fencelock command from each: the wheel's console script, the npm package's bin, the
+#     archive's bin/fencelock, and `cargo install --path cli`: its version, `run` passing the
+#     command's exit code, the lock released;
 #   - bad cases: a loader told it runs on another platform names the package to install; a
 #     corrupted artifact fails the SHA256SUMS check.
 # Every server this stage starts (redis-server, pypiserver, verdaccio) is stopped by its PID.
@@ -92,6 +95,20 @@ with fencelock.LockManager(os.environ["FENCELOCK_URL"]) as m:
 print(f"python: fencelock {fencelock.__version__} from {where}: acquire/release ok")
 EOF
 )
+# The wheel puts the fencelock command on the virtualenv's PATH (docs/cli.md).
+cli_check() { # WHAT COMMAND...: `run` passes the command's exit code; the name is free after
+  local what=$1; shift
+  local got=0
+  PATH="$clean_path" "$@" --version | grep -qx "fencelock $version" \
+    || { echo "$what: fencelock --version is not $version" >&2; exit 1; }
+  PATH="$clean_path" "$@" run "dist-cli-$what" --server "$url" -- sh -c 'exit 3' || got=$?
+  [ "$got" = 3 ] || { echo "$what: fencelock run exited $got, not the command's 3" >&2; exit 1; }
+  got=0
+  PATH="$clean_path" "$@" status "dist-cli-$what" --server "$url" >/dev/null || got=$?
+  [ "$got" = 1 ] || { echo "$what: the lock was not released (status $got)" >&2; exit 1; }
+  echo "$what: the fencelock command runs"
+}
+cli_check python "$work/venv/bin/fencelock"
 # The drop-in ships in the wheel; without the [redis] extra it says which extra to install.
 (cd "$work" && "$work/venv/bin/python" - <<'EOF'
 import fencelock.compat
@@ -184,6 +201,8 @@ const { LockManager } = require('fencelock')
   await m.close()
   console.log('node require: acquire/release ok, addon from', require.resolve('fencelock-linux-x64-gnu'))
 })().catch((e) => { console.error(e); process.exit(1) })")
+[ -x "$app/node_modules/.bin/fencelock" ] || { echo "npm did not link the fencelock bin" >&2; exit 1; }
+cli_check node "$app/node_modules/.bin/fencelock"
 (cd "$app" && PATH="$clean_path" node --input-type=module -e "
 import { LockManager, LockLostError } from 'fencelock'
 console.log('node import:', typeof LockManager, typeof LockLostError)")
@@ -235,7 +254,7 @@ echo "--- C: the archive, unpacked to a temporary prefix"
 tar -C "$work" -xzf "$dist/fencelock-$version-x86_64-linux-gnu.tar.gz"
 prefix="$work/fencelock-$version-x86_64-linux-gnu"
 for f in include/fencelock.h lib/libfencelock.a lib/libfencelock.so "lib/libfencelock.so.$version" \
-         lib/pkgconfig/fencelock.pc LICENSE LICENSE-MIT README.md; do
+         lib/pkgconfig/fencelock.pc bin/fencelock LICENSE LICENSE-MIT README.md; do
   [ -e "$prefix/$f" ] || { echo "the archive lacks $f" >&2; exit 1; }
 done
 readelf -d "$prefix/lib/libfencelock.so.$version" | grep -q 'SONAME.*libfencelock.so.0' \
@@ -256,6 +275,12 @@ if ldd "$work/request_id_static" | grep -q libfencelock; then
 fi
 "$work/request_id_static" "$url"
 echo "c: shared and static builds from the archive run"
+cli_check c-archive "$prefix/bin/fencelock"
+ldd "$prefix/bin/fencelock" | grep -q 'not found' && { echo "bin/fencelock misses a library" >&2; exit 1; }
+
+echo "--- Rust: cargo install of the fencelock command"
+cargo install --quiet --locked --debug --path cli --root "$work/cargo-root"
+cli_check cargo-install "$work/cargo-root/bin/fencelock"
 
 echo "--- bad case: a corrupted artifact fails the checksum"
 cp -r "$dist" "$work/corrupt"
