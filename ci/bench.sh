@@ -2,7 +2,9 @@
 # Benchmarks fencelock against the peer libraries in one run (see bench/RESULTS.md).
 #
 #   ci/bench.sh                  full run (about 10 minutes once built): writes bench/results/latest.json,
-#                                bench/results/latest.png and bench/RESULTS.md
+#                                bench/results/latest.png and bench/RESULTS.md; the coordination
+#                                family's FAMILY.md and the command line's CLI.md (bench/family.py,
+#                                bench/cli.py), each with results/*-latest.json
 #   ci/bench.sh --quick          a shorter run (under 3 minutes once built), same files
 #   ci/bench.sh --quick --smoke  one tiny round with debug builds, into target/bench/smoke/:
 #                                checks that every runner works (run by ci/test.sh)
@@ -72,7 +74,13 @@ family_flags=()
 [ "$smoke" = 0 ] && [ ${#quick[@]} -gt 0 ] && family_flags=(--quick)
 FENCELOCK_NODE="$root/bindings-node" "$venv/bin/python" bench/family.py --out-dir "$out_dir" "${family_flags[@]}"
 
-for f in RESULTS.md results/latest.json results/latest.png FAMILY.md results/family-latest.json; do
+echo "--- the command line against flock and redis-cli (bench/cli.py)"
+cargo build --locked "${cargo_profile[@]}" -p fencelock-cli 2>&1 | tail -n 1
+"$venv/bin/python" bench/cli.py --fencelock "$CARGO_TARGET_DIR/$profile/fencelock" --out-dir "$out_dir" \
+  "${family_flags[@]}"
+
+for f in RESULTS.md results/latest.json results/latest.png FAMILY.md results/family-latest.json \
+         CLI.md results/cli-latest.json; do
   [ -s "$out_dir/$f" ] || { echo "bench: $out_dir/$f was not written" >&2; exit 1; }
 done
 echo "bench: wrote $out_dir/RESULTS.md, $out_dir/results/latest.json, $out_dir/results/latest.png"
