@@ -95,6 +95,12 @@ make -s -C bindings-c install SKIP_BUILD=1 RELOCATABLE=1 \
   OUT="$CARGO_TARGET_DIR/$TRIPLE/release" PREFIX="$stage/c/$name"
 # The fencelock command (docs/cli.md) beside the library.
 install -D -m 755 "$CARGO_TARGET_DIR/$TRIPLE/release/fencelock" "$stage/c/$name/bin/fencelock"
+# Its manual pages, rendered by the command from the same definitions as its --help.
+mkdir -p "$stage/c/$name/share/man/man1"
+"$stage/c/$name/bin/fencelock" man > "$stage/c/$name/share/man/man1/fencelock.1"
+for sub in run acquire release extend status man; do
+  "$stage/c/$name/bin/fencelock" man "$sub" > "$stage/c/$name/share/man/man1/fencelock-$sub.1"
+done
 cp LICENSE* "$stage/c/$name/" 2>/dev/null || true
 cp bindings-c/RELEASE-README.md "$stage/c/$name/README.md"
 tar -C "$stage/c" --owner=0 --group=0 --numeric-owner -czf "$OUT/$name.tar.gz" "$name"

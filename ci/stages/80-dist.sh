@@ -254,7 +254,8 @@ echo "--- C: the archive, unpacked to a temporary prefix"
 tar -C "$work" -xzf "$dist/fencelock-$version-x86_64-linux-gnu.tar.gz"
 prefix="$work/fencelock-$version-x86_64-linux-gnu"
 for f in include/fencelock.h lib/libfencelock.a lib/libfencelock.so "lib/libfencelock.so.$version" \
-         lib/pkgconfig/fencelock.pc bin/fencelock LICENSE LICENSE-MIT README.md; do
+         lib/pkgconfig/fencelock.pc bin/fencelock share/man/man1/fencelock.1 \
+         share/man/man1/fencelock-run.1 LICENSE LICENSE-MIT README.md; do
   [ -e "$prefix/$f" ] || { echo "the archive lacks $f" >&2; exit 1; }
 done
 readelf -d "$prefix/lib/libfencelock.so.$version" | grep -q 'SONAME.*libfencelock.so.0' \

@@ -58,6 +58,17 @@ Example:
 Example:
   fencelock status nightly-backup --json")]
     Status(StatusArgs),
+    /// Print the manual page (roff) of fencelock or of one subcommand: `fencelock man > fencelock.1`
+    #[command(after_help = "\
+Example:
+  fencelock man run > fencelock-run.1 && man ./fencelock-run.1")]
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The subcommand whose page to print (default: fencelock's own)
+    pub subcommand: Option<String>,
 }
 
 /// Where the servers are and how to reach them.

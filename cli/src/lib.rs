@@ -11,6 +11,7 @@ mod child;
 mod connect;
 mod exit;
 mod kind;
+mod man;
 mod progress;
 mod run;
 mod signals;
@@ -53,6 +54,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> u8 {
             Command::Release(a) => tools::release(a).await,
             Command::Extend(a) => tools::extend(a).await,
             Command::Status(a) => tools::status(a).await,
+            Command::Man(a) => man::print(a.subcommand.as_deref()),
         }
     });
     match outcome {

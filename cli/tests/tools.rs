@@ -232,3 +232,19 @@ fn a_password_never_shows_and_comes_from_the_environment_or_a_file() {
         .collect();
     assert!(leaked.is_empty(), "{leaked:?}");
 }
+
+/// `fencelock man`: the pages come from the same definitions as `--help`.
+#[test]
+fn man_pages_are_rendered_from_the_help() {
+    let top = output(cmd(&[], &["man"]));
+    assert_eq!(code(&top), 0, "{}", stderr(&top));
+    let page = stdout(&top);
+    assert!(page.contains(".TH fencelock 1"), "{page}");
+    assert!(page.contains("Exit codes"), "{page}");
+    let run = stdout(&output(cmd(&[], &["man", "run"])));
+    assert!(run.contains(".TH fencelock-run 1"), "{run}");
+    assert!(run.contains("kill\\-after"), "{run}");
+    assert!(run.contains("FENCELOCK_FENCING_TOKEN"), "{run}");
+    let none = output(cmd(&[], &["man", "nope"]));
+    assert_eq!(code(&none), 64, "{}", stderr(&none));
+}
