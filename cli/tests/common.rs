@@ -117,3 +117,25 @@ pub fn finish(child: Child, limit: Duration) -> Output {
     assert!(!watchdog.join().unwrap(), "fencelock hung past {limit:?}");
     out
 }
+
+/// A job that records its run in `runs` and waits for `go` to exist: several fencelock runs of
+/// it show how many got in (lines of `runs`) while the others gave up.
+pub fn gated_job(dir: &Scratch) -> String {
+    format!(
+        "echo $$ >> {runs}; while [ ! -e {go} ]; do sleep 0.02; done",
+        runs = dir.p("runs"),
+        go = dir.p("go")
+    )
+}
+
+/// Waits (a hang bound) for one of `runs` to exit; removes it and returns its output.
+pub fn first_to_exit(runs: &mut Vec<Child>, limit: Duration) -> Output {
+    let mut done = None;
+    fencelock_testkit::wait_until(limit, "one run to exit", || {
+        done = runs
+            .iter_mut()
+            .position(|c| c.try_wait().unwrap().is_some());
+        done.is_some()
+    });
+    finish(runs.remove(done.unwrap()), limit)
+}

@@ -6,7 +6,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{alive, cmd, code, finish, output, spawn, stderr, wait_file, Scratch};
+use common::{
+    alive, cmd, code, finish, first_to_exit, gated_job, output, spawn, stderr, wait_file, Scratch,
+};
 use fencelock_testkit::{servers, wait_until};
 
 const HANG: Duration = Duration::from_secs(30);
@@ -46,11 +48,7 @@ fn the_commands_exit_code_is_fencelocks() {
 fn the_cron_pattern_runs_the_job_once() {
     let s = servers(1);
     let dir = Scratch::new("cron");
-    let job = format!(
-        "echo $$ >> {runs}; while [ ! -e {go} ]; do sleep 0.02; done",
-        runs = dir.p("runs"),
-        go = dir.p("go")
-    );
+    let job = gated_job(&dir);
     let start = |extra: &[&str]| {
         let mut args = vec!["run", "nightly", "--no-wait"];
         args.extend_from_slice(extra);
@@ -60,14 +58,7 @@ fn the_cron_pattern_runs_the_job_once() {
     let mut both = vec![start(&[]), start(&["--conflict-exit-code", "3"])];
     wait_file(&dir.path("runs"), HANG);
     // The one that did not get the lock exits on its own while the job still runs.
-    let mut gave_up = None;
-    wait_until(HANG, "one cron run to give up", || {
-        gave_up = both
-            .iter_mut()
-            .position(|c| c.try_wait().unwrap().is_some());
-        gave_up.is_some()
-    });
-    let loser = finish(both.remove(gave_up.unwrap()), HANG);
+    let loser = first_to_exit(&mut both, HANG);
     std::fs::write(dir.path("go"), b"").unwrap();
     let winner = finish(both.remove(0), HANG);
     let lines = std::fs::read_to_string(dir.path("runs")).unwrap();

@@ -5,8 +5,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{cmd, code, finish, output, spawn, stderr, stdout, wait_file, Scratch};
-use fencelock_testkit::{free_port, servers, wait_until, RedisServer};
+use common::{
+    cmd, code, finish, first_to_exit, gated_job, output, spawn, stderr, stdout, wait_file, Scratch,
+};
+use fencelock_testkit::{free_port, servers, RedisServer};
 
 const HANG: Duration = Duration::from_secs(30);
 
@@ -63,11 +65,7 @@ fn acquire_status_extend_and_release_by_token() {
 fn a_semaphore_runs_at_most_n_commands_and_a_writer_excludes_readers() {
     let s = servers(1);
     let dir = Scratch::new("kinds");
-    let job = format!(
-        "echo $$ >> {runs}; while [ ! -e {go} ]; do sleep 0.02; done",
-        runs = dir.p("runs"),
-        go = dir.p("go")
-    );
+    let job = gated_job(&dir);
     let args = [
         "run",
         "pool",
@@ -80,14 +78,7 @@ fn a_semaphore_runs_at_most_n_commands_and_a_writer_excludes_readers() {
         &job,
     ];
     let mut runs: Vec<_> = (0..3).map(|_| spawn(cmd(&[&s[0]], &args))).collect();
-    let mut refused = None;
-    wait_until(HANG, "one run to be refused", || {
-        refused = runs
-            .iter_mut()
-            .position(|c| c.try_wait().unwrap().is_some());
-        refused.is_some()
-    });
-    let refused = finish(runs.remove(refused.unwrap()), HANG);
+    let refused = first_to_exit(&mut runs, HANG);
     assert_eq!(code(&refused), 75, "{}", stderr(&refused));
     let st = output(cmd(
         &[&s[0]],
