@@ -239,3 +239,45 @@ fn man_pages_are_rendered_from_the_help() {
     let none = output(cmd(&[], &["man", "nope"]));
     assert_eq!(code(&none), 64, "{}", stderr(&none));
 }
+
+/// A person at a terminal (a pseudo-terminal made by script(1)) sees one updating line while
+/// fencelock waits: the name and the holder's remaining TTL. Without a terminal, or with -q,
+/// only the outcome.
+#[test]
+fn the_waiting_line_shows_on_a_terminal_only() {
+    let s = servers(1);
+    let held = output(cmd(&[&s[0]], &["acquire", "tty", "--ttl", "60s"]));
+    assert_eq!(code(&held), 0, "{}", stderr(&held));
+    let on_terminal = |quiet: &str| {
+        let line = format!(
+            "{} run tty {quiet} --wait 1200ms --server {} -- true",
+            common::BIN,
+            s[0].url()
+        );
+        let out = std::process::Command::new("script")
+            .args(["-qec", &line, "/dev/null"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("script(1) runs");
+        assert_eq!(out.status.code(), Some(75), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let seen = on_terminal("");
+    assert!(
+        seen.contains("\r\x1b[Kfencelock: waiting for tty (held, "),
+        "{seen:?}"
+    );
+    assert!(seen.contains("not acquired"), "{seen:?}");
+    let quiet = on_terminal("-q");
+    assert!(!quiet.contains("waiting for"), "{quiet:?}");
+    let plain = output(cmd(
+        &[&s[0]],
+        &["run", "tty", "--wait", "600ms", "--", "true"],
+    ));
+    assert_eq!(code(&plain), 75);
+    assert!(
+        !stderr(&plain).contains("waiting for"),
+        "{}",
+        stderr(&plain)
+    );
+}
