@@ -58,9 +58,17 @@ impl Progress {
 /// What holds `name`, in a few words.
 async fn look(manager: &LockManager, name: &str, kind: LeaseKind) -> String {
     if kind == LeaseKind::Lock {
-        return match manager.remaining(name).await {
-            Ok(Some(left)) => format!("held, {:.1}s left", left.as_secs_f64()),
-            Ok(None) => "free".into(),
+        return match manager.state(name).await {
+            Ok(st) => match st.remaining {
+                Some(left) => {
+                    format!(
+                        "held, {:.1}s left, {} waiting",
+                        left.as_secs_f64(),
+                        st.waiters
+                    )
+                }
+                None => format!("free, {} waiting", st.waiters),
+            },
             Err(e) => e.kind().as_str().into(),
         };
     }

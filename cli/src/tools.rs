@@ -102,13 +102,15 @@ pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
     let fail = |e: fencelock::Error| Failure::from_core(&e, exit::CONFLICT);
     let (held, line, mut report) = match kind {
         LeaseKind::Lock => {
-            let left = manager.remaining(&args.name).await.map_err(fail)?;
-            let line = match left {
+            let st = manager.state(&args.name).await.map_err(fail)?;
+            let line = match st.remaining {
                 Some(left) => format!("held, {:.1}s left", left.as_secs_f64()),
                 None => "free".to_string(),
             };
-            let report = json!({"kind": "lock", "remaining_ms": left.map(millis)});
-            (left.is_some(), line, report)
+            let line = format!("{line}, {} waiting", st.waiters);
+            let report = json!({"kind": "lock", "remaining_ms": st.remaining.map(millis),
+                                "waiters": st.waiters});
+            (st.remaining.is_some(), line, report)
         }
         _ => family_status(&manager, &args.name, kind).await?,
     };

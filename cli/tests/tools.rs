@@ -33,6 +33,7 @@ fn acquire_status_extend_and_release_by_token() {
         (Some(true), Some("lock"))
     );
     assert!(st["remaining_ms"].as_u64().unwrap() > 500_000, "{st}");
+    assert_eq!(st["waiters"], 0, "{st}");
     // Someone else: not acquired, exit 75 at once with --no-wait.
     let other = output(cmd(&[&s[0]], &["acquire", "deploy", "--no-wait"]));
     assert_eq!(code(&other), 75, "{}", stderr(&other));
@@ -50,7 +51,10 @@ fn acquire_status_extend_and_release_by_token() {
     let release = output(cmd(&[&s[0]], &["release", "deploy", "--token", &token]));
     assert_eq!(code(&release), 0, "{}", stderr(&release));
     let free = output(cmd(&[&s[0]], &["status", "deploy"]));
-    assert_eq!((code(&free), stdout(&free).trim()), (1, "deploy: free"));
+    assert_eq!(
+        (code(&free), stdout(&free).trim()),
+        (1, "deploy: free, 0 waiting")
+    );
     let again = output(cmd(&[&s[0]], &["release", "deploy", "--token", &token]));
     assert_eq!(code(&again), 1, "not held any more: {}", stderr(&again));
     let printed = output(cmd(
@@ -268,6 +272,8 @@ fn the_waiting_line_shows_on_a_terminal_only() {
         "{seen:?}"
     );
     assert!(seen.contains("not acquired"), "{seen:?}");
+    // fencelock itself waits in line once its first attempt was refused.
+    assert!(seen.contains("left, 1 waiting)"), "{seen:?}");
     let quiet = on_terminal("-q");
     assert!(!quiet.contains("waiting for"), "{quiet:?}");
     let plain = output(cmd(

@@ -16,41 +16,59 @@ use crate::quorum;
 use crate::scripts::{parse_inspect, parse_permits, Holder, PermitsView, ScriptCall};
 use crate::timing;
 
+/// A lock's state as [`LockManager::state`](crate::LockManager::state) reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockState {
+    /// How long a quorum still holds it at least (`None`: free; see
+    /// [`LockManager::remaining`](crate::LockManager::remaining)).
+    pub remaining: Option<Duration>,
+    /// Callers waiting in line (with several servers, the most any answering server counts).
+    pub waiters: u64,
+}
+
 impl Engine {
-    /// The quorum's view of lock `name`, changing nothing: `None` when no quorum of servers
-    /// holds it under one token (free, expired, or split between owners); else how long that
-    /// quorum still holds it at least: the quorum-th longest PTTL among the servers that hold
-    /// it, less the call's time and the clock drift (`Duration::MAX`: no expiry, a classic
-    /// `SET` without `PX`). Which token holds it is never returned.
+    /// The quorum's view of lock `name`, changing nothing: `remaining` is `None` when no
+    /// quorum of servers holds it under one token (free, expired, or split between owners);
+    /// else how long that quorum still holds it at least: the quorum-th longest PTTL among the
+    /// servers that hold it, less the call's time and the clock drift (`Duration::MAX`: no
+    /// expiry, a classic `SET` without `PX`). Which token holds it is never returned.
     ///
     /// # Errors
     /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when fewer than a quorum of servers answer; [`ErrorKind::Redis`](crate::ErrorKind::Redis)
     /// when servers answer with errors (a key of another type).
-    pub async fn inspect(&self, name: &[u8]) -> Result<Option<Duration>> {
+    pub async fn inspect(&self, name: &[u8]) -> Result<LockState> {
         let keys = LockKeys::new(&self.config.prefix, name);
         let start = Instant::now();
         let views = self
             .views(name, ScriptCall::inspect(&keys), parse_inspect)
             .await?;
         let q = quorum::quorum(self.n());
+        let waiters = views.iter().flatten().map(|(_, w)| *w).max().unwrap_or(0);
         let mut by_token: std::collections::HashMap<&[u8], Vec<Option<Duration>>> =
             std::collections::HashMap::new();
-        for view in views.iter().flatten() {
+        for (view, _) in views.iter().flatten() {
             if let Holder::Held { token, pttl } = view {
                 by_token.entry(token).or_default().push(*pttl);
             }
         }
         // At most one token can hold a quorum (a strict majority).
         let Some(mut pttls) = by_token.into_values().find(|p| p.len() >= q) else {
-            return Ok(None);
+            return Ok(LockState {
+                remaining: None,
+                waiters,
+            });
         };
         pttls.sort_by_key(|p| std::cmp::Reverse(p.unwrap_or(Duration::MAX)));
-        Ok(Some(match pttls[q - 1] {
+        let remaining = match pttls[q - 1] {
             None => Duration::MAX,
             Some(pttl) => {
                 quorum::validity(pttl, start.elapsed(), self.drift_factor()).unwrap_or_default()
             }
-        }))
+        };
+        Ok(LockState {
+            remaining: Some(remaining),
+            waiters,
+        })
     }
 }
 
@@ -111,7 +129,7 @@ impl Engine {
             let mut ours = 0;
             let mut others = false;
             for view in views.iter().flatten() {
-                if let Holder::Held { token, .. } = view {
+                if let (Holder::Held { token, .. }, _) = view {
                     if *token == t.token.as_slice() {
                         ours += 1;
                     } else {

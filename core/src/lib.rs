@@ -66,6 +66,7 @@ pub use acquire::AcquireOptions;
 pub use config::{Builder, Config, ReplicaAck, DEFAULT_DRIFT_FACTOR, MAX_SERVERS};
 pub use error::{Error, ErrorKind, Result, ServerOutcome, ServerReport};
 pub use family::{Family, FamilyState};
+pub use inspect::LockState;
 pub use keys::display_name;
 pub use kind::LeaseKind;
 pub use lock::{Lock, LostView};

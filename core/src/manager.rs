@@ -297,6 +297,15 @@ impl LockManager {
     /// # Errors
     /// As [`is_locked`](Self::is_locked).
     pub async fn remaining(&self, name: impl AsRef<[u8]>) -> Result<Option<Duration>> {
+        Ok(self.state(name).await?.remaining)
+    }
+
+    /// Lock `name`'s state, changing nothing: how long it stays held at least (as
+    /// [`remaining`](Self::remaining)) and how many callers wait in line for it.
+    ///
+    /// # Errors
+    /// As [`is_locked`](Self::is_locked).
+    pub async fn state(&self, name: impl AsRef<[u8]>) -> Result<crate::LockState> {
         let name = name.as_ref();
         check_name(name)?;
         self.engine.inspect(name).await

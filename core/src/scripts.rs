@@ -310,9 +310,14 @@ impl ScriptCall {
         .acked()
     }
 
-    /// Inspect: the holder's token and PTTL, changing nothing. Reply: [`parse_inspect`].
+    /// Inspect: the holder's token and PTTL, and the waiters in line, changing nothing. Reply:
+    /// [`parse_inspect`].
     pub fn inspect(keys: &LockKeys) -> Self {
-        ScriptCall::new((&INSPECT, INSPECT_SRC), &[&keys.lock], (&[], false))
+        ScriptCall::new(
+            (&INSPECT, INSPECT_SRC),
+            &[&keys.lock, &keys.queue],
+            (&[], false),
+        )
     }
 
     /// Preflight: every command the scripts use, on scratch keys under `prefix` (see

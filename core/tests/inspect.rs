@@ -88,3 +88,32 @@ fn the_blocking_facade_inspects_too() {
     lock.release().unwrap();
     assert_eq!(m.remaining("b").unwrap(), None);
 }
+
+/// `state`: the remaining time and how many wait in line (for the `fencelock status`
+/// command), changing nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_state_counts_the_waiters_in_line() {
+    let server = RedisServer::start();
+    let m = LockManager::builder([server.url()])
+        .retry_delay(MS(100))
+        .build()
+        .unwrap();
+    let free = m.state("line").await.unwrap();
+    assert_eq!((free.remaining, free.waiters), (None, 0));
+    let lock = m.acquire("line", MS(10_000), None).await.unwrap();
+    let waiters: Vec<_> = (0..2)
+        .map(|_| {
+            let m = m.clone();
+            tokio::spawn(async move { m.acquire("line", MS(10_000), Some(MS(20_000))).await })
+        })
+        .collect();
+    let two_in_line = || async { m.state("line").await.unwrap().waiters == 2 };
+    fencelock_testkit::wait_for(MS(10_000), "two waiters in line", two_in_line).await;
+    let st = m.state("line").await.unwrap();
+    assert!(st.remaining.unwrap() > MS(5000), "{st:?}");
+    lock.release().await.unwrap();
+    for w in waiters {
+        w.await.unwrap().unwrap().release().await.unwrap();
+    }
+    assert_eq!(m.state("line").await.unwrap().waiters, 0);
+}

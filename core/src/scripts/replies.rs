@@ -60,18 +60,23 @@ pub(crate) enum Holder {
     },
 }
 
-/// Parses the inspect script's reply: `{}` or `{token, pttl}`.
-pub(crate) fn parse_inspect(v: &Value) -> Result<Holder, String> {
+/// Parses the inspect script's reply: `{waiters}` or `{token, pttl, waiters}`; the holder and
+/// how many wait in line.
+pub(crate) fn parse_inspect(v: &Value) -> Result<(Holder, u64), String> {
     let bad = || format!("inspect script returned {v:?}");
     let Value::Array(items) = v else {
         return Err(bad());
     };
+    let count = |n: &i64| u64::try_from(*n).map_err(|_| bad());
     match items.as_slice() {
-        [] => Ok(Holder::Free),
-        [Value::BulkString(token), Value::Int(pttl)] => Ok(Holder::Held {
-            token: token.clone(),
-            pttl: u64::try_from(*pttl).ok().map(Duration::from_millis),
-        }),
+        [Value::Int(waiters)] => Ok((Holder::Free, count(waiters)?)),
+        [Value::BulkString(token), Value::Int(pttl), Value::Int(waiters)] => Ok((
+            Holder::Held {
+                token: token.clone(),
+                pttl: u64::try_from(*pttl).ok().map(Duration::from_millis),
+            },
+            count(waiters)?,
+        )),
         _ => Err(bad()),
     }
 }
