@@ -59,16 +59,16 @@ impl Progress {
 async fn look(manager: &LockManager, name: &str, kind: LeaseKind) -> String {
     if kind == LeaseKind::Lock {
         return match manager.state(name).await {
-            Ok(st) => match st.remaining {
-                Some(left) => {
-                    format!(
-                        "held, {:.1}s left, {} waiting",
-                        left.as_secs_f64(),
-                        st.waiters
-                    )
+            Ok(st) => {
+                let held = match st.remaining {
+                    Some(left) => format!("held, {:.1}s left", left.as_secs_f64()),
+                    None => "free".into(),
+                };
+                match st.waiters {
+                    Some(n) => format!("{held}, {n} waiting"),
+                    None => held,
                 }
-                None => format!("free, {} waiting", st.waiters),
-            },
+            }
             Err(e) => e.kind().as_str().into(),
         };
     }

@@ -107,7 +107,10 @@ pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
                 Some(left) => format!("held, {:.1}s left", left.as_secs_f64()),
                 None => "free".to_string(),
             };
-            let line = format!("{line}, {} waiting", st.waiters);
+            let line = match st.waiters {
+                Some(n) => format!("{line}, {n} waiting"),
+                None => line,
+            };
             let report = json!({"kind": "lock", "remaining_ms": st.remaining.map(millis),
                                 "waiters": st.waiters});
             (st.remaining.is_some(), line, report)

@@ -22,8 +22,9 @@ pub struct LockState {
     /// How long a quorum still holds it at least (`None`: free; see
     /// [`LockManager::remaining`](crate::LockManager::remaining)).
     pub remaining: Option<Duration>,
-    /// Callers waiting in line (with several servers, the most any answering server counts).
-    pub waiters: u64,
+    /// Callers waiting in line (with several servers, the most any answering server counts);
+    /// `None` when no server would count them (an ACL without `zcard`, docs/SECURITY.md).
+    pub waiters: Option<u64>,
 }
 
 impl Engine {
@@ -43,7 +44,7 @@ impl Engine {
             .views(name, ScriptCall::inspect(&keys), parse_inspect)
             .await?;
         let q = quorum::quorum(self.n());
-        let waiters = views.iter().flatten().map(|(_, w)| *w).max().unwrap_or(0);
+        let waiters = views.iter().flatten().filter_map(|(_, w)| *w).max();
         let mut by_token: std::collections::HashMap<&[u8], Vec<Option<Duration>>> =
             std::collections::HashMap::new();
         for (view, _) in views.iter().flatten() {

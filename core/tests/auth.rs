@@ -58,6 +58,11 @@ async fn a_user_with_the_minimal_acl_can_do_everything() {
         .unwrap();
 
     let lock = m.acquire("jobs", MS(2000), None).await.unwrap();
+    // Inspection works under the minimal rule; counting the waiters needs +zcard, so they are
+    // not counted (None) rather than failing the call.
+    let st = m.state("jobs").await.unwrap();
+    assert!(st.remaining.is_some());
+    assert_eq!(st.waiters, None);
     lock.extend(MS(2000)).await.unwrap();
     // A waiter subscribes to the release channel and is woken by the release.
     let waiter = {

@@ -61,13 +61,16 @@ pub(crate) enum Holder {
 }
 
 /// Parses the inspect script's reply: `{waiters}` or `{token, pttl, waiters}`; the holder and
-/// how many wait in line.
-pub(crate) fn parse_inspect(v: &Value) -> Result<(Holder, u64), String> {
+/// how many wait in line (`None`: not counted, the server's ACL lacks `zcard`).
+pub(crate) fn parse_inspect(v: &Value) -> Result<(Holder, Option<u64>), String> {
     let bad = || format!("inspect script returned {v:?}");
     let Value::Array(items) = v else {
         return Err(bad());
     };
-    let count = |n: &i64| u64::try_from(*n).map_err(|_| bad());
+    let count = |n: &i64| match *n {
+        -1 => Ok(None),
+        n => u64::try_from(n).map(Some).map_err(|_| bad()),
+    };
     match items.as_slice() {
         [Value::Int(waiters)] => Ok((Holder::Free, count(waiters)?)),
         [Value::BulkString(token), Value::Int(pttl), Value::Int(waiters)] => Ok((
