@@ -83,8 +83,14 @@ impl Drop for Sentinel {
 }
 
 /// Whether `server`'s `INFO section` mentions `needle`.
+///
+/// A connection the server closes is "not yet", not a failure: while Sentinel reconfigures a
+/// server (a failover's REPLICAOF) it kills the server's normal clients, so a poll may meet a
+/// reset connection (this made `a_sentinel_entry_follows_a_forced_failover_from_c` fail once
+/// with "INFO ... Connection reset by peer"). The callers' waits bound how long.
 pub fn info_has(server: &RedisServer, section: &[u8], needle: &str) -> bool {
-    matches!(server.cmd(&[b"INFO", section]), Reply::Bulk(Some(b)) if String::from_utf8_lossy(&b).contains(needle))
+    let reply = server.cmd_with_timeout(&[b"INFO", section], crate::CMD_TIMEOUT);
+    matches!(reply, Ok(Reply::Bulk(Some(b))) if String::from_utf8_lossy(&b).contains(needle))
 }
 
 /// A master, its replica (in sync) and three sentinels watching it as `mymaster`.
