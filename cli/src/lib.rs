@@ -15,6 +15,7 @@ mod man;
 mod progress;
 mod run;
 mod signals;
+mod state;
 mod tools;
 
 use std::ffi::OsString;

@@ -5,7 +5,7 @@
 use std::io::{IsTerminal as _, Write as _};
 use std::time::{Duration, Instant};
 
-use fencelock::{FamilyState, LeaseKind, LockManager};
+use fencelock::{LeaseKind, LockManager};
 
 /// How long one look at the lock may take before the line is drawn without it.
 const LOOK_LIMIT: Duration = Duration::from_millis(300);
@@ -55,36 +55,10 @@ impl Progress {
     }
 }
 
-/// What holds `name`, in a few words.
+/// What holds `name`, in a few words (the line `status` prints).
 async fn look(manager: &LockManager, name: &str, kind: LeaseKind) -> String {
-    if kind == LeaseKind::Lock {
-        return match manager.state(name).await {
-            Ok(st) => {
-                let held = match st.remaining {
-                    Some(left) => format!("held, {:.1}s left", left.as_secs_f64()),
-                    None => "free".into(),
-                };
-                match st.waiters {
-                    Some(n) => format!("{held}, {n} waiting"),
-                    None => held,
-                }
-            }
-            Err(e) => e.kind().as_str().into(),
-        };
-    }
-    let state = match manager.family(name, kind) {
-        Ok(family) => family.state().await,
-        Err(e) => Err(e),
-    };
-    match state {
-        Ok(FamilyState::Semaphore(s)) => {
-            format!(
-                "{} of {} permits held, {} waiting",
-                s.held, s.limit, s.waiters
-            )
-        }
-        Ok(FamilyState::RwLock(s)) if s.writer => format!("a writer, {} waiting", s.waiters),
-        Ok(FamilyState::RwLock(s)) => format!("{} readers, {} waiting", s.readers, s.waiters),
+    match crate::state::read(manager, name, kind).await {
+        Ok(seen) => seen.line,
         Err(e) => e.kind().as_str().into(),
     }
 }

@@ -3,13 +3,14 @@
 
 use std::time::Duration;
 
-use fencelock::{ErrorKind, FamilyState, LeaseKind, LockManager};
+use fencelock::{ErrorKind, LeaseKind, LockManager};
 use serde_json::json;
 
 use crate::args::{AcquireArgs, ExtendArgs, Print, StatusArgs, TokenArgs};
 use crate::exit::{self, Failure};
 use crate::signals::Signals;
-use crate::{connect, kind, run};
+use crate::state::millis;
+use crate::{connect, kind, run, state};
 
 /// `acquire`: the lock stays held after fencelock exits, until its TTL or `release --token`.
 pub async fn acquire(args: AcquireArgs) -> Result<u8, Failure> {
@@ -99,66 +100,15 @@ fn by_token(done: fencelock::Result<Duration>, name: &str, what: &str) -> Result
 pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
     let kind = kind::of(&args.kind)?;
     let manager = connect::manager(&args.servers, false)?;
-    let fail = |e: fencelock::Error| Failure::from_core(&e, exit::CONFLICT);
-    let (held, line, mut report) = match kind {
-        LeaseKind::Lock => {
-            let st = manager.state(&args.name).await.map_err(fail)?;
-            let line = match st.remaining {
-                Some(left) => format!("held, {:.1}s left", left.as_secs_f64()),
-                None => "free".to_string(),
-            };
-            let line = match st.waiters {
-                Some(n) => format!("{line}, {n} waiting"),
-                None => line,
-            };
-            let report = json!({"kind": "lock", "remaining_ms": st.remaining.map(millis),
-                                "waiters": st.waiters});
-            (st.remaining.is_some(), line, report)
-        }
-        _ => family_status(&manager, &args.name, kind).await?,
-    };
-    report["name"] = json!(args.name);
-    report["held"] = json!(held);
-    if args.json {
-        println!("{report}");
-    } else {
-        println!("{}: {line}", args.name);
-    }
-    Ok(if held { 0 } else { exit::NO })
-}
-
-async fn family_status(
-    manager: &LockManager,
-    name: &str,
-    kind: LeaseKind,
-) -> Result<(bool, String, serde_json::Value), Failure> {
-    let state = family(manager, name, kind)?
-        .state()
+    let mut seen = state::read(&manager, &args.name, kind)
         .await
         .map_err(|e| Failure::from_core(&e, exit::CONFLICT))?;
-    Ok(match state {
-        FamilyState::Semaphore(s) => (
-            s.held > 0,
-            format!(
-                "{} of {} permits held by {}, {} waiting",
-                s.held, s.limit, s.holders, s.waiters
-            ),
-            json!({"kind": "semaphore", "limit": s.limit, "permits_held": s.held,
-                   "holders": s.holders, "waiters": s.waiters}),
-        ),
-        FamilyState::RwLock(s) => (
-            s.writer || s.readers > 0,
-            match (s.writer, s.readers) {
-                (true, _) => format!("held by a writer, {} waiting", s.waiters),
-                (false, 0) => format!("free, {} waiting", s.waiters),
-                (false, n) => format!("held by {n} readers, {} waiting", s.waiters),
-            },
-            json!({"kind": "rwlock", "writer": s.writer, "readers": s.readers,
-                   "waiters": s.waiters}),
-        ),
-    })
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+    seen.report["name"] = json!(args.name);
+    seen.report["held"] = json!(seen.held);
+    if args.json {
+        println!("{}", seen.report);
+    } else {
+        println!("{}: {}", args.name, seen.line);
+    }
+    Ok(if seen.held { 0 } else { exit::NO })
 }
