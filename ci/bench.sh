@@ -61,7 +61,7 @@ echo "--- Node: peers and our addon ($profile)"
 
 echo "--- Rust: the bench crate ($profile)"
 cargo build --locked "${cargo_profile[@]}" --manifest-path bench/rust/Cargo.toml 2>&1 | tail -n 2
-rust_bin="$CARGO_TARGET_DIR/$profile/fencelock-bench"
+rust_bin="$(ci/out-dir.sh "$profile")/fencelock-bench"
 
 echo "--- run"
 mkdir -p "$out_dir"
@@ -76,7 +76,7 @@ FENCELOCK_NODE="$root/bindings-node" "$venv/bin/python" bench/family.py --out-di
 
 echo "--- the command line against flock and redis-cli (bench/cli.py)"
 cargo build --locked "${cargo_profile[@]}" -p fencelock-cli 2>&1 | tail -n 1
-"$venv/bin/python" bench/cli.py --fencelock "$CARGO_TARGET_DIR/$profile/fencelock" --out-dir "$out_dir" \
+"$venv/bin/python" bench/cli.py --fencelock "$(ci/out-dir.sh "$profile")/fencelock" --out-dir "$out_dir" \
   "${family_flags[@]}"
 
 for f in RESULTS.md results/latest.json results/latest.png FAMILY.md results/family-latest.json \

@@ -13,15 +13,15 @@
 # virtualenv with the Python wheel (tests/chaos/workers/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target="${CARGO_TARGET_DIR:-$PWD/target}"
+out=$(ci/out-dir.sh debug)
 ci/install-redis.sh
 if [ "${1:-}" = --rust-only ]; then
   shift
   cargo build --quiet --locked -p fencelock --example demo
-  exec "$target/debug/examples/demo" "$@"
+  exec "$out/examples/demo" "$@"
 fi
 echo "building the workers (Rust, C, Node, Python)..."
 tests/chaos/workers/build.sh
 # shellcheck disable=SC1091
 source target/mixed/env
-exec "$target/debug/chaos-demo" "$@"
+exec "$out/chaos-demo" "$@"

@@ -7,6 +7,12 @@ cd "$(dirname "$0")/.."
 export FENCELOCK_ROOT="$PWD"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 export CARGO_TERM_COLOR=never
+# Every build names the host as its target explicitly, as `napi build` always does: Cargo keeps
+# a build for an explicit target apart from a plain one (target/<triple>/debug, and other
+# artifact hashes), so without this the Node stage compiled the whole dependency tree again.
+# Scripts find what Cargo built through ci/out-dir.sh.
+CARGO_BUILD_TARGET="${CARGO_BUILD_TARGET:-$(rustc -vV | sed -n 's/^host: //p')}"
+export CARGO_BUILD_TARGET
 
 ci/install-redis.sh
 
