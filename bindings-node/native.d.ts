@@ -235,6 +235,12 @@ export interface LockManagerOptions {
    * development servers only; default false.
    */
   tlsInsecure?: boolean
+  /**
+   * The password of every server whose URL has none (with the URL's user, if any;
+   * a Sentinel entry's master, a cluster's nodes), to keep it out of URLs: pass
+   * `process.env.REDIS_PASSWORD`. A URL's own password wins; never shown.
+   */
+  password?: string
 }
 
 /** A server's answer in a failed acquisition, as `error.servers` shows it. */

@@ -293,7 +293,7 @@ typedef struct fl_manager fl_manager;
 
 /**
  * Options of a manager (key prefix, retry delay and jitter, drift factor, server and
- * connect timeouts, TLS).
+ * connect timeouts, TLS, a password).
  * Opaque: made by `fl_manager_options_new`, given to `fl_manager_new` (which copies what it
  * needs, so the options may be freed or reused right after), freed by
  * `fl_manager_options_free`. The setters only record values; `fl_manager_new` checks them
@@ -522,6 +522,17 @@ fl_status fl_manager_options_set_connect_timeout_ms(struct fl_manager_options *o
  * Errors: `FL_INVALID_ARGUMENT` if `opts` is NULL.
  */
 fl_status fl_manager_options_set_replica_ack(struct fl_manager_options *opts, uint32_t replicas, uint64_t timeout_ms);
+
+/**
+ * The password of every server whose URL has none (with the URL's user, if any; a Sentinel
+ * entry's master, a cluster's nodes), so that it can come from the environment or a secret
+ * file instead of a URL: a NUL-terminated UTF-8 string, copied. A URL's own password wins.
+ * It never appears in a message or an event. Replaces an earlier password.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` if `opts` or `password` is NULL or the password is not UTF-8
+ * (an empty one is refused by `fl_manager_new`).
+ */
+fl_status fl_manager_options_set_password(struct fl_manager_options *opts, const char *password);
 
 /**
  * For `rediss://` servers: trust the CA certificate(s) in the PEM file at `path` instead of

@@ -79,9 +79,10 @@ pub use many::{
 pub use options::{
     fl_manager_options, fl_manager_options_free, fl_manager_options_new,
     fl_manager_options_set_connect_timeout_ms, fl_manager_options_set_drift_factor,
-    fl_manager_options_set_key_prefix, fl_manager_options_set_replica_ack,
-    fl_manager_options_set_retry_delay_ms, fl_manager_options_set_retry_jitter_ms,
-    fl_manager_options_set_server_timeout_ms, fl_manager_options_set_tls_ca_file,
-    fl_manager_options_set_tls_ca_pem, fl_manager_options_set_tls_client_cert_files,
-    fl_manager_options_set_tls_client_cert_pem, fl_manager_options_set_tls_insecure,
+    fl_manager_options_set_key_prefix, fl_manager_options_set_password,
+    fl_manager_options_set_replica_ack, fl_manager_options_set_retry_delay_ms,
+    fl_manager_options_set_retry_jitter_ms, fl_manager_options_set_server_timeout_ms,
+    fl_manager_options_set_tls_ca_file, fl_manager_options_set_tls_ca_pem,
+    fl_manager_options_set_tls_client_cert_files, fl_manager_options_set_tls_client_cert_pem,
+    fl_manager_options_set_tls_insecure,
 };

@@ -13,7 +13,7 @@ use crate::ffi;
 use crate::panic::{boundary, boundary_or};
 
 /// Options of a manager (key prefix, retry delay and jitter, drift factor, server and
-/// connect timeouts, TLS).
+/// connect timeouts, TLS, a password).
 /// Opaque: made by `fl_manager_options_new`, given to `fl_manager_new` (which copies what it
 /// needs, so the options may be freed or reused right after), freed by
 /// `fl_manager_options_free`. The setters only record values; `fl_manager_new` checks them
@@ -31,6 +31,17 @@ pub struct fl_manager_options {
     tls_ca: Option<Pem>,
     tls_client: Option<(Pem, Pem)>,
     tls_insecure: Option<bool>,
+    password: Option<Secret>,
+}
+
+/// A password: its `Debug` form never shows it.
+#[derive(Clone)]
+struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
 }
 
 /// A PEM input: a file to read when the manager is made, or the document itself.
@@ -75,6 +86,9 @@ impl fl_manager_options {
         }
         if let Some(i) = self.tls_insecure {
             b = b.tls_insecure(i);
+        }
+        if let Some(Secret(p)) = &self.password {
+            b = b.password(p.as_str());
         }
         b
     }
@@ -217,6 +231,26 @@ pub unsafe extern "C" fn fl_manager_options_set_replica_ack(
 ) -> fl_status {
     set(opts, |o| {
         o.replica_ack = Some((replicas, ffi::millis(timeout_ms)));
+        Ok(())
+    })
+}
+
+/// The password of every server whose URL has none (with the URL's user, if any; a Sentinel
+/// entry's master, a cluster's nodes), so that it can come from the environment or a secret
+/// file instead of a URL: a NUL-terminated UTF-8 string, copied. A URL's own password wins.
+/// It never appears in a message or an event. Replaces an earlier password.
+///
+/// Errors: `FL_INVALID_ARGUMENT` if `opts` or `password` is NULL or the password is not UTF-8
+/// (an empty one is refused by `fl_manager_new`).
+#[no_mangle]
+pub unsafe extern "C" fn fl_manager_options_set_password(
+    opts: *mut fl_manager_options,
+    password: *const c_char,
+) -> fl_status {
+    set(opts, |o| {
+        // SAFETY: NULL or a NUL-terminated string, by contract.
+        let text = unsafe { ffi::utf8(password, "password") }?;
+        o.password = Some(Secret(text.to_owned()));
         Ok(())
     })
 }

@@ -1096,6 +1096,28 @@ static void test_acl_user_and_wrong_password(void) {
     CHECK(strstr(fl_last_error_message(), secret) == NULL);
     CHECK(m == SENTINEL);
 
+    /* The password as an option, for a URL with the user only; an empty one is refused. */
+    {
+        fl_manager_options *o = NULL;
+        CHECK_ST(fl_manager_options_new(&o), FL_OK);
+        CHECK_ST(fl_manager_options_set_password(o, NULL), FL_INVALID_ARGUMENT);
+        CHECK_ST(fl_manager_options_set_password(o, "right-pw-42"), FL_OK);
+        snprintf(url, sizeof url, "redis://fl-c-user@127.0.0.1:%d", ports[0]);
+        m = NULL;
+        CHECK_ST(fl_manager_new(u, 1, o, &m), FL_OK);
+        l = NULL;
+        CHECK_ST(fl_lock_acquire(m, fresh_name("acl-option"), 5000, 2000, &l), FL_OK);
+        CHECK_ST(fl_lock_release(l), FL_OK);
+        fl_lock_free(l);
+        fl_manager_free(m);
+        CHECK_ST(fl_manager_options_set_password(o, ""), FL_OK);
+        m = SENTINEL;
+        CHECK_ST(fl_manager_new(u, 1, o, &m), FL_INVALID_ARGUMENT);
+        CHECK(strstr(fl_last_error_message(), "password is empty") != NULL);
+        CHECK(m == SENTINEL);
+        fl_manager_options_free(o);
+    }
+
     CHECK(raw_cmd(ports[0], val, sizeof val, 3, (const char **)deluser) == ':');
 }
 

@@ -160,6 +160,19 @@ pub(crate) fn boolean(what: &str, v: &Unknown, default: bool) -> Checked<bool> {
     }
 }
 
+/// A secret option (`password`): a non-empty string. Its value never appears in a message.
+pub(crate) fn secret(what: &str, v: &Unknown) -> Checked<String> {
+    match v.get_type() {
+        Ok(ValueType::String) => {
+            unsafe { v.cast::<String>() }.map_err(|_| invalid(format!("{what} must be a string")))
+        }
+        _ => Err(invalid(format!(
+            "{what} must be a string, got {}",
+            type_name(v)
+        ))),
+    }
+}
+
 /// A file path option: a non-empty string (the file is read by the core when the manager is
 /// built).
 pub(crate) fn path(what: &str, v: &Unknown) -> Checked<String> {

@@ -17,5 +17,6 @@ pub mod error;
 mod event_loop;
 pub mod events;
 mod family;
+mod options;
 mod promise;
 mod types;

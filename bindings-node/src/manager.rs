@@ -13,7 +13,7 @@ use crate::args::{self, Checked, Fields};
 use crate::error::{invalid, Failure};
 use crate::lock::JsLock;
 use crate::promise::{promise, rejected, rejected_with, settled_by};
-use crate::types::{AcquireOptions as AcquireOptionsType, LockManagerOptions};
+use crate::types::AcquireOptions as AcquireOptionsType;
 
 /// A lock manager over one Redis server or several (Redlock).
 #[napi(js_name = "LockManager")]
@@ -290,7 +290,7 @@ impl JsLockManager {
         ts_args_type = "servers: string | readonly string[], options?: LockManagerOptions"
     )]
     pub fn new(env: Env, servers: Unknown, options: Option<Unknown>) -> Result<Self> {
-        Self::build(&env, servers, options)
+        crate::options::manager(&env, servers, options)
             .map(|m| JsLockManager {
                 labels: m.config().server_labels(),
                 inner: RefCell::new(Some(m)),
@@ -510,92 +510,5 @@ impl JsLockManager {
     ) -> Checked<(Vec<u8>, Vec<u8>, fencelock::LockManager)> {
         let (name, manager) = self.name_and_manager(name)?;
         Ok((name, args::bytes("token", token)?, manager))
-    }
-
-    fn build(
-        env: &Env,
-        servers: Unknown,
-        options: Option<Unknown>,
-    ) -> Checked<fencelock::LockManager> {
-        let urls = args::servers(&servers)?;
-        let options = args::options("options", options)?;
-        let fields = Fields::new(
-            env,
-            "the options of new LockManager()",
-            options,
-            LockManagerOptions::KEYS,
-        )?;
-        let mut builder = fencelock::LockManager::builder(urls);
-        let field = |key| fields.get(key);
-        let v = field("keyPrefix")?;
-        if !args::is_nullish(&v) {
-            builder = builder.key_prefix(args::bytes("keyPrefix", &v)?);
-        }
-        let v = field("retryDelay")?;
-        if !args::is_nullish(&v) {
-            builder = builder.retry_delay(args::duration("retryDelay", &v)?);
-        }
-        let v = field("retryJitter")?;
-        if !args::is_nullish(&v) {
-            builder = builder.retry_jitter(args::duration("retryJitter", &v)?);
-        }
-        let v = field("driftFactor")?;
-        if !args::is_nullish(&v) {
-            builder = builder.drift_factor(args::number("driftFactor", &v)?);
-        }
-        let v = field("serverTimeout")?;
-        if !args::is_nullish(&v) {
-            builder = builder.server_timeout(args::duration("serverTimeout", &v)?);
-        }
-        let v = field("connectTimeout")?;
-        if !args::is_nullish(&v) {
-            builder = builder.connect_timeout(args::duration("connectTimeout", &v)?);
-        }
-        let (acks, within) = (field("replicaAck")?, field("replicaAckTimeout")?);
-        match (args::is_nullish(&acks), args::is_nullish(&within)) {
-            (true, true) => {}
-            (false, _) => {
-                let n = args::number("replicaAck", &acks)?;
-                if n.fract() != 0.0 || !(1.0..=f64::from(u32::MAX)).contains(&n) {
-                    return Err(invalid(format!(
-                        "replicaAck must be a whole number of replicas, at least 1; got {n}"
-                    )));
-                }
-                let within = if args::is_nullish(&within) {
-                    std::time::Duration::from_millis(100)
-                } else {
-                    args::duration("replicaAckTimeout", &within)?
-                };
-                builder = builder.replica_ack(n as u32, within);
-            }
-            (true, false) => {
-                return Err(invalid(
-                    "replicaAckTimeout needs replicaAck (how many replicas must acknowledge)",
-                ))
-            }
-        }
-        let v = field("tlsCaFile")?;
-        if !args::is_nullish(&v) {
-            builder = builder.tls_ca_file(args::path("tlsCaFile", &v)?);
-        }
-        let (cert, key) = (field("tlsClientCert")?, field("tlsClientKey")?);
-        match (args::is_nullish(&cert), args::is_nullish(&key)) {
-            (true, true) => {}
-            (false, false) => {
-                builder = builder.tls_client_cert_files(
-                    args::path("tlsClientCert", &cert)?,
-                    args::path("tlsClientKey", &key)?,
-                );
-            }
-            (false, true) => return Err(invalid("tlsClientCert needs tlsClientKey")),
-            (true, false) => return Err(invalid("tlsClientKey needs tlsClientCert")),
-        }
-        let v = field("tlsInsecure")?;
-        builder = builder.tls_insecure(args::boolean("tlsInsecure", &v, false)?);
-        // Calls polled on this thread ride connections its event loop drives.
-        if let Some(io) = crate::promise::loop_io(env)? {
-            builder = builder.loop_io(io);
-        }
-        Ok(builder.build()?)
     }
 }

@@ -70,6 +70,10 @@ js_options! {
         #[doc = " For `rediss://` servers: accept any certificate and host name. Self-signed"]
         #[doc = " development servers only; default false."]
         tls_insecure / "tlsInsecure": Option<bool>,
+        #[doc = " The password of every server whose URL has none (with the URL's user, if any;"]
+        #[doc = " a Sentinel entry's master, a cluster's nodes), to keep it out of URLs: pass"]
+        #[doc = " `process.env.REDIS_PASSWORD`. A URL's own password wins; never shown."]
+        password / "password": Option<String>,
     }
 }
 

@@ -181,6 +181,20 @@ describe('ACL users and passwords', () => {
     await noUser.close()
   })
 
+  it('the password option serves a URL without one, and is checked and never shown', async () => {
+    const url = `redis://locker@127.0.0.1:${acl.port}`
+    const mgr = new LockManager(url, { password: 'right-password' })
+    assert.ok(!inspect(mgr, { depth: 10, showHidden: true }).includes('right-password'))
+    await roundTrip(mgr, acl, 'acl-option')
+    // It is what the server is asked with: a wrong one fails, unseen.
+    const wrong = new LockManager(url, { serverTimeout: 1000, password: 'not-the-pw-77' })
+    await assert.rejects(wrong.tryAcquire('acl-option'), (e) =>
+      e.code === 'ERR_UNAVAILABLE' && /authentication failed/.test(e.message) && !inspect(e).includes('not-the-pw-77'))
+    await wrong.close()
+    assert.throws(() => new LockManager(url, { password: 42 }), (e) => e.code === 'ERR_INVALID_ARG' && /password must be a string, got a number/.test(e.message))
+    assert.throws(() => new LockManager(url, { password: '' }), (e) => e.code === 'ERR_INVALID_ARG' && /password is empty/.test(e.message))
+  })
+
   it('a bad URL with a password never shows the password', () => {
     assert.throws(
       () => new LockManager('redis://locker:hunter2@127.0.0.1:99999'),

@@ -501,6 +501,17 @@ pub fn tls_client_key_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
     optional(obj, |o| path("tls_client_key", o))
 }
 
+/// `password=None`: a `str` (its value never appears in an error).
+pub fn password_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    optional(obj, |o| match o.cast::<PyString>() {
+        Ok(s) => Ok(s.to_cow()?.into_owned()),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "password must be a str, got {}",
+            type_name(o)
+        ))),
+    })
+}
+
 /// The contents of a file named by argument `arg` (the message names the argument and the
 /// path, never the contents).
 pub fn read_file(arg: &str, path: &Path) -> PyResult<Vec<u8>> {

@@ -10,16 +10,16 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::convert::{
-    connect_timeout_arg, drift_factor_arg, key_prefix_arg, non_negative_seconds, positive_seconds,
-    read_file, replica_ack_arg, replica_ack_timeout_arg, retry_delay_arg, retry_jitter_arg,
-    server_timeout_arg, tls_ca_file_arg, tls_client_cert_arg, tls_client_key_arg, tls_insecure_arg,
-    ttl_seconds, wait_limit, Names, Servers, Text,
+    connect_timeout_arg, drift_factor_arg, key_prefix_arg, non_negative_seconds, password_arg,
+    positive_seconds, read_file, replica_ack_arg, replica_ack_timeout_arg, retry_delay_arg,
+    retry_jitter_arg, server_timeout_arg, tls_ca_file_arg, tls_client_cert_arg, tls_client_key_arg,
+    tls_insecure_arg, ttl_seconds, wait_limit, Names, Servers, Text,
 };
 use crate::lost::Keep;
 use crate::managed::py_repr;
 
 /// The manager constructors' keyword arguments, in the order the docs list them.
-pub const MANAGER_KEYWORDS: [&str; 12] = [
+pub const MANAGER_KEYWORDS: [&str; 13] = [
     "key_prefix",
     "retry_delay",
     "retry_jitter",
@@ -32,6 +32,7 @@ pub const MANAGER_KEYWORDS: [&str; 12] = [
     "tls_client_cert",
     "tls_client_key",
     "tls_insecure",
+    "password",
 ];
 
 /// `replica_ack_timeout` when only `replica_ack` is given, in seconds.
@@ -52,6 +53,8 @@ pub struct Options {
     pub tls_client_cert: Option<PathBuf>,
     pub tls_client_key: Option<PathBuf>,
     pub tls_insecure: bool,
+    /// For servers whose URL has none; never shown.
+    pub password: Option<String>,
 }
 
 impl Options {
@@ -62,6 +65,9 @@ impl Options {
             .retry_delay(positive_seconds("retry_delay", self.retry_delay)?)
             .drift_factor(self.drift_factor)
             .tls_insecure(self.tls_insecure);
+        if let Some(p) = self.password {
+            b = b.password(p);
+        }
         if let Some(j) = self.retry_jitter {
             b = b.retry_jitter(non_negative_seconds("retry_jitter", j)?);
         }
@@ -131,6 +137,7 @@ impl Options {
             tls_client_cert: None,
             tls_client_key: None,
             tls_insecure: false,
+            password: None,
         };
         for (key, value) in kwargs.into_iter().flatten() {
             let key: String = key.extract()?;
@@ -147,6 +154,7 @@ impl Options {
                 "tls_client_cert" => o.tls_client_cert = tls_client_cert_arg(&value)?,
                 "tls_client_key" => o.tls_client_key = tls_client_key_arg(&value)?,
                 "tls_insecure" => o.tls_insecure = tls_insecure_arg(&value)?,
+                "password" => o.password = password_arg(&value)?,
                 other => {
                     return Err(PyTypeError::new_err(format!(
                     "{class}() got an unexpected keyword argument {other:?}; the options are {}",

@@ -65,6 +65,32 @@ def test_a_password_only_url_works(server: RedisServer, name: str) -> None:
         m.acquire(name, 10).release()
 
 
+def test_the_password_option_serves_urls_without_one(server: RedisServer, name: str) -> None:
+    password = "pw-" + uuid.uuid4().hex
+    minimal_acl(server, "locker", password)
+    url = f"redis://locker@127.0.0.1:{server.port}"
+    with fencelock.LockManager(url, key_prefix=PREFIX, server_timeout=1, password=password) as m:
+        m.acquire(name, 10).release()
+        assert password not in repr(m) + str(m)
+
+    async def main() -> None:
+        async with fencelock.asyncio.LockManager(url, key_prefix=PREFIX, password=password) as am:
+            await (await am.acquire(name, 10)).release()
+
+    asyncio.run(main())
+    # It is what the server is asked with: a wrong one fails, unseen. A wrong type or an empty
+    # one is refused before any call.
+    wrong = "wrong-" + uuid.uuid4().hex
+    with fencelock.LockManager(url, key_prefix=PREFIX, server_timeout=1, password=wrong) as m:
+        with pytest.raises(fencelock.Unavailable, match="authentication failed") as info:
+            m.acquire(name, 10, wait=0)
+        assert wrong not in str(info.value) + repr(info.value) + repr(m)
+    with pytest.raises(TypeError, match="password must be a str, got bytes"):
+        fencelock.LockManager(url, password=password.encode())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="password is empty"):
+        fencelock.LockManager(url, password="")
+
+
 @pytest.mark.parametrize("user", ["locker", "nobody"])
 def test_a_wrong_password_is_unavailable_and_never_shown(server: RedisServer, name: str, user: str) -> None:
     password = "pw-" + uuid.uuid4().hex

@@ -188,6 +188,10 @@ pub struct RunArgs {
     /// Exit code when the lock was lost while the command ran
     #[arg(long, value_name = "N", default_value_t = crate::exit::LOST)]
     pub lost_exit_code: u8,
+    /// fencelock's own lines on stderr as JSON objects, one per line, the last saying how it
+    /// ended (for machines; no waiting line)
+    #[arg(long)]
+    pub json: bool,
     /// The command and its arguments (after --)
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,

@@ -136,9 +136,18 @@ impl Running {
 
 /// The exit code a shell would report for `status`: the code, or 128 + the signal.
 pub fn exit_code(status: ExitStatus) -> u8 {
+    match end(status) {
+        Some(Ok(code)) => code as u8,
+        Some(Err(signal)) => exit::SIGNALLED.saturating_add(signal as u8),
+        None => exit::SOFTWARE,
+    }
+}
+
+/// How the command ended: `Ok(its exit code)` or `Err(the signal that killed it)`.
+pub fn end(status: ExitStatus) -> Option<Result<i32, i32>> {
     match (status.code(), status.signal()) {
-        (Some(code), _) => code as u8,
-        (None, Some(signal)) => exit::SIGNALLED.saturating_add(signal as u8),
-        (None, None) => exit::SOFTWARE,
+        (Some(code), _) => Some(Ok(code)),
+        (None, Some(signal)) => Some(Err(signal)),
+        (None, None) => None,
     }
 }

@@ -15,21 +15,20 @@ pub fn manager(args: &ServerArgs, quiet: bool) -> Result<LockManager, Failure> {
     let urls = urls(args)?;
     if !quiet {
         for url in &urls {
-            if has_password(url) {
-                eprintln!(
-                    "fencelock: warning: a password in a --server URL on the command line can \
-                     be read by every local user (ps); use FENCELOCK_PASSWORD or --password-file"
+            if fencelock::url_has_password(url) {
+                crate::report::warn(
+                    "a password in a --server URL on the command line can be read by every \
+                     local user (ps); use FENCELOCK_PASSWORD or --password-file",
                 );
                 break;
             }
         }
     }
-    let password = password(args)?;
-    let urls: Vec<String> = match &password {
-        Some(p) => urls.iter().map(|u| with_password(u, p)).collect(),
-        None => urls,
-    };
     let mut builder = LockManager::builder(&urls);
+    if let Some(password) = password(args)? {
+        // For every server whose URL has none (a URL's own wins).
+        builder = builder.password(password);
+    }
     if let Some(prefix) = &args.key_prefix {
         builder = builder.key_prefix(prefix);
     }
@@ -65,7 +64,8 @@ fn urls(args: &ServerArgs) -> Result<Vec<String>, Failure> {
     Ok(urls)
 }
 
-/// `FENCELOCK_PASSWORD`, else the first line of `--password-file`.
+/// The first line of `--password-file` (or `FENCELOCK_PASSWORD_FILE`), else
+/// `FENCELOCK_PASSWORD`.
 fn password(args: &ServerArgs) -> Result<Option<String>, Failure> {
     if let Some(path) = &args.password_file {
         return read_password(path).map(Some);
@@ -90,81 +90,4 @@ fn read_password(path: &Path) -> Result<String, Failure> {
         ));
     }
     Ok(line.to_string())
-}
-
-/// Whether the URL carries a password: as the core reads URLs, the credentials are everything
-/// between `://` and the last `@`, the user ending at the first `:`; a `redis+unix://` URL
-/// takes it as `pass=` in its query.
-fn has_password(url: &str) -> bool {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return false;
-    };
-    if scheme.ends_with("+unix") {
-        return rest.contains("pass=");
-    }
-    rest.rfind('@').is_some_and(|at| rest[..at].contains(':'))
-}
-
-/// The URL with `password` for its servers, unless it has one: in the user part of
-/// `scheme://[user]@host...`, or as `pass=` in a `redis+unix://` query. Percent-encoded, so
-/// that the password is taken as written whatever it holds.
-fn with_password(url: &str, password: &str) -> String {
-    if has_password(url) {
-        return url.to_string();
-    }
-    let encoded = percent_encode(password);
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string(); // the core names what is wrong with it
-    };
-    if scheme.ends_with("+unix") {
-        let sep = if rest.contains('?') { '&' } else { '?' };
-        return format!("{url}{sep}pass={encoded}");
-    }
-    match rest.rfind('@') {
-        Some(at) => format!("{scheme}://{}:{encoded}{}", &rest[..at], &rest[at..]),
-        None => format!("{scheme}://:{encoded}@{rest}"),
-    }
-}
-
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 3);
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_password_goes_where_each_url_form_takes_it() {
-        let p = "s3cr/t@%:x";
-        let enc = "s3cr%2Ft%40%25%3Ax";
-        assert_eq!(
-            with_password("redis://h:1", p),
-            format!("redis://:{enc}@h:1")
-        );
-        assert_eq!(
-            with_password("rediss://app@h:1/0", p),
-            format!("rediss://app:{enc}@h:1/0")
-        );
-        assert_eq!(
-            with_password("redis+unix:///tmp/r.sock", p),
-            format!("redis+unix:///tmp/r.sock?pass={enc}")
-        );
-        assert_eq!(
-            with_password("redis+unix:///tmp/r.sock?db=1", p),
-            format!("redis+unix:///tmp/r.sock?db=1&pass={enc}")
-        );
-        // A URL's own password wins.
-        assert_eq!(with_password("redis://:own@h:1", p), "redis://:own@h:1");
-        assert!(has_password("redis://:own@h:1"));
-        assert!(!has_password("redis://h:1"));
-    }
 }

@@ -28,11 +28,13 @@ pub const SIGNALLED: u8 = 128;
 /// `status`: the name is free. `release`, `extend`: the token does not hold it.
 pub const NO: u8 = 1;
 
-/// A failure and the code it exits with; the message goes to stderr.
+/// A failure and the code it exits with; the message goes to stderr. `outcome` is its word in
+/// `run --json`'s last line: `not_acquired`, `stopped` (a signal ended the wait) or `error`.
 #[derive(Debug)]
 pub struct Failure {
     pub code: u8,
     pub message: String,
+    pub outcome: &'static str,
 }
 
 impl Failure {
@@ -40,7 +42,13 @@ impl Failure {
         Failure {
             code,
             message: message.into(),
+            outcome: "error",
         }
+    }
+
+    /// The same failure with another outcome word.
+    pub fn outcome(self, outcome: &'static str) -> Failure {
+        Failure { outcome, ..self }
     }
 
     /// A core error, with the code of its kind (`conflict` for "not acquired").
@@ -53,7 +61,12 @@ impl Failure {
             ErrorKind::Cancelled => SIGNALLED + libc::SIGINT as u8,
             ErrorKind::WrongKind => WRONG_KIND,
         };
-        Failure::new(code, e.to_string())
+        let outcome = match e.kind() {
+            ErrorKind::NotAcquired => "not_acquired",
+            ErrorKind::Cancelled => "stopped",
+            _ => "error",
+        };
+        Failure::new(code, e.to_string()).outcome(outcome)
     }
 }
 

@@ -30,3 +30,13 @@ pub fn taken(name: &str, kind: LeaseKind) -> String {
         LeaseKind::Write => format!("the read-write lock {name} is held"),
     }
 }
+
+/// The kind's word in JSON output: `lock`, `semaphore`, `read` or `write`.
+pub fn label(kind: LeaseKind) -> &'static str {
+    match kind {
+        LeaseKind::Lock => "lock",
+        LeaseKind::Permits { .. } => "semaphore",
+        LeaseKind::Read => "read",
+        LeaseKind::Write => "write",
+    }
+}

@@ -13,6 +13,7 @@ mod exit;
 mod kind;
 mod man;
 mod progress;
+mod report;
 mod run;
 mod signals;
 mod state;
@@ -23,6 +24,7 @@ use std::ffi::OsString;
 use clap::Parser as _;
 
 use crate::args::{Cli, Command};
+use crate::report::Done;
 
 /// Runs the command line `args` (the first is the program's name) to its end; returns the
 /// exit code. Must be called on the process's main thread, outside any async runtime: the
@@ -37,6 +39,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> u8 {
             return if e.use_stderr() { exit::USAGE } else { 0 };
         }
     };
+    report::set_json(matches!(&cli.command, Command::Run(a) if a.json));
     // One thread: the child's parent-death signal is tied to the thread that spawned it.
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -51,17 +54,20 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> u8 {
     let outcome = runtime.block_on(async {
         match cli.command {
             Command::Run(a) => run::run(a).await,
-            Command::Acquire(a) => tools::acquire(a).await,
-            Command::Release(a) => tools::release(a).await,
-            Command::Extend(a) => tools::extend(a).await,
-            Command::Status(a) => tools::status(a).await,
-            Command::Man(a) => man::print(a.subcommand.as_deref()),
+            Command::Acquire(a) => tools::acquire(a).await.map(Done::plain),
+            Command::Release(a) => tools::release(a).await.map(Done::plain),
+            Command::Extend(a) => tools::extend(a).await.map(Done::plain),
+            Command::Status(a) => tools::status(a).await.map(Done::plain),
+            Command::Man(a) => man::print(a.subcommand.as_deref()).map(Done::plain),
         }
     });
     match outcome {
-        Ok(code) => code,
+        Ok(done) => {
+            report::done(&done);
+            done.code
+        }
         Err(failure) => {
-            eprintln!("fencelock: {}", failure.message);
+            report::failed(&failure);
             failure.code
         }
     }

@@ -3,7 +3,7 @@
 //! group (SIGTERM, then SIGKILL after `--kill-after`) and exits with the lost code; signals
 //! sent to fencelock go to the command's group.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fencelock::{AcquireOptions, ErrorKind, LeaseKind, Lock, LockManager};
 
@@ -11,19 +11,31 @@ use crate::args::{LockArgs, OutputArgs, RunArgs};
 use crate::child::{self, Running};
 use crate::exit::{self, Failure};
 use crate::progress::Progress;
+use crate::report::{self, Done};
 use crate::signals::{self, Signals};
 use crate::{connect, kind};
+
+/// How long a stopped wait's cleanup may take before fencelock exits anyway (each server's
+/// part gives up after about a second).
+const SETTLE_LIMIT: Duration = Duration::from_secs(3);
 
 /// How often the waiting line is drawn again.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
-pub async fn run(args: RunArgs) -> Result<u8, Failure> {
+pub async fn run(args: RunArgs) -> Result<Done, Failure> {
     let mut signals = Signals::listen()?;
     let opts = AcquireOptions::new(args.lock.ttl)
         .wait(args.lock.wait.limit())
         .auto_extend(args.max_hold);
+    let started = Instant::now();
     let (manager, lock) = acquire(&args.lock, &opts, &mut signals).await?;
     let name = args.lock.name.as_str();
+    report::acquired(
+        name,
+        kind::label(lock.kind()),
+        lock.fencing_token(),
+        crate::state::millis(started.elapsed()),
+    );
     let env = [
         ("FENCELOCK_NAME", name.to_string()),
         (
@@ -39,10 +51,10 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             return Err(failure);
         }
     };
-    let code = supervise(running, &lock, &args, &mut signals).await?;
-    let code = finish(lock, name, code, args.lost_exit_code).await;
+    let done = supervise(running, &lock, &args, &mut signals).await?;
+    let done = finish(lock, name, done, args.lost_exit_code).await;
     drop(manager);
-    code
+    Ok(done)
 }
 
 /// Connects and acquires (waiting as the options say), drawing the waiting line; a signal
@@ -55,7 +67,7 @@ pub async fn acquire(
     let kind = kind::of(&args.kind)?;
     let manager = connect::manager(&args.servers, args.output.quiet)?;
     verbose(args.output);
-    let mut progress = Progress::new(args.output.quiet);
+    let mut progress = Progress::new(args.output.quiet || report::is_json());
     let mut tick = tokio::time::interval(PROGRESS_EVERY);
     let acquiring = manager.acquire_lease_with(&args.name, kind, opts);
     let outcome = {
@@ -66,7 +78,7 @@ pub async fn acquire(
                 signal = signals.recv() => break Err(Failure::new(
                     exit::SIGNALLED + signal as u8,
                     format!("stopped by {} while waiting for {}", signals::name(signal), args.name),
-                )),
+                ).outcome("stopped")),
                 _ = tick.tick(), if progress.is_on() => {
                     progress.draw(&manager, &args.name, kind).await;
                 }
@@ -74,6 +86,12 @@ pub async fn acquire(
         }
     };
     progress.clear();
+    if outcome.is_err() {
+        // A wait stopped by a signal dropped its acquisition, whose votes and place in line
+        // are given back in the background: let that finish before the process exits, so the
+        // others' line does not wait for the place to expire.
+        manager.settle(SETTLE_LIMIT).await;
+    }
     Ok((manager, outcome?))
 }
 
@@ -90,22 +108,22 @@ fn not_acquired(e: &fencelock::Error, args: &LockArgs, kind: LeaseKind) -> Failu
 fn verbose(output: OutputArgs) {
     if output.verbose {
         let listen = fencelock::observe::add_listener(fencelock::observe::EventLevel::Debug, |e| {
-            eprintln!("fencelock: {}", e.to_line());
+            report::trace(&e.to_line());
         });
         if let Err(e) = listen {
-            eprintln!("fencelock: warning: {e}");
+            report::warn(&e.to_string());
         }
     }
 }
 
 /// Waits for the command to exit, passing signals on to its group; a lost lock ends it.
-/// Returns the command's exit code, or the lost code.
+/// Returns the command's end, with its exit code or the lost code.
 async fn supervise(
     mut running: Running,
     lock: &Lock,
     args: &RunArgs,
     signals: &mut Signals,
-) -> Result<u8, Failure> {
+) -> Result<Done, Failure> {
     let lost = lock.lost();
     tokio::pin!(lost);
     let mut watching = true;
@@ -113,46 +131,65 @@ async fn supervise(
         tokio::select! {
             status = running.child.wait() => {
                 running.give_back_terminal();
-                return Ok(child::exit_code(status?));
+                let status = status?;
+                return Ok(Done {
+                    code: child::exit_code(status),
+                    outcome: "completed",
+                    command: child::end(status),
+                });
             }
             reason = &mut lost, if watching => {
                 watching = false;
                 let Some(reason) = reason else { continue };
-                eprintln!(
-                    "fencelock: lost the lock {}: {reason}; stopping the command (SIGTERM to \
-                     its process group {}, SIGKILL {:?} later)",
-                    args.lock.name, running.group, args.kill_after
-                );
-                running.terminate(args.kill_after).await?;
+                let name = &args.lock.name;
+                report::lost(name, reason.as_str(), &format!(
+                    "lost the lock {name}: {reason}; stopping the command (SIGTERM to its \
+                     process group {}, SIGKILL {:?} later)",
+                    running.group, args.kill_after
+                ));
+                let status = running.terminate(args.kill_after).await?;
                 running.give_back_terminal();
-                return Ok(args.lost_exit_code);
+                return Ok(Done {
+                    code: args.lost_exit_code,
+                    outcome: "lost",
+                    command: child::end(status),
+                });
             }
             signal = signals.recv() => running.signal_group(signal),
         }
     }
 }
 
-/// Releases after the command exited with `code`. A lock found not held any more means the
-/// command's end ran unprotected: the lost code, and why on stderr.
-async fn finish(lock: Lock, name: &str, code: u8, lost_code: u8) -> Result<u8, Failure> {
+/// Releases after the command ended. A lock found not held any more means the command's end
+/// ran unprotected: the lost code, and why on stderr.
+async fn finish(lock: Lock, name: &str, done: Done, lost_code: u8) -> Done {
+    let lost = Done {
+        code: lost_code,
+        outcome: "lost",
+        ..done
+    };
     if lock.is_lost() {
         let _ = lock.release().await;
-        return Ok(lost_code);
+        return lost;
     }
     match lock.release().await {
-        Ok(()) => Ok(code),
+        Ok(()) => done,
         Err(e) if e.kind() == ErrorKind::NotHeld => {
-            eprintln!(
-                "fencelock: the lock {name} was not held any more when the command exited \
-                 (code {code}): {e}"
+            let code = done.code;
+            report::lost(
+                name,
+                "not held at the end",
+                &format!(
+                "the lock {name} was not held any more when the command exited (code {code}): {e}"
+            ),
             );
-            Ok(lost_code)
+            lost
         }
         Err(e) => {
-            eprintln!(
-                "fencelock: warning: releasing {name} failed ({e}); it expires after its TTL"
-            );
-            Ok(code)
+            report::warn(&format!(
+                "releasing {name} failed ({e}); it expires after its TTL"
+            ));
+            done
         }
     }
 }

@@ -4,10 +4,12 @@
 
 mod common;
 
+use std::process::Output;
 use std::time::Duration;
 
 use common::{
-    alive, cmd, code, finish, first_to_exit, gated_job, output, spawn, stderr, wait_file, Scratch,
+    alive, cmd, code, finish, first_to_exit, gated_job, output, spawn, stderr, stdout, wait_file,
+    Scratch,
 };
 use fencelock_testkit::{servers, wait_until};
 
@@ -163,6 +165,38 @@ fn signals_are_passed_to_the_command() {
     );
 }
 
+/// A signal while waiting stops the wait (128 + the signal), and fencelock gives its place in
+/// line back before it exits: the line is empty at once, not when the place expires.
+#[test]
+fn a_signal_stops_the_wait_and_gives_the_place_back() {
+    let s = servers(1);
+    let held = output(cmd(&[&s[0]], &["acquire", "line", "--ttl", "10m"]));
+    assert_eq!(code(&held), 0, "{}", stderr(&held));
+    let waiters = || {
+        let out = output(cmd(&[&s[0]], &["status", "line", "--json"]));
+        let st: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        st["waiters"].as_u64().unwrap()
+    };
+    let run = spawn(cmd(&[&s[0]], &["run", "line", "--", "true"]));
+    wait_until(HANG, "fencelock to take its place in line", || {
+        waiters() == 1
+    });
+    // SAFETY: kill(2) of the fencelock this test started.
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    let out = finish(run, HANG);
+    assert_eq!(code(&out), 128 + 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("stopped by SIGINT while waiting for line"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        waiters(),
+        0,
+        "the place was given back before fencelock exited"
+    );
+}
+
 /// fencelock SIGKILLed: the command is told (its parent-death signal, SIGTERM) and the lock
 /// expires after its TTL.
 #[test]
@@ -279,5 +313,90 @@ fn an_ignored_signal_stays_ignored_for_the_command() {
         mask & (1 << (libc::SIGUSR1 - 1)),
         0,
         "USR1 not ignored: {line}"
+    );
+}
+
+/// `run --json`: fencelock's own lines on stderr are JSON objects, the first saying it was
+/// acquired, the last how it ended; the command's output is its own and the token is never
+/// among fencelock's lines.
+#[test]
+fn run_json_says_how_each_run_ended() {
+    let s = servers(1);
+    let events = |out: &Output| -> Vec<serde_json::Value> {
+        stderr(out)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+            .collect()
+    };
+    let run = |args: &[&str]| {
+        let mut all = vec!["run", "report", "--json"];
+        all.extend_from_slice(args);
+        output(cmd(&[&s[0]], &all))
+    };
+    let out = run(&["--", "sh", "-c", "echo \"$FENCELOCK_TOKEN\"; exit 3"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let token = stdout(&out).trim().to_string();
+    assert!(token.len() >= 16, "{token:?}");
+    assert!(!stderr(&out).contains(&token), "the token on stderr");
+    let ev = events(&out);
+    let acquired = &ev[0];
+    assert_eq!(
+        (
+            acquired["event"].as_str(),
+            acquired["name"].as_str(),
+            acquired["kind"].as_str()
+        ),
+        (Some("acquired"), Some("report"), Some("lock"))
+    );
+    assert!(
+        acquired["fencing_token"].as_u64().unwrap() >= 1,
+        "{acquired}"
+    );
+    assert_eq!(
+        ev.last().unwrap(),
+        &serde_json::json!({"event": "exit", "exit_code": 3, "outcome": "completed",
+                            "command_exit_code": 3})
+    );
+
+    let out = run(&["--", "sh", "-c", "kill -9 $$"]);
+    assert_eq!(code(&out), 128 + 9, "{}", stderr(&out));
+    assert_eq!(events(&out).last().unwrap()["command_signal"], 9);
+
+    let held = output(cmd(&[&s[0]], &["acquire", "report", "--ttl", "10m"]));
+    let out = run(&["--no-wait", "--", "true"]);
+    assert_eq!(code(&out), 75, "{}", stderr(&out));
+    let last = events(&out).pop().unwrap();
+    assert_eq!(
+        (
+            last["event"].as_str(),
+            last["outcome"].as_str(),
+            last["exit_code"].as_u64()
+        ),
+        (Some("exit"), Some("not_acquired"), Some(75))
+    );
+    assert!(
+        last["message"].as_str().unwrap().contains("report"),
+        "{last}"
+    );
+    let held = stdout(&held);
+    let release = ["release", "report", "--token", held.trim()];
+    assert_eq!(code(&output(cmd(&[&s[0]], &release))), 0);
+
+    // Lost (--max-hold): a `lost` line with the reason, then the command's SIGTERM.
+    let out = run(&["--ttl", "1s", "--max-hold", "300ms", "--", "sleep", "30"]);
+    assert_eq!(code(&out), 76, "{}", stderr(&out));
+    let ev = events(&out);
+    let lost = ev
+        .iter()
+        .find(|e| e["event"] == "lost")
+        .expect("a lost line");
+    assert_eq!(
+        (lost["name"].as_str(), lost["reason"].as_str()),
+        (Some("report"), Some("expired"))
+    );
+    assert_eq!(
+        ev.last().unwrap(),
+        &serde_json::json!({"event": "exit", "exit_code": 76, "outcome": "lost",
+                            "command_signal": 15})
     );
 }

@@ -113,6 +113,8 @@ pub struct Builder {
     replica_ack: Option<ReplicaAck>,
     tls: TlsSettings,
     loop_io: Option<Arc<dyn LoopIo>>,
+    /// Never printed (the Debug form leaves it out).
+    password: Option<String>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -145,6 +147,7 @@ impl Builder {
             replica_ack: None,
             tls: TlsSettings::default(),
             loop_io: None,
+            password: None,
         }
     }
 
@@ -203,6 +206,16 @@ impl Builder {
         self
     }
 
+    /// The password of every server whose URL gives none (with the URL's user, if any; a
+    /// Sentinel entry's master, a cluster's nodes; not the sentinels, which take
+    /// `sentinel_password` in the URL). For passwords kept out of URLs, which end up in
+    /// configuration files, command lines and logs: read it from the environment or a secret
+    /// file and pass it here. A URL's own password wins. Never shown in any message.
+    pub fn password(mut self, password: impl Into<String>) -> Builder {
+        self.password = Some(password.into());
+        self
+    }
+
     /// For `rediss://` servers: trust the CA certificate(s) in this PEM file instead of the
     /// system's roots.
     pub fn tls_ca_file(mut self, path: impl Into<PathBuf>) -> Builder {
@@ -257,8 +270,9 @@ impl Builder {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for no servers, too many, a URL that does not parse (the
-    /// message shows it with its password masked), the same server twice, a prefix over 1024
-    /// bytes, a zero or over-long retry delay, a jitter above the retry delay, a drift factor
+    /// message shows it with its password masked), an empty password, the same server twice,
+    /// a prefix over 1024 bytes, a zero or over-long retry delay, a jitter above the retry
+    /// delay, a drift factor
     /// outside `[0, 0.5)` or a zero or over-long server timeout.
     pub fn config(&self) -> Result<Config> {
         if self.urls.is_empty() {
@@ -271,9 +285,14 @@ impl Builder {
             )));
         }
         let tls = self.tls.load()?;
+        if self.password.as_deref() == Some("") {
+            return Err(Error::invalid(
+                "the password is empty (leave it unset for servers without one)",
+            ));
+        }
         let mut servers: Vec<ServerSpec> = Vec::with_capacity(self.urls.len());
         for (i, url) in self.urls.iter().enumerate() {
-            let spec = parse_server(url, &tls).map_err(|why| {
+            let spec = parse_server(url, &tls, self.password.as_deref()).map_err(|why| {
                 Error::invalid(format!("server URL #{i} ({}): {why}", redact_url(url)))
             })?;
             if let Some(j) = servers.iter().position(|s| s.label == spec.label) {

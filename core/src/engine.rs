@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 
+use crate::cleanup::Cleanups;
 use crate::config::Config;
 use crate::deadline::Clock;
 use crate::error::{Error, ErrorKind, Result};
@@ -35,6 +36,8 @@ pub(crate) struct Engine {
     /// The shortest TTL the validity rule can grant with this drift factor
     /// ([`quorum::min_ttl`]), worked out once.
     pub min_ttl: Duration,
+    /// Releases and undos left running in the background ([`crate::cleanup`]).
+    pub cleanups: Arc<Cleanups>,
 }
 
 /// One lock as a call addresses it: its name, its keys, the token acting on it and the kind
@@ -178,6 +181,7 @@ impl Engine {
             servers,
             wake_id: token::wake_id(),
             clock,
+            cleanups: Arc::default(),
         }
     }
 

@@ -31,6 +31,7 @@
 mod acquire;
 mod attempt;
 pub mod blocking;
+mod cleanup;
 mod config;
 mod conn;
 mod deadline;
@@ -77,7 +78,7 @@ pub use semaphore::{Semaphore, SemaphoreState};
 pub use timing::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, DEFAULT_TTL};
 #[doc(hidden)]
 pub use url::check_url_redaction;
-pub use url::redact_url;
+pub use url::{redact_url, url_has_password};
 
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]

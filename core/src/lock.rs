@@ -540,7 +540,7 @@ impl Drop for Lock {
             return;
         };
         let shared = Arc::clone(s);
-        runtime.spawn(async move {
+        s.engine.cleanups.spawn(runtime, async move {
             let _ = shared
                 .engine
                 .release(&shared.target, BACKGROUND_CLEANUP_TIMEOUT, true)

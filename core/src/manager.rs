@@ -3,7 +3,7 @@
 //! every server), [`crate::engine`] (servers, release, extend), [`crate::lock`] (a held lock).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::acquire::{AcquireCall, AcquireOptions};
 use crate::config::{Builder, Config};
@@ -75,6 +75,18 @@ impl LockManager {
     /// The configuration in force.
     pub fn config(&self) -> &Config {
         &self.engine.config
+    }
+
+    /// Waits, at most `limit`, for the cleanups this manager left running in the background:
+    /// the releases of locks dropped unreleased and the undo of acquisitions whose future was
+    /// dropped (votes won and places in line given up). A process that is about to exit calls
+    /// it so that what it leaves on the servers is given back now rather than expiring later
+    /// (the command line does, after Ctrl-C stopped a wait). Returns whether none is left.
+    /// Each cleanup gives up on a server after about a second, so a limit of a few seconds
+    /// covers them.
+    pub async fn settle(&self, limit: Duration) -> bool {
+        let until = Instant::now().checked_add(limit);
+        self.engine.cleanups.settle(until).await
     }
 
     /// Number of servers a decision needs (N/2+1).

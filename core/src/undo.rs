@@ -115,7 +115,13 @@ impl Drop for UndoGuard {
             if let Some(runtime) = undo.runtime.clone() {
                 // Nobody waits for it: give slow servers longer.
                 undo.timeout = undo.timeout.max(BACKGROUND_CLEANUP_TIMEOUT);
-                runtime.spawn(in_lane(undo.lane, async move { undo.run(true).await }));
+                let cleanups = Arc::clone(&undo.engine.cleanups);
+                cleanups.spawn(
+                    &runtime,
+                    in_lane(undo.lane, async move {
+                        undo.run(true).await;
+                    }),
+                );
             }
         }
     }

@@ -176,6 +176,46 @@ async fn a_password_only_server_accepts_the_right_password() {
     assert!(e.message().contains("authentication"), "{e}");
 }
 
+/// `Builder::password`: for every server whose URL has none, with the URL's user; a URL's own
+/// password wins; an empty one is refused before any network call; never shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_builders_password_serves_urls_without_one() {
+    let server = RedisServer::start();
+    set_user(&server, "locker", MINIMAL_ACL);
+    set_user(&server, "default", &["on", ">only-pw"]);
+    let port = server.port();
+    let cycle = |m: LockManager| async move {
+        let lock = m.try_acquire("b", MS(1000)).await?.expect("free");
+        lock.release().await
+    };
+    let plain = LockManager::builder([format!("redis://127.0.0.1:{port}")])
+        .password("only-pw")
+        .build()
+        .unwrap();
+    assert!(!format!("{plain:?}").contains("only-pw"));
+    cycle(plain).await.unwrap();
+    let user = LockManager::builder([format!("redis://locker@127.0.0.1:{port}")])
+        .password("locker-pw")
+        .key_prefix("app:")
+        .build()
+        .unwrap();
+    cycle(user).await.unwrap();
+    // The URL's own (wrong) password is used, not the builder's right one.
+    let own = LockManager::builder([format!("redis://:wrong-pw@127.0.0.1:{port}")])
+        .password("only-pw")
+        .build()
+        .unwrap();
+    let e = cycle(own).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(!e.message().contains("pw"), "{e}");
+    let e = LockManager::builder([format!("redis://127.0.0.1:{port}")])
+        .password("")
+        .build()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("password is empty"), "{e}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_acl_password_is_unavailable_naming_the_server_not_the_password() {
     let server = RedisServer::start();

@@ -114,6 +114,7 @@ class LockManager:
         tls_client_cert: Optional[_Path] = None,
         tls_client_key: Optional[_Path] = None,
         tls_insecure: bool = False,
+        password: Optional[str] = None,
     ) -> Self: ...
     def acquire(
         self,
@@ -274,6 +275,7 @@ class AsyncLockManager:
         tls_client_cert: Optional[_Path] = None,
         tls_client_key: Optional[_Path] = None,
         tls_insecure: bool = False,
+        password: Optional[str] = None,
     ) -> Self: ...
     def acquire(
         self,

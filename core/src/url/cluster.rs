@@ -4,7 +4,7 @@
 use redis::{ConnectionAddr, IntoConnectionInfo};
 
 use super::credentials::encode_userinfo;
-use super::{tls_client, ServerSpec};
+use super::{tls_client, with_password, ServerSpec};
 use crate::tls::LoadedTls;
 
 /// A Redis Cluster, named by some of its nodes: one member of the quorum.
@@ -52,7 +52,11 @@ impl ClusterSpec {
 /// some of its nodes (the seeds; the others are found from them; default port 6379); the
 /// credentials are every node's. `rediss+cluster://` speaks TLS to every node, with the
 /// manager's TLS options.
-pub(super) fn parse_cluster(url: &str, tls: &LoadedTls) -> std::result::Result<ServerSpec, String> {
+pub(super) fn parse_cluster(
+    url: &str,
+    tls: &LoadedTls,
+    password: Option<&str>,
+) -> std::result::Result<ServerSpec, String> {
     const FORM: &str = "expected redis+cluster://[user:password@]host[:port][,host[:port]...]";
     let (scheme, rest) = url.split_once("://").ok_or(FORM)?;
     let secure = scheme == "rediss+cluster";
@@ -85,10 +89,11 @@ pub(super) fn parse_cluster(url: &str, tls: &LoadedTls) -> std::result::Result<S
             Some(u) => format!("{node_scheme}://{u}@{host}:{port}"),
             None => format!("{node_scheme}://{host}:{port}"),
         };
-        let mut info = node
+        let info = node
             .as_str()
             .into_connection_info()
             .map_err(|e| format!("bad cluster node address {entry:?} ({:?})", e.kind()))?;
+        let mut info = with_password(info, password);
         if let (true, ConnectionAddr::TcpTls { host, port, .. }) = (tls.insecure, info.addr()) {
             let addr = ConnectionAddr::TcpTls {
                 host: host.clone(),

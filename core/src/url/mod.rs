@@ -25,7 +25,7 @@ use redis::{ConnectionAddr, IntoConnectionInfo};
 use crate::tls::LoadedTls;
 pub(crate) use cluster::ClusterSpec;
 use credentials::encode_credentials;
-pub use redact::{check_url_redaction, redact_url};
+pub use redact::{check_url_redaction, redact_url, url_has_password};
 pub(crate) use sentinel::SentinelSpec;
 
 /// One checked server entry: what to connect to and how to name it in messages.
@@ -56,16 +56,22 @@ pub(super) const SENTINEL_PARAMS: [&str; 2] = ["sentinel_user", "sentinel_passwo
 /// The query parameters that hold credentials.
 pub(super) const SECRET_PARAMS: [&str; 4] = ["user", "pass", "sentinel_user", "sentinel_password"];
 
-pub(crate) fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<ServerSpec, String> {
+/// Parses one server entry; `password` is for its servers (a Sentinel entry's master, a
+/// cluster's nodes) when the URL gives none ([`Builder::password`](crate::Builder::password)).
+pub(crate) fn parse_server(
+    url: &str,
+    tls: &LoadedTls,
+    password: Option<&str>,
+) -> std::result::Result<ServerSpec, String> {
     let scheme = url.split("://").next().unwrap_or("");
     if !url.contains("://") {
         return Err("expected redis://[user:password@]host[:port][/db]".into());
     }
     if scheme == "redis+sentinel" || scheme == "rediss+sentinel" {
-        return sentinel::parse_sentinel(url, tls);
+        return sentinel::parse_sentinel(url, tls, password);
     }
     if scheme == "redis+cluster" || scheme == "rediss+cluster" {
-        return cluster::parse_cluster(url, tls);
+        return cluster::parse_cluster(url, tls, password);
     }
     let url = encode_credentials(url);
     let url = url.as_str();
@@ -82,6 +88,7 @@ pub(crate) fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<Se
     let info = url
         .into_connection_info()
         .map_err(|e| format!("does not parse ({:?})", e.kind()))?;
+    let info = with_password(info, password);
     if let ConnectionAddr::Tcp(_, 0) | ConnectionAddr::TcpTls { port: 0, .. } = info.addr() {
         return Err("port 0 is not a server's port".into());
     }
@@ -109,6 +116,20 @@ pub(crate) fn parse_server(url: &str, tls: &LoadedTls) -> std::result::Result<Se
         label,
         tls: secure,
     })
+}
+
+/// The connection info with `password` when it has none of its own (the URL's wins).
+pub(super) fn with_password(
+    info: redis::ConnectionInfo,
+    password: Option<&str>,
+) -> redis::ConnectionInfo {
+    match password {
+        Some(p) if info.redis_settings().password().is_none() => {
+            let settings = info.redis_settings().clone().set_password(p);
+            info.set_redis_settings(settings)
+        }
+        _ => info,
+    }
 }
 
 /// The client of a `rediss://` server, with the TLS settings applied.

@@ -48,6 +48,28 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
+/// Whether a URL carries a password, read as the parser reads it: `user:password@` before the
+/// host (the credentials run to the last `@`, the user to the first `:`), or a `pass=` or
+/// `sentinel_password=` value in the query. For warnings about passwords written where others
+/// can read them (a command line, a configuration file); a user alone is not a password.
+pub fn url_has_password(url: &str) -> bool {
+    let Some(scheme_end) = url.find("://") else {
+        return false;
+    };
+    let start = scheme_end + 3;
+    if url[start..]
+        .rsplit_once('@')
+        .is_some_and(|(userinfo, _)| userinfo.contains(':'))
+    {
+        return true;
+    }
+    query_start(url, start).is_some_and(|q| {
+        query_params(&url[q + 1..]).into_iter().any(|(key, value)| {
+            matches!(key, "pass" | "sentinel_password") && value.is_some_and(|v| !v.is_empty())
+        })
+    })
+}
+
 /// Where the query of a URL starts: the first `?` after `from` followed by a known parameter
 /// (`db=`, `user=`, `pass=`, `protocol=`, `sentinel_user=`, `sentinel_password=`).
 fn query_start(url: &str, from: usize) -> Option<usize> {
@@ -77,7 +99,7 @@ pub fn check_url_redaction(input: &str) {
         certificates: None,
         insecure: true,
     };
-    let parsed = parse_server(input, &tls).err();
+    let parsed = parse_server(input, &tls, None).err();
     let redacted = redact_url(input);
     let Some((_, rest)) = input.split_once("://") else {
         return;

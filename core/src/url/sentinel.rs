@@ -4,7 +4,7 @@
 use redis::{ConnectionAddr, IntoConnectionInfo};
 
 use super::credentials::{encode_userinfo, percent_decode, query_params};
-use super::{tls_client, ServerSpec};
+use super::{tls_client, with_password, ServerSpec};
 use crate::tls::LoadedTls;
 
 /// A Sentinel-monitored master: asked of the sentinels whenever a connection is opened.
@@ -26,6 +26,7 @@ const FORM: &str =
 pub(super) fn parse_sentinel(
     url: &str,
     tls: &LoadedTls,
+    password: Option<&str>,
 ) -> std::result::Result<ServerSpec, String> {
     let (scheme, rest) = url.split_once("://").ok_or(FORM)?;
     let secure = scheme == "rediss+sentinel";
@@ -44,7 +45,7 @@ pub(super) fn parse_sentinel(
         .map(|entry| sentinel_client(entry, &auth, secure, tls))
         .collect::<std::result::Result<Vec<_>, String>>()?;
     let (master, db) = master_and_db(path)?;
-    let client = master_template(userinfo.as_deref(), db, secure, tls)?;
+    let client = master_template(userinfo.as_deref(), db, (secure, tls), password)?;
     let label = if db != 0 {
         format!("sentinel:{master}/{db}")
     } else {
@@ -137,8 +138,8 @@ fn master_and_db(path: &str) -> std::result::Result<(&str, i64), String> {
 fn master_template(
     userinfo: Option<&str>,
     db: i64,
-    secure: bool,
-    tls: &LoadedTls,
+    (secure, tls): (bool, &LoadedTls),
+    password: Option<&str>,
 ) -> std::result::Result<redis::Client, String> {
     let master_scheme = if secure { "rediss" } else { "redis" };
     let template = match userinfo {
@@ -149,6 +150,7 @@ fn master_template(
         .as_str()
         .into_connection_info()
         .map_err(|e| format!("does not parse ({:?})", e.kind()))?;
+    let info = with_password(info, password);
     if secure {
         tls_client(info, tls)
     } else {

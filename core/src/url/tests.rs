@@ -27,7 +27,7 @@ fn sentinel_urls_carry_the_sentinels_credentials_and_tls() {
         redact_url(url),
         "redis+sentinel://***@h1:5000,h2/mymaster/3?sentinel_user=***&sentinel_password=***"
     );
-    let spec = parse_server(url, &loaded()).unwrap();
+    let spec = parse_server(url, &loaded(), None).unwrap();
     assert_eq!(password_of(&spec).as_deref(), Some("m/pw"), "the master's");
     let sentinels = &spec.sentinel.as_ref().unwrap().sentinels;
     assert_eq!(sentinels.len(), 2);
@@ -39,7 +39,7 @@ fn sentinel_urls_carry_the_sentinels_credentials_and_tls() {
     }
     assert!(!spec.tls);
 
-    let spec = parse_server("rediss+sentinel://h1/m", &loaded()).unwrap();
+    let spec = parse_server("rediss+sentinel://h1/m", &loaded(), None).unwrap();
     assert!(spec.tls);
     let s = &spec.sentinel.as_ref().unwrap().sentinels[0];
     assert!(matches!(
@@ -51,10 +51,68 @@ fn sentinel_urls_carry_the_sentinels_credentials_and_tls() {
         ConnectionAddr::TcpTls { .. }
     ));
 
-    let e = parse_server("redis+sentinel://h1/m?sentinel_colour=red", &loaded())
+    let e = parse_server("redis+sentinel://h1/m?sentinel_colour=red", &loaded(), None)
         .err()
         .unwrap();
     assert!(e.contains("unknown parameter"), "{e}");
+}
+
+#[test]
+fn a_default_password_serves_each_form_without_one() {
+    let with = |url: &str| parse_server(url, &loaded(), Some("d/pw")).unwrap();
+    assert_eq!(password_of(&with("redis://h:1")).as_deref(), Some("d/pw"));
+    let user = with("redis://app@h:1/0");
+    let settings = user.client.get_connection_info().redis_settings().clone();
+    assert_eq!(
+        (settings.username(), settings.password()),
+        (Some("app"), Some("d/pw"))
+    );
+    assert_eq!(
+        password_of(&with("redis+unix:///tmp/r.sock?db=1")).as_deref(),
+        Some("d/pw")
+    );
+    // A Sentinel entry: the master's, not the sentinels'.
+    let sentinel = with("redis+sentinel://h1,h2/m");
+    assert_eq!(password_of(&sentinel).as_deref(), Some("d/pw"));
+    for s in &sentinel.sentinel.as_ref().unwrap().sentinels {
+        assert_eq!(s.get_connection_info().redis_settings().password(), None);
+    }
+    let cluster = with("redis+cluster://h1:7000,h2:7001");
+    for node in &cluster.cluster.as_ref().unwrap().nodes {
+        assert_eq!(node.redis_settings().password(), Some("d/pw"));
+    }
+    // The URL's own wins.
+    assert_eq!(
+        password_of(&with("redis://:own@h:1")).as_deref(),
+        Some("own")
+    );
+    assert_eq!(
+        password_of(&with("redis+unix:///r.sock?pass=own")).as_deref(),
+        Some("own")
+    );
+}
+
+#[test]
+fn url_has_password_reads_urls_as_the_parser_does() {
+    for url in [
+        "redis://:p@h",
+        "redis://u:p@h:1/0",
+        "redis://u:pa/ss?x#y@h:1/0",
+        "redis+unix:///r.sock?db=1&pass=x",
+        "redis+sentinel://h1/m?sentinel_password=s",
+        "redis+cluster://u:p@h1,h2",
+    ] {
+        assert!(url_has_password(url), "{url}");
+    }
+    for url in [
+        "redis://h:1",
+        "redis://app@h:1",
+        "redis+unix:///r.sock?user=app",
+        "redis+sentinel://h1/m?sentinel_user=watch",
+        "h:1",
+    ] {
+        assert!(!url_has_password(url), "{url}");
+    }
 }
 
 fn loaded() -> LoadedTls {
@@ -125,7 +183,7 @@ proptest::proptest! {
         // written "%25"; everything else is written as it is.
         let written = password.replace('%', "%25");
         for (url, redacted) in forms(&written) {
-            let spec = parse_server(&url, &loaded());
+            let spec = parse_server(&url, &loaded(), None);
             let spec = spec.map_err(|e| {
                 proptest::test_runner::TestCaseError::fail(format!("{redacted}: {e}"))
             })?;
@@ -137,13 +195,13 @@ proptest::proptest! {
             redact_url(&sentinel),
             "redis+sentinel://***@127.0.0.1:26390/mymaster/1"
         );
-        let spec = parse_server(&sentinel, &loaded()).map_err(|e| {
+        let spec = parse_server(&sentinel, &loaded(), None).map_err(|e| {
             proptest::test_runner::TestCaseError::fail(format!("sentinel: {e}"))
         })?;
         proptest::prop_assert_eq!(password_of(&spec), Some(password.clone()));
         // A URL that fails to parse after the credentials shows none of them.
         let bad = format!("redis://user:{written}@127.0.0.1:99999/0");
-        let err = parse_server(&bad, &loaded()).err().unwrap_or_default();
+        let err = parse_server(&bad, &loaded(), None).err().unwrap_or_default();
         proptest::prop_assert!(!err.contains(&password), "{}", err);
     }
 }
