@@ -20,8 +20,15 @@ from redis_fixture import RedisServer
 SCRIPT = str(Path(sys.executable).parent / "fencelock")
 
 
+# Runs the script with SIGINT at its default: a shell without job control starts a background
+# command (`cmd &`) with SIGINT ignored, and Python, then fencelock, leave an ignored signal
+# ignored, so the signal test would depend on how the test run was started.
+DEFAULT_SIGINT = ["-c", "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                        "os.execv(sys.argv[1], sys.argv[1:])"]
+
+
 def fencelock_cmd(server: RedisServer, *args: str) -> List[str]:
-    return [SCRIPT, args[0], "--server", server.url, *args[1:]]
+    return [sys.executable, *DEFAULT_SIGINT, SCRIPT, args[0], "--server", server.url, *args[1:]]
 
 
 def test_the_script_is_installed_and_knows_its_version() -> None:

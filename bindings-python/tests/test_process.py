@@ -17,8 +17,11 @@ import fencelock
 from helpers import wait_until
 from redis_fixture import RedisServer
 
+# SIGINT is set to raise KeyboardInterrupt first: a shell without job control starts a
+# background command (`cmd &`) with SIGINT ignored, and Python then leaves it ignored.
 CTRL_C_CHILD = r"""
-import sys, time, fencelock
+import signal, sys, time, fencelock
+signal.signal(signal.SIGINT, signal.default_int_handler)
 m = fencelock.LockManager(sys.argv[1])
 print("waiting", flush=True)
 try:
@@ -77,6 +80,8 @@ def test_ctrl_c_mid_attempt_releases_the_votes_already_won(servers3: List[RedisS
         signal.pthread_kill(main, signal.SIGINT)
 
     t = threading.Thread(target=interrupter)
+    # Whatever this process was started with (see CTRL_C_CHILD).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         t.start()
         with pytest.raises(KeyboardInterrupt):
@@ -84,6 +89,7 @@ def test_ctrl_c_mid_attempt_releases_the_votes_already_won(servers3: List[RedisS
         assert time.monotonic() - interrupted_after[0] < 1.0
         wait_until(lambda: a.client().get(name) is None, timeout=3, what="the vote on A to be released")
     finally:
+        signal.signal(signal.SIGINT, previous)
         t.join(10)
         c.cont()
 

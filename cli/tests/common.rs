@@ -11,9 +11,21 @@ use fencelock_testkit::RedisServer;
 pub const BIN: &str = env!("CARGO_BIN_EXE_fencelock");
 
 /// `fencelock ARGS` with `--server` for each of `servers` placed after the subcommand's name,
-/// nothing inherited from the test's own FENCELOCK_* environment.
+/// nothing inherited from the test's own FENCELOCK_* environment, and INT and QUIT at their
+/// default: a shell without job control starts a background command (`cmd &`) with them
+/// ignored, and fencelock leaves an ignored signal ignored, so the tests that send SIGINT
+/// would depend on how the test run was started.
 pub fn cmd(servers: &[&RedisServer], args: &[&str]) -> Command {
+    use std::os::unix::process::CommandExt as _;
     let mut c = Command::new(BIN);
+    // SAFETY: signal(2) in the child before exec; no memory involved.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
     c.arg(args[0]);
     for s in servers {
         c.arg("--server").arg(s.url());
