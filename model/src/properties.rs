@@ -1,0 +1,43 @@
+//! What the checker holds the lock model to (docs/SAFETY.md, "The checked model"). `always`
+//! properties must hold in every state explored; `sometimes` ones must be reachable: they
+//! show that the model gets where the `always` ones matter (a property that holds because
+//! nothing happens proves nothing), and two of them are the counterexamples a broken
+//! assumption is known to give.
+
+use stateright::Property;
+
+use crate::lock::{LockModel, Phase, State};
+
+pub const MUTUAL_EXCLUSION: &str = "mutual exclusion while the timing assumptions hold";
+pub const FENCING_INCREASES: &str = "fencing tokens of new grants strictly increase";
+pub const NEVER_PASSES_A_WAITER: &str = "a grant never passes a listening waiter in line";
+pub const PAUSE_OVERLAPS: &str = "a pause past validity lets two holders overlap (Kleppmann)";
+pub const STALE_WRITE_REJECTED: &str = "the fenced store rejects a paused holder's late write";
+pub const ALL_DONE: &str = "every client acquired and released";
+pub const HANDED_OFF: &str = "a release handed the lock to a waiter";
+pub const RESTART_REPEATS_A_TOKEN: &str = "a server restarted empty gives a token again";
+
+pub fn lock() -> Vec<Property<LockModel>> {
+    vec![
+        Property::always(MUTUAL_EXCLUSION, |_, s: &State| {
+            s.any_paused() || s.history.restarted || s.in_cs().len() <= 1
+        }),
+        Property::always(FENCING_INCREASES, |_, s: &State| {
+            s.history.restarted || !s.history.fence_regressed
+        }),
+        Property::always(NEVER_PASSES_A_WAITER, |_, s: &State| {
+            !s.history.passed_a_waiter
+        }),
+        Property::sometimes(PAUSE_OVERLAPS, |_, s: &State| {
+            s.any_paused() && s.in_cs().len() >= 2
+        }),
+        Property::sometimes(STALE_WRITE_REJECTED, |_, s: &State| s.store.rejected),
+        Property::sometimes(ALL_DONE, |_, s: &State| {
+            s.clients.iter().all(|c| c.phase == Phase::Done)
+        }),
+        Property::sometimes(HANDED_OFF, |_, s: &State| s.history.handed_off),
+        Property::sometimes(RESTART_REPEATS_A_TOKEN, |_, s: &State| {
+            s.history.restarted && s.history.fence_regressed
+        }),
+    ]
+}

@@ -1,0 +1,85 @@
+//! The lock model checked at the bounds CI uses (each within seconds): the safety properties
+//! hold in every interleaving, the scenarios that make them meaningful are reached, and the
+//! broken assumptions give the counterexamples docs/SAFETY.md describes.
+
+use stateright::{Checker, Model};
+
+use fencelock_model::lock::{Action, Faults, LockModel, Phase};
+use fencelock_model::properties::*;
+
+fn check(m: LockModel) -> impl Checker<LockModel> {
+    m.checker().spawn_bfs().join()
+}
+
+/// Two clients, replies lost and delayed, clients crashing: mutual exclusion, increasing
+/// fencing tokens and the order of the line hold in every interleaving.
+#[test]
+fn the_lock_is_safe_under_the_faults_the_assumptions_allow() {
+    let c = check(LockModel::small(2, Faults::ASSUMED));
+    c.assert_no_discovery(MUTUAL_EXCLUSION);
+    c.assert_no_discovery(FENCING_INCREASES);
+    c.assert_no_discovery(NEVER_PASSES_A_WAITER);
+    c.assert_any_discovery(ALL_DONE);
+    c.assert_any_discovery(HANDED_OFF);
+    eprintln!("2 clients: {} unique states", c.unique_state_count());
+}
+
+/// Three clients, no faults: the line orders them and hands the lock on.
+#[test]
+fn three_clients_take_turns_in_line() {
+    let mut m = LockModel::small(3, Faults::NONE);
+    (m.max_time, m.max_extends) = (5, 0);
+    let c = check(m);
+    c.assert_no_discovery(MUTUAL_EXCLUSION);
+    c.assert_no_discovery(FENCING_INCREASES);
+    c.assert_no_discovery(NEVER_PASSES_A_WAITER);
+    c.assert_any_discovery(HANDED_OFF);
+    eprintln!("3 clients: {} unique states", c.unique_state_count());
+}
+
+/// A pause past validity (Kleppmann): the checker finds two holders in their critical
+/// sections at once, and a late write the fenced store rejects; fencing tokens still increase.
+#[test]
+fn a_pause_past_validity_overlaps_and_fencing_catches_the_late_write() {
+    let m = LockModel::small(
+        2,
+        Faults {
+            pauses: true,
+            ..Faults::NONE
+        },
+    );
+    let c = check(m);
+    let overlap = c.assert_any_discovery(PAUSE_OVERLAPS);
+    let last = overlap.last_state();
+    let holds: Vec<_> = (0..2)
+        .map(|i| match last.clients[i].phase {
+            Phase::Holding(h) => h,
+            _ => unreachable!("both hold"),
+        })
+        .collect();
+    // The holder furthest past its validity was paused, and its token is the older one.
+    let stale = (0..2).min_by_key(|&i| holds[i].valid_until).unwrap();
+    assert!(holds[stale].valid_until <= last.now, "{last:?}");
+    assert!(last.clients[stale].was_paused, "{last:?}");
+    assert!(
+        holds[stale].fence < holds[1 - stale].fence,
+        "the stale holder's token is the older one: {holds:?}"
+    );
+    assert!(overlap.into_actions().contains(&Action::Pause(stale)));
+    c.assert_any_discovery(STALE_WRITE_REJECTED);
+    c.assert_no_discovery(FENCING_INCREASES);
+}
+
+/// The server restarting empty (no persistence, docs/SAFETY.md "Servers that do not
+/// forget"): a token is given again.
+#[test]
+fn a_server_restarted_empty_repeats_a_fencing_token() {
+    let m = LockModel::small(
+        2,
+        Faults {
+            restarts: true,
+            ..Faults::NONE
+        },
+    );
+    check(m).assert_any_discovery(RESTART_REPEATS_A_TOKEN);
+}
