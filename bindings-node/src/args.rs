@@ -160,36 +160,33 @@ pub(crate) fn boolean(what: &str, v: &Unknown, default: bool) -> Checked<bool> {
     }
 }
 
-/// A secret option (`password`): a non-empty string. Its value never appears in a message.
-pub(crate) fn secret(what: &str, v: &Unknown) -> Checked<String> {
+/// A string option; a message says it should be `expected`.
+fn string(what: &str, expected: &str, v: &Unknown) -> Checked<String> {
     match v.get_type() {
         Ok(ValueType::String) => {
             unsafe { v.cast::<String>() }.map_err(|_| invalid(format!("{what} must be a string")))
         }
         _ => Err(invalid(format!(
-            "{what} must be a string, got {}",
+            "{what} must be {expected}, got {}",
             type_name(v)
         ))),
     }
 }
 
+/// A secret option (`password`): a string (an empty one is refused by the core). Its value
+/// never appears in a message.
+pub(crate) fn secret(what: &str, v: &Unknown) -> Checked<String> {
+    string(what, "a string", v)
+}
+
 /// A file path option: a non-empty string (the file is read by the core when the manager is
 /// built).
 pub(crate) fn path(what: &str, v: &Unknown) -> Checked<String> {
-    match v.get_type() {
-        Ok(ValueType::String) => {
-            let s = unsafe { v.cast::<String>() }
-                .map_err(|_| invalid(format!("{what} must be a string")))?;
-            if s.is_empty() {
-                return Err(invalid(format!("{what} must be a file path, got ''")));
-            }
-            Ok(s)
-        }
-        _ => Err(invalid(format!(
-            "{what} must be a file path string, got {}",
-            type_name(v)
-        ))),
+    let s = string(what, "a file path string", v)?;
+    if s.is_empty() {
+        return Err(invalid(format!("{what} must be a file path, got ''")));
     }
+    Ok(s)
 }
 
 /// A plain number option (e.g. the drift factor); range checks are the core's.
