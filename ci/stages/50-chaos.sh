@@ -5,10 +5,11 @@
 # FENCELOCK_SOAK=1 runs the contention tests longer; CI does not set it.
 set -euo pipefail
 cd "$FENCELOCK_ROOT"
-# The cluster faults (tests/cluster.rs) run in stage 55-cluster.
+# The cluster faults (tests/cluster.rs) run in stage 55-cluster, the Redlock of servers of
+# several versions (tests/servers.rs) in stage 57-servers.
 targets=(--lib --bins)
 for t in tests/chaos/tests/*.rs; do
   name="$(basename "$t" .rs)"
-  [ "$name" = cluster ] || targets+=(--test "$name")
+  case "$name" in cluster | servers) ;; *) targets+=(--test "$name") ;; esac
 done
 cargo test --locked -p fencelock-chaos "${targets[@]}"

@@ -7,18 +7,24 @@ use redis::cluster_async::ClusterConnection;
 use redis::{RedisFuture, Value};
 
 /// A command connection: to one server, or to a cluster (each command routed to the node that
-/// owns its first key's slot).
+/// owns its first key's slot), with whether the cluster has sharded pub/sub (SPUBLISH, Redis
+/// 7.0 and Valkey): where it has not (Redis 6.2), the scripts wake waiters with PUBLISH,
+/// which a cluster carries to every node.
 #[derive(Clone)]
 pub(crate) enum Conn {
     Single(MultiplexedConnection),
-    Cluster(ClusterConnection),
+    Cluster(ClusterConnection, Sharded),
 }
+
+/// Whether a connection's scripts publish wake-ups with SPUBLISH (sharded pub/sub, in the
+/// lock's slot) rather than PUBLISH.
+pub(crate) type Sharded = bool;
 
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, Value> {
         match self {
             Conn::Single(c) => c.req_packed_command(cmd),
-            Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c, _) => c.req_packed_command(cmd),
         }
     }
 
@@ -30,21 +36,29 @@ impl ConnectionLike for Conn {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
-            Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Cluster(c, _) => c.req_packed_commands(cmd, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
             Conn::Single(c) => c.get_db(),
-            Conn::Cluster(c) => c.get_db(),
+            Conn::Cluster(c, _) => c.get_db(),
         }
     }
 }
 
 impl Conn {
-    /// Whether it is a cluster connection.
-    pub fn is_cluster(&self) -> bool {
-        matches!(self, Conn::Cluster(_))
+    /// Whether its scripts publish wake-ups with SPUBLISH: a cluster's that has it.
+    pub fn sharded(&self) -> Sharded {
+        matches!(self, Conn::Cluster(_, true))
+    }
+
+    /// The same connection, its scripts publishing with PUBLISH.
+    pub fn unsharded(self) -> Conn {
+        match self {
+            Conn::Cluster(c, _) => Conn::Cluster(c, false),
+            single => single,
+        }
     }
 }

@@ -105,9 +105,17 @@ impl ServerFailure {
             .nth(line.saturating_sub(1))
             .and_then(|l| l.split("redis.call(").nth(1))
             .and_then(|c| c.split(['\'', '"']).nth(1));
+        // Redis 6.2: "Unknown Redis command called from Lua script" (SPUBLISH, which came in
+        // 7.0, on a node of a cluster being upgraded).
+        let missing = if text.contains("Unknown Redis command") {
+            ", which this server's version does not have: fencelock needs Redis 6.2 or later, \
+             and a cluster whose nodes all have sharded pub/sub (Redis 7.0) or none of them"
+        } else {
+            ""
+        };
         match command {
             Some(c) => ServerFailure::Config(format!(
-                "{msg} (the script's '{}' command)",
+                "{msg} (the script's '{}' command{missing})",
                 c.to_ascii_lowercase()
             )),
             None => failure,
@@ -137,6 +145,12 @@ impl ServerFailure {
             ServerFailure::SlotMoving(format!("the lock's cluster slot is moving ({c})"))
         } else if let Some(c) = code.filter(|c| UNREADY_CODES.contains(c)) {
             ServerFailure::Unready(format!("the server is not ready ({c})"))
+        } else if text.contains("Unknown Redis command") {
+            // Inside a script: a command of a later server version (from_script names it).
+            ServerFailure::Config(format!(
+                "the server does not know a command fencelock uses ({})",
+                e.detail().unwrap_or(&text).trim()
+            ))
         } else if code == Some("NOPERM")
             || text.contains("NOPERM")
             || text.contains("The user executing the script can't")
@@ -214,5 +228,29 @@ impl std::fmt::Display for ServerFailure {
             ServerFailure::Reply(m) => write!(f, "unexpected reply: {m}"),
             ServerFailure::Refused(_, m) => f.write_str(m),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_error(reply: &str) -> RedisError {
+        let value = redis::parse_redis_value(reply.as_bytes()).unwrap();
+        value.extract_error().unwrap_err()
+    }
+
+    #[test]
+    fn a_command_the_server_lacks_is_named_with_why() {
+        let source = "redis.call('DEL', KEYS[1])\nreturn redis.call('SPUBLISH', ARGV[1], '')\n";
+        let e = server_error(
+            "-ERR Error running script (call to f_0123): @user_script:2: @user_script: 2: \
+             Unknown Redis command called from Lua script\r\n",
+        );
+        let ServerFailure::Config(msg) = ServerFailure::from_script(&e, source) else {
+            panic!("not a configuration failure: {e}");
+        };
+        assert!(msg.contains("the script's 'spublish' command"), "{msg}");
+        assert!(msg.contains("this server's version does not have"), "{msg}");
     }
 }

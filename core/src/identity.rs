@@ -54,7 +54,7 @@ async fn run_ids(conn: &mut Conn) -> Vec<String> {
     info.arg("server");
     let reply = match conn {
         Conn::Single(c) => info.query_async::<Value>(c).await,
-        Conn::Cluster(c) => {
+        Conn::Cluster(c, _) => {
             let every = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllNodes, None));
             c.route_command(info, every).await
         }

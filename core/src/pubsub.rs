@@ -7,7 +7,8 @@
 //! SSUBSCRIBE (sharded pub/sub: the node that owns the channel's slot, where the release script
 //! publishes with SPUBLISH), follows the slot map and subscribes again where a slot moved; a
 //! channel the cluster drops (its slot migrated) wakes its waiters and is subscribed again by
-//! the next one.
+//! the next one. On a cluster without sharded pub/sub (Redis 6.2) it subscribes with SUBSCRIBE
+//! on any node, and the scripts publish with PUBLISH, which the cluster carries to every node.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,36 +21,49 @@ use redis::cluster_async::ClusterConnection;
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::watch;
 
+use crate::conn::Sharded;
 use crate::failure::ServerFailure;
 use crate::queue::{parse_wake, Handoff};
 use crate::sync::lock;
 use crate::timing::{SUBSCRIPTION_LINGER, UNSUBSCRIBE_TIMEOUT};
 use crate::url::ClusterSpec;
 
-/// Where a subscriber connects: one server (the client of its current master), or a cluster.
+/// Where a subscriber connects: one server (the client of its current master), or a cluster,
+/// with whether its scripts publish with SPUBLISH (sharded pub/sub) or PUBLISH (Redis 6.2).
 pub(crate) enum Source<'a> {
     Server(&'a redis::Client),
-    Cluster(&'a ClusterSpec),
+    Cluster(&'a ClusterSpec, Sharded),
 }
 
 /// The subscriber's command side.
 enum Sink {
     Server(PubSubSink),
-    Cluster(ClusterConnection),
+    Cluster(ClusterConnection, Sharded),
 }
 
 impl Sink {
     async fn subscribe(&mut self, channel: &[u8]) -> redis::RedisResult<()> {
         match self {
             Sink::Server(s) => s.subscribe(channel).await,
-            Sink::Cluster(c) => c.ssubscribe(channel).await,
+            Sink::Cluster(c, true) => c.ssubscribe(channel).await,
+            Sink::Cluster(c, false) => c.subscribe(channel).await,
         }
     }
 
     async fn unsubscribe(&mut self, channel: &[u8]) -> redis::RedisResult<()> {
         match self {
             Sink::Server(s) => s.unsubscribe(channel).await,
-            Sink::Cluster(c) => c.sunsubscribe(channel).await,
+            Sink::Cluster(c, true) => c.sunsubscribe(channel).await,
+            Sink::Cluster(c, false) => c.unsubscribe(channel).await,
+        }
+    }
+
+    /// Whether it listens the way `source` publishes (a cluster upgraded to sharded pub/sub
+    /// since it connected does not).
+    fn serves(&self, source: &Source<'_>) -> bool {
+        match (self, source) {
+            (Sink::Cluster(_, mine), Source::Cluster(_, theirs)) => mine == theirs,
+            _ => true,
         }
     }
 }
@@ -163,7 +177,7 @@ impl Subscriber {
                 });
                 Sink::Server(sink)
             }
-            Source::Cluster(cluster) => {
+            Source::Cluster(cluster, sharded) => {
                 let dropped = Arc::clone(&self.dropped);
                 let push = move |info: PushInfo| {
                     dispatch_push(&table, &dropped, info);
@@ -175,7 +189,7 @@ impl Subscriber {
                     .get_async_connection()
                     .await
                     .map_err(|e| ServerFailure::from_redis(&e))?;
-                Sink::Cluster(conn)
+                Sink::Cluster(conn, sharded)
             }
         };
         Ok((sink, alive))
@@ -188,7 +202,7 @@ impl Subscriber {
         token: &[u8],
     ) -> Result<Wakes, ServerFailure> {
         let mut conn = self.commands.lock().await;
-        let alive = matches!(&conn.sink, Some((_, alive)) if alive.load(Ordering::Acquire));
+        let alive = matches!(&conn.sink, Some((sink, alive)) if alive.load(Ordering::Acquire) && sink.serves(&source));
         if !alive {
             conn.subscribed.clear();
             conn.sink = None;

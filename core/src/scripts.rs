@@ -93,7 +93,8 @@ const PREFLIGHT_SRC: &str = include_str!("scripts/preflight.lua");
 const PREFLIGHT_NAME: &[u8] = b"fencelock:{preflight}";
 
 /// The command the scripts wake a waiter with on a standalone or Sentinel-managed server; its
-/// sharded twin (`S` + it) on a cluster, where the wake-up channel lives in the lock's slot.
+/// sharded twin (`S` + it) on a cluster that has sharded pub/sub, where the wake-up channel
+/// lives in the lock's slot.
 const PUBLISH: &[u8] = b"PUBLISH";
 
 /// One script call, ready to send to any number of servers: the script (to load it where it
@@ -104,9 +105,9 @@ pub(crate) struct ScriptCall {
     source: &'static str,
     cmd: redis::Cmd,
     /// Whether the script publishes wake-ups: then its last argument starts with
-    /// [`PUBLISH`], and [`cmd_for`](Self::cmd_for) a cluster makes it `SPUBLISH`.
+    /// [`PUBLISH`], and [`cmd_for`](Self::cmd_for) a sharded connection makes it `SPUBLISH`.
     publishes: bool,
-    /// The call for a cluster, made the first time one asks.
+    /// The call for a sharded connection, made the first time one asks.
     sharded: OnceLock<redis::Cmd>,
     /// Whether its write must be acknowledged by replicas when the manager asks for it
     /// (acquire, extend, fencing write-back; not release, whose loss in a failover only
@@ -321,7 +322,8 @@ impl ScriptCall {
     }
 
     /// Preflight: every command the scripts use, on scratch keys under `prefix` (see
-    /// `preflight.lua`). Reply: 1.
+    /// `preflight.lua`). Reply: 1, or 2 when a sharded call found no SPUBLISH (Redis 6.2): the
+    /// connection's scripts then publish with PUBLISH.
     pub fn preflight(prefix: &[u8]) -> Self {
         let k = LockKeys::new(prefix, PREFLIGHT_NAME);
         let channel = k.wake_channel(b"preflight");
@@ -342,10 +344,10 @@ impl ScriptCall {
         self.source
     }
 
-    /// The EVALSHA command for a server, `cluster` or not: on a cluster, a script that
-    /// publishes wake-ups does it with `SPUBLISH` (sharded pub/sub, in the lock's slot).
-    pub fn cmd_for(&self, cluster: bool) -> &redis::Cmd {
-        if !cluster || !self.publishes {
+    /// The EVALSHA command for a connection, `sharded` or not: on a cluster with sharded
+    /// pub/sub, a script that publishes wake-ups does it with `SPUBLISH` (in the lock's slot).
+    pub fn cmd_for(&self, sharded: bool) -> &redis::Cmd {
+        if !sharded || !self.publishes {
             return &self.cmd;
         }
         self.sharded.get_or_init(|| {

@@ -4,7 +4,7 @@
 //! refreshes its slot map after a failover), script calls within a per-call limit, and the
 //! server's subscriber for release notifications ([`crate::pubsub`]).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
@@ -52,7 +52,13 @@ pub(crate) struct Server {
     identities: Arc<Identities>,
     /// Replica acknowledgment of the writes that ask for it, when the manager wants it.
     replica_ack: Option<ReplicaAck>,
+    /// Whether the last connection opened to a cluster found sharded pub/sub (SPUBLISH): its
+    /// subscriber listens the same way the scripts publish.
+    sharded: AtomicBool,
 }
+
+/// The preflight's reply on a cluster without sharded pub/sub (`preflight.lua`).
+const NO_SHARDED_PUBSUB: i64 = 2;
 
 /// The command connection: none, being opened by a background task, open, or failed for a
 /// reason that retrying cannot cure (told to every call for a while, see
@@ -94,6 +100,7 @@ impl Server {
             connect_timeout,
             state: StdMutex::new(ConnState::Idle),
             generation: AtomicU64::new(0),
+            sharded: AtomicBool::new(true),
             sub: Arc::default(),
             clock,
         }
@@ -157,9 +164,14 @@ impl Server {
             .set_response_timeout(None);
         let attempt = async {
             let mut conn = self.connect(&config, lane).await?;
-            run_script::<i64>(&mut conn, &self.preflight)
+            let checked = run_script::<i64>(&mut conn, &self.preflight)
                 .await
                 .map_err(|e| ServerFailure::from_script(&e, self.preflight.source()))?;
+            if checked == NO_SHARDED_PUBSUB {
+                // A cluster of Redis 6.2: wake-ups by PUBLISH, heard on any node.
+                conn = conn.unsharded();
+            }
+            self.sharded.store(conn.sharded(), Ordering::Relaxed);
             self.identities.claim(&mut conn, &self.label).await?;
             Ok(conn)
         };
@@ -221,7 +233,7 @@ impl Server {
                 .get_async_connection()
                 .await
                 .map_err(|e| ServerFailure::from_redis(&e))?;
-            return Ok(Conn::Cluster(conn));
+            return Ok(Conn::Cluster(conn, true));
         }
         let client = self.resolve().await?;
         let mut conn = client
@@ -389,8 +401,8 @@ impl Server {
     }
 
     /// Subscribes to a release channel on this server (the master of the last connection
-    /// opened, for a Sentinel entry; the node that owns the channel's slot, for a cluster),
-    /// within `timeout`.
+    /// opened, for a Sentinel entry; the node that owns the channel's slot, for a cluster with
+    /// sharded pub/sub, any node for one without), within `timeout`.
     pub async fn subscribe(
         &self,
         channel: &[u8],
@@ -399,7 +411,12 @@ impl Server {
     ) -> Result<Subscription, ServerFailure> {
         if let Some(cluster) = &self.cluster {
             return (self.sub)
-                .subscribe(Source::Cluster(cluster), channel, token, timeout)
+                .subscribe(
+                    Source::Cluster(cluster, self.sharded.load(Ordering::Relaxed)),
+                    channel,
+                    token,
+                    timeout,
+                )
                 .await;
         }
         let client = lock(&self.current).clone();
@@ -418,7 +435,7 @@ async fn run_script_acked<T: FromRedisValue>(
     (replicas, within): (u32, Duration),
 ) -> redis::RedisResult<(T, i64)> {
     let mut pipe = redis::pipe();
-    pipe.add_command(call.cmd_for(conn.is_cluster()).clone())
+    pipe.add_command(call.cmd_for(conn.sharded()).clone())
         .cmd("WAIT")
         .arg(replicas)
         .arg(within.as_millis() as u64);
@@ -430,7 +447,7 @@ async fn run_script<T: FromRedisValue>(
     conn: &mut Conn,
     call: &ScriptCall,
 ) -> redis::RedisResult<T> {
-    let cmd = call.cmd_for(conn.is_cluster());
+    let cmd = call.cmd_for(conn.sharded());
     run_loaded(conn, call, Request::Cmd(cmd)).await
 }
 

@@ -5,7 +5,9 @@
 -- fencing counter (only read), [3] wait queue, [4] queue deadlines, [5] the waiters' TTLs.
 -- ARGV[1] a wake-up channel of the scratch name (nobody listens to it), ARGV[2] the command
 -- that wakes a waiter ('PUBLISH', or 'SPUBLISH' on a cluster).
--- Returns 1; leaves nothing behind.
+-- Returns 1, or 2 when asked for SPUBLISH on a server that lacks it (sharded pub/sub came in
+-- Redis 7.0): the caller then wakes waiters with PUBLISH, which a cluster carries to every
+-- node. Leaves nothing behind.
 redis.call('TIME')
 redis.call('GET', KEYS[2])
 redis.call('SET', KEYS[1], '0', 'PX', 60000)
@@ -20,10 +22,18 @@ redis.call('ZREM', KEYS[3], 'preflight')
 redis.call('HSET', KEYS[5], 'preflight', 1)
 redis.call('HGET', KEYS[5], 'preflight')
 redis.call('HDEL', KEYS[5], 'preflight')
-if ARGV[2] == 'SPUBLISH' then
-  redis.call('SPUBLISH', ARGV[1], '')
-else
-  redis.call('PUBLISH', ARGV[1], '')
-end
 redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[5])
+if ARGV[2] == 'SPUBLISH' then
+  local sent = redis.pcall('SPUBLISH', ARGV[1], '')
+  if type(sent) ~= 'table' or not sent.err then
+    return 1
+  end
+  -- Redis 6.2: "Unknown Redis command called from Lua script" (7.0: "... from script").
+  if not string.find(sent.err, 'Unknown Redis command', 1, true) then
+    return sent
+  end
+  redis.call('PUBLISH', ARGV[1], '')
+  return 2
+end
+redis.call('PUBLISH', ARGV[1], '')
 return 1

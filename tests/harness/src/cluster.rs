@@ -83,12 +83,16 @@ impl RedisCluster {
         .collect();
         args.extend_from_slice(extra);
         // The cluster bus of each node on a free port of its own (by default it is the node's
-        // port + 10000, which may be taken, or past 65535).
+        // port + 10000, which may be taken, or past 65535); before Redis 7.0 it is always that,
+        // and the node's port is chosen so that it is free.
+        let own_bus_port = crate::server_version() >= (7, 0);
         let mut tls_ports = Vec::new();
         let nodes: Vec<RedisServer> = (0..count)
             .map(|_| {
                 let mut args = args.clone();
-                args.extend(["--cluster-port".to_string(), free_port().to_string()]);
+                if own_bus_port {
+                    args.extend(["--cluster-port".to_string(), free_port().to_string()]);
+                }
                 if let Some(certs) = certs {
                     let tls_port = free_port();
                     tls_ports.push(tls_port);
@@ -108,7 +112,12 @@ impl RedisCluster {
                         "yes".into(),
                     ]);
                 }
-                RedisServer::start_with_args(&args)
+                let pick = if own_bus_port {
+                    free_port
+                } else {
+                    crate::free_port_with_bus
+                };
+                RedisServer::start_on(pick, &args)
             })
             .collect();
         let mut create =

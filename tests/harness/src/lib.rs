@@ -114,6 +114,44 @@ pub fn free_port() -> u16 {
     }
 }
 
+/// A free port whose port + 10000 is free as well: the cluster bus port of a server that has
+/// no `cluster-port` setting (Redis before 7.0).
+pub fn free_port_with_bus() -> u16 {
+    loop {
+        let port = free_port();
+        if port <= u16::MAX - 10_000
+            && TcpListener::bind((Ipv4Addr::LOCALHOST, port + 10_000)).is_ok()
+        {
+            return port;
+        }
+    }
+}
+
+/// The version of the server binary the tests start (`$REDIS_SERVER_BIN`, else
+/// `redis-server`), as (major, minor), from its `--version`; asked once.
+pub fn server_version() -> (u32, u32) {
+    static VERSION: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+    *VERSION.get_or_init(|| {
+        let bin = default_binary();
+        let out = Command::new(&bin)
+            .arg("--version")
+            .output()
+            .unwrap_or_else(|e| panic!("fencelock-testkit: cannot run {bin:?} --version: {e}"));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let version = text
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("v="))
+            .unwrap_or_else(|| panic!("fencelock-testkit: no v= in {bin:?} --version: {text}"));
+        let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+    })
+}
+
+/// The server binary tests start: `$REDIS_SERVER_BIN` if set, else `redis-server` on `PATH`.
+pub fn default_binary() -> std::ffi::OsString {
+    std::env::var_os("REDIS_SERVER_BIN").unwrap_or_else(|| "redis-server".into())
+}
+
 /// Starts `n` independent servers concurrently (one thread each).
 ///
 /// If any of them fails to start, the ones that did start are killed and the
@@ -248,6 +286,8 @@ pub struct RedisServer {
     dir: PathBuf,
     /// Extra command-line arguments, kept for [`restart`](Self::restart).
     extra_args: Vec<String>,
+    /// The server binary, kept for [`restart`](Self::restart).
+    bin: std::ffi::OsString,
 }
 
 impl RedisServer {
@@ -263,11 +303,27 @@ impl RedisServer {
     /// (e.g. `--tls-port`, `--replicaof`), which [`restart`](Self::restart) repeats. The plain
     /// port stays on, for the fixture's own commands.
     pub fn start_with_args(extra_args: &[String]) -> RedisServer {
+        RedisServer::start_on(free_port, extra_args)
+    }
+
+    /// As [`start_with_args`](Self::start_with_args), on a port `pick` chooses (a cluster node
+    /// of a server without `cluster-port` needs its port + 10000 free for its bus).
+    pub(crate) fn start_on(pick: fn() -> u16, extra_args: &[String]) -> RedisServer {
+        RedisServer::launch_new(&default_binary(), pick, extra_args)
+    }
+
+    /// Starts a server as [`start`](Self::start) does, from the binary `bin` rather than the
+    /// default one (a Redlock of servers of several kinds and versions).
+    pub fn start_binary(bin: impl AsRef<std::ffi::OsStr>) -> RedisServer {
+        RedisServer::launch_new(bin.as_ref(), free_port, &[])
+    }
+
+    fn launch_new(bin: &std::ffi::OsStr, pick: fn() -> u16, extra_args: &[String]) -> RedisServer {
         let dir = unique_temp_dir();
         let mut last_err = String::new();
         for _ in 0..START_ATTEMPTS {
-            let port = free_port();
-            match launch(port, &dir, extra_args) {
+            let port = pick();
+            match launch(bin, port, &dir, extra_args) {
                 Ok(child) => {
                     let pid = child.id();
                     return RedisServer {
@@ -276,6 +332,7 @@ impl RedisServer {
                         pid,
                         dir,
                         extra_args: extra_args.to_vec(),
+                        bin: bin.to_owned(),
                     };
                 }
                 Err(e) => last_err = e,
@@ -365,7 +422,7 @@ impl RedisServer {
         let _ = fs::remove_file(self.dir.join("dump.rdb"));
         let deadline = Instant::now() + RESTART_BIND_TIMEOUT;
         loop {
-            match launch(self.port, &self.dir, &self.extra_args) {
+            match launch(&self.bin, self.port, &self.dir, &self.extra_args) {
                 Ok(child) => {
                     self.pid = child.id();
                     self.child = Some(child);
@@ -539,12 +596,16 @@ impl Drop for RedisServer {
 ///
 /// Returns `Err` (after reaping the child) if it exits early, e.g. because the
 /// port is taken, or does not become ready in time.
-fn launch(port: u16, dir: &Path, extra_args: &[String]) -> Result<Child, String> {
-    let bin = std::env::var_os("REDIS_SERVER_BIN").unwrap_or_else(|| "redis-server".into());
+fn launch(
+    bin: &std::ffi::OsStr,
+    port: u16,
+    dir: &Path,
+    extra_args: &[String],
+) -> Result<Child, String> {
     let log = dir.join("redis.log");
     let stderr =
         fs::File::create(dir.join("stderr.log")).map_err(|e| format!("stderr.log: {e}"))?;
-    let mut child = Command::new(&bin)
+    let mut child = Command::new(bin)
         .arg("--port").arg(port.to_string())
         .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
         .arg("--dir").arg(dir)

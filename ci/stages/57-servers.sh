@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The servers our users run (issue 36, docs/SAFETY.md "Servers"): Valkey 8.1 and Redis 6.2,
+# fetched and built by ci/servers.sh, beside the Redis 7.0 every other stage uses. On each:
+# the core's lock, semaphore, read-write lock, Redlock and many-name tests on standalone
+# servers, and its Cluster tests (Redis 6.2 has no sharded pub/sub: wake-ups go by PUBLISH);
+# then a Redlock of one server of each kind under contention while each restarts, judged by
+# the history checker. TLS is left out (the Redis 6.2 build has none; TLS does not depend on
+# the server's version). The test binaries are the ones stage 10 built.
+set -euo pipefail
+cd "$FENCELOCK_ROOT"
+declare -A bin
+while read -r name path; do bin[$name]=$path; done < <(ci/servers.sh)
+core_tests=()
+for t in single lean many semaphore rwlock redlock tokens lost cluster cluster_family; do
+  core_tests+=(--test "$t")
+done
+for name in valkey-8.1 redis-6.2; do
+  echo "--- $name: $("${bin[$name]}" --version)"
+  REDIS_SERVER_BIN="${bin[$name]}" cargo test --locked -p fencelock "${core_tests[@]}" -- --skip tls
+done
+echo "--- a Redlock of Redis 7.0, Valkey 8.1 and Redis 6.2"
+FENCELOCK_MIXED_SERVERS="$(command -v redis-server):${bin[valkey-8.1]}:${bin[redis-6.2]}" \
+  cargo test --locked -p fencelock-chaos --test servers -- --nocapture
