@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 export FENCELOCK_ROOT="$PWD"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 export CARGO_TERM_COLOR=never
+# A fresh clone builds everything once: incremental compilation's bookkeeping only costs.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # Every build names the host as its target explicitly, as `napi build` always does: Cargo keeps
 # a build for an explicit target apart from a plain one (target/<triple>/debug, and other
 # artifact hashes), so without this the Node stage compiled the whole dependency tree again.

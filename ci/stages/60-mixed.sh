@@ -4,7 +4,9 @@
 # a server killed and restarted; then (tests/chaos/tests/mixed_faults.rs) with a majority killed,
 # a server stalled behind the proxy, latency near the TTL, a Python holder SIGKILLed, and a
 # Python, Node or C holder SIGSTOPped past its TTL whose late write a fenced store rejects; the
-# history checker's verdict over every hold is part of each verdict.
+# history checker's verdict over every hold is part of each verdict. Then the same workers in a
+# network namespace of the test's own (tests/chaos/tests/partitions.rs): a minority of servers
+# partitioned, a majority's replies lost, packets dropped at random (nftables; needs root).
 # Builds the Python wheel (virtualenv), the Node addon and libfencelock (installed prefix) when
 # they are missing or stale, reusing what stages 20/30 built (tests/chaos/workers/build.sh),
 # so `ci/test.sh mixed` also works alone. FENCELOCK_MIXED_REQUIRED=1: a missing language is a
@@ -17,5 +19,6 @@ source target/mixed/env
 export FENCELOCK_MIXED_REQUIRED=1
 cargo test --locked -p fencelock-chaos --test mixed -- --test-threads=1 --nocapture
 cargo test --locked -p fencelock-chaos --test mixed_faults -- --test-threads=1 --nocapture
+cargo test --locked -p fencelock-chaos --test partitions -- --test-threads=1 --nocapture
 echo "--- ci/demo.sh --seconds 4 --quiet"
 ci/demo.sh --seconds 4 --quiet

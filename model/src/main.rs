@@ -1,7 +1,8 @@
 //! Checks the lock model at bounds given on the command line (larger than CI's):
 //!
 //! ```text
-//! cargo run --release -- [--clients N] [--ttl T] [--max-time T] [--faults none|assumed|all]
+//! cargo run --release -- [--clients N] [--ttl T] [--max-time T] [--max-extends N]
+//!                        [--faults none|assumed|all]
 //! ```
 
 use stateright::{Checker, Model};
@@ -13,6 +14,10 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     while let Some(flag) = it.next() {
+        if flag == "--help" || flag == "-h" {
+            println!("{USAGE}");
+            return;
+        }
         let value = it
             .next()
             .unwrap_or_else(|| usage(&format!("{flag} needs a value")));
@@ -66,10 +71,11 @@ fn m_properties() -> Vec<&'static str> {
         .collect()
 }
 
+const USAGE: &str = "usage: fencelock-model [--clients N] [--ttl T] [--max-time T] \
+     [--max-extends N] [--faults none|assumed|all]";
+
 fn usage(why: &str) -> ! {
     eprintln!("fencelock-model: {why}");
-    eprintln!(
-        "usage: fencelock-model [--clients N] [--ttl T] [--max-time T] [--faults none|assumed|all]"
-    );
+    eprintln!("{USAGE}");
     std::process::exit(64);
 }

@@ -41,13 +41,15 @@ fn three_clients_take_turns_in_line() {
 /// sections at once, and a late write the fenced store rejects; fencing tokens still increase.
 #[test]
 fn a_pause_past_validity_overlaps_and_fencing_catches_the_late_write() {
-    let m = LockModel::small(
+    let mut m = LockModel::small(
         2,
         Faults {
             pauses: true,
             ..Faults::NONE
         },
     );
+    // The overlap needs a grant, a pause past its validity and a second grant: 5 ticks.
+    m.max_time = 5;
     let c = check(m);
     let overlap = c.assert_any_discovery(PAUSE_OVERLAPS);
     let last = overlap.last_state();

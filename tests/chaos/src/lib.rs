@@ -30,7 +30,9 @@
 pub mod capacity;
 pub mod contend;
 pub mod history;
+pub mod judge;
 pub mod mixed;
+pub mod netns;
 pub mod paused;
 pub mod proxy;
 pub mod store;

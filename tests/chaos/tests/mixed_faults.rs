@@ -20,13 +20,16 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use fencelock_chaos::history::{now_us, Hold};
+use fencelock_chaos::judge::{
+    assert_every_language_held, assert_run_ok, languages_that_failed, started_within, summary,
+};
 use fencelock_chaos::mixed::{
-    collect, contended_names, start, start_every_language, Language, Outcome, Spec, Toolchains,
+    collect, contended_names, start, start_every_language, Language, Spec, Toolchains,
 };
 use fencelock_chaos::paused::a_paused_holder_is_fenced_off;
 use fencelock_chaos::proxy::{Direction, Proxy};
 use fencelock_chaos::urls;
-use fencelock_chaos::worker::{field, num};
+use fencelock_chaos::worker::field;
 use fencelock_testkit::servers;
 
 const WORKER: &str = env!("CARGO_BIN_EXE_chaos-worker");
@@ -51,82 +54,6 @@ fn ms(n: u64) -> Duration {
 /// [`Toolchains::required_or_skip`].
 fn toolchains() -> Option<Toolchains> {
     Toolchains::required_or_skip(Path::new(WORKER))
-}
-
-fn summary(out: &Outcome) -> String {
-    let (handoffs, cross) = out.handoffs();
-    format!(
-        "holds by language {:?}; {handoffs} handoffs ({cross} between languages); {} failed \
-         acquisitions (kinds {:?}), {} failed releases, {} released unused (validity \
-         shorter than the hold and its slack)\n{}",
-        out.holds_by_language(),
-        out.failures.len(),
-        failure_kinds(out),
-        out.release_failures.len(),
-        out.short.len(),
-        out.verdict()
-    )
-}
-
-fn failure_kinds(out: &Outcome) -> std::collections::BTreeMap<String, usize> {
-    let mut m = std::collections::BTreeMap::new();
-    for l in &out.failures {
-        *m.entry(field(l, "kind").unwrap_or("?").to_string())
-            .or_insert(0) += 1;
-    }
-    m
-}
-
-/// The checks of every run: no worker hung or crashed, the checker's verdict is OK, every
-/// failed acquisition failed cleanly (`not_acquired` / `unavailable`) and within `max_took`.
-fn assert_run_ok(out: &Outcome, max_took: Duration) {
-    assert!(out.problems.is_empty(), "workers: {:#?}", out.problems);
-    assert_eq!(out.holders.len(), Language::ALL.len() * PER_LANGUAGE);
-    out.verdict().assert_ok();
-    let unclean = out.unclean_failures();
-    assert!(unclean.is_empty(), "unexpected failures: {unclean:?}");
-    let slow: Vec<&String> = out
-        .failures
-        .iter()
-        .filter(|l| u128::from(num(l, "took_ms")) > max_took.as_millis())
-        .collect();
-    assert!(
-        slow.is_empty(),
-        "failed acquisitions that took longer than {max_took:?}: {slow:?}"
-    );
-}
-
-/// Holds that started in `[from_us, to_us]`.
-fn started_within(out: &Outcome, from_us: u64, to_us: u64) -> Vec<&Hold> {
-    out.holds
-        .iter()
-        .filter(|h| h.start_us >= from_us && h.start_us <= to_us)
-        .collect()
-}
-
-/// Asserts that every language has a hold among `holds`.
-fn assert_every_language_held(holds: &[&Hold], when: &str, out: &Outcome) {
-    for l in Language::ALL {
-        assert!(
-            holds
-                .iter()
-                .any(|h| Language::of_holder(&h.holder) == Some(l)),
-            "{l} never held the lock {when}: {}",
-            summary(out)
-        );
-    }
-}
-
-/// The languages that reported at least one failed acquisition.
-fn languages_that_failed(out: &Outcome) -> Vec<Language> {
-    Language::ALL
-        .into_iter()
-        .filter(|l| {
-            out.failures
-                .iter()
-                .any(|f| Language::of_holder(f.split(':').next().unwrap_or("")) == Some(*l))
-        })
-        .collect()
 }
 
 /// Three of the five servers are killed during the mixed run and kept down longer than the
@@ -171,7 +98,7 @@ fn mixed_workers_with_a_majority_killed_fail_cleanly_and_recover() {
         summary(&out)
     );
     // A failed acquisition gives up after its wait limit plus a retry and a server timeout.
-    assert_run_ok(&out, wait + ms(1500));
+    assert_run_ok(&out, PER_LANGUAGE, wait + ms(1500));
     let during = started_within(&out, down_from + MARGIN_US, down_to);
     assert!(
         during.is_empty(),
@@ -257,7 +184,7 @@ fn mixed_workers_keep_exclusion_and_progress_through_a_stalled_server() {
         summary(&out)
     );
     assert!(proxy.accepted() >= 8, "the workers went through the proxy");
-    assert_run_ok(&out, wait + ms(1500));
+    assert_run_ok(&out, PER_LANGUAGE, wait + ms(1500));
     let mut stalled: Vec<&Hold> = Vec::new();
     for (what, from, to) in &windows {
         let during = started_within(&out, from + MARGIN_US, *to);
@@ -353,7 +280,7 @@ fn mixed_workers_under_latency_near_the_ttl_get_refusals_not_expired_locks() {
         summary(&out)
     );
     // Each attempt of a failed acquisition may take a round trip past the TTL.
-    assert_run_ok(&out, wait + ms(2500));
+    assert_run_ok(&out, PER_LANGUAGE, wait + ms(2500));
     let before = started_within(&out, 0, near_from);
     assert_every_language_held(&before, "before the latency", &out);
     let near = started_within(&out, near_from + 2 * MARGIN_US, past_from);
@@ -475,7 +402,7 @@ fn a_python_holder_killed_with_sigkill_frees_its_lock_within_the_ttl_for_every_l
         first.holder,
         summary(&out)
     );
-    assert_run_ok(&out, ms(10_000 + 1500));
+    assert_run_ok(&out, PER_LANGUAGE, ms(10_000 + 1500));
     // Not released by the kill: nobody got it for most of the TTL after it.
     assert!(
         freed_after_kill_ms >= (ttl.as_millis() as u64) / 2,
