@@ -35,6 +35,7 @@ pub mod mixed;
 pub mod netns;
 pub mod paused;
 pub mod proxy;
+pub mod soak;
 pub mod store;
 pub mod worker;
 

@@ -481,24 +481,12 @@ impl Outcome {
     /// Handoffs: consecutive holds (in start order) on one name by different holders, and how
     /// many of them went from one language to another.
     pub fn handoffs(&self) -> (usize, usize) {
-        let mut by_name: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
-        for h in &self.holds {
-            by_name.entry(&h.name).or_default().push(h);
-        }
-        let (mut all, mut cross) = (0, 0);
-        for list in by_name.values_mut() {
-            list.sort_by_key(|h| h.start_us);
-            for pair in list.windows(2) {
-                if pair[0].holder != pair[1].holder {
-                    all += 1;
-                    if Language::of_holder(&pair[0].holder) != Language::of_holder(&pair[1].holder)
-                    {
-                        cross += 1;
-                    }
-                }
-            }
-        }
-        (all, cross)
+        let pairs = crate::soak::handoffs(&self.holds);
+        let cross = pairs
+            .iter()
+            .filter(|(a, b)| Language::of_holder(&a.holder) != Language::of_holder(&b.holder))
+            .count();
+        (pairs.len(), cross)
     }
 }
 

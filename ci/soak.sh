@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The soak run (issue 36, docs/SAFETY.md "The soak run"): tests/chaos/tests/soak.rs for
+# --minutes N in all (a third each on a single server, a Redlock of five and a Cluster of three
+# masters), workers in Rust, Python, Node and C under rolling faults, ending with the history
+# checker's verdict and one `SOAK ...` report line per topology. CI's stage 65-soak runs the
+# two-minute version (40 s each). Needs root (network namespaces) and builds what the
+# cross-language workers need (tests/chaos/workers/build.sh), as stage 60 does.
+#
+# Usage: ci/soak.sh [--minutes N]   (default 2)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+minutes=2
+case "${1:-}" in
+  --minutes) minutes=${2:?--minutes needs a number} ;;
+  "") ;;
+  *) echo "usage: ci/soak.sh [--minutes N]" >&2; exit 2 ;;
+esac
+[[ "$minutes" =~ ^[0-9]+$ ]] && [ "$minutes" -gt 0 ] \
+  || { echo "ci/soak.sh: --minutes takes a whole number of minutes, not $minutes" >&2; exit 2; }
+export FENCELOCK_ROOT="$PWD"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+ci/install-redis.sh
+tests/chaos/workers/build.sh
+# shellcheck disable=SC1091
+source target/mixed/env
+export FENCELOCK_MIXED_REQUIRED=1
+export FENCELOCK_SOAK_SECONDS=$(( minutes * 20 ))
+cargo test --locked -p fencelock-chaos --test soak -- --test-threads=1 --nocapture 2>&1 \
+  | tee "$CARGO_TARGET_DIR/soak.log"
+echo "--- report (also in $CARGO_TARGET_DIR/soak.log)"
+grep '^SOAK\|SOAK ' "$CARGO_TARGET_DIR/soak.log" | sed 's/^.*SOAK /SOAK /'
