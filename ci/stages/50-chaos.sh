@@ -6,11 +6,12 @@
 set -euo pipefail
 cd "$FENCELOCK_ROOT"
 # The cluster faults (tests/cluster.rs) run in stage 55-cluster, the Redlock of servers of
-# several versions (tests/servers.rs) in stage 57-servers, the network faults with workers in
+# several versions (tests/servers.rs) and the clock jumps (tests/clock.rs, on Valkey under
+# libfaketime) in stage 57-servers, the network faults with workers in
 # every language (tests/partitions.rs) in stage 60-mixed, the soak run in 65-soak.
 targets=(--lib --bins)
 for t in tests/chaos/tests/*.rs; do
   name="$(basename "$t" .rs)"
-  case "$name" in cluster | servers | partitions | soak) ;; *) targets+=(--test "$name") ;; esac
+  case "$name" in cluster | servers | clock | partitions | soak) ;; *) targets+=(--test "$name") ;; esac
 done
 cargo test --locked -p fencelock-chaos "${targets[@]}"

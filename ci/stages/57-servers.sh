@@ -4,7 +4,9 @@
 # the core's lock, semaphore, read-write lock, Redlock and many-name tests on standalone
 # servers, and its Cluster tests (Redis 6.2 has no sharded pub/sub: wake-ups go by PUBLISH);
 # then a Redlock of one server of each kind under contention while each restarts, judged by
-# the history checker. TLS is left out (the Redis 6.2 build has none; TLS does not depend on
+# the history checker; and servers' clocks jumped forward and back (tests/chaos/tests/clock.rs,
+# Valkey under libfaketime): one of five keeps exclusion, a single server's jump past the TTL
+# gives the overlap the assumptions exclude, with fencing tokens still in order. TLS is left out (the Redis 6.2 build has none; TLS does not depend on
 # the server's version). The test binaries are the ones stage 10 built.
 set -euo pipefail
 cd "$FENCELOCK_ROOT"
@@ -21,3 +23,6 @@ done
 echo "--- a Redlock of Redis 7.0, Valkey 8.1 and Redis 6.2"
 FENCELOCK_MIXED_SERVERS="$(command -v redis-server):${bin[valkey-8.1]}:${bin[redis-6.2]}" \
   cargo test --locked -p fencelock-chaos --test servers -- --nocapture
+echo "--- servers' clocks jumped (libfaketime; Valkey 8.1: Debian's redis-server cannot run under it)"
+FENCELOCK_CLOCK_SERVER="${bin[valkey-8.1]}" \
+  cargo test --locked -p fencelock-chaos --test clock -- --nocapture --test-threads=1

@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 pub mod capacity;
+pub mod clock;
 pub mod contend;
 pub mod history;
 pub mod judge;

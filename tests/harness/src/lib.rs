@@ -286,8 +286,39 @@ pub struct RedisServer {
     dir: PathBuf,
     /// Extra command-line arguments, kept for [`restart`](Self::restart).
     extra_args: Vec<String>,
-    /// The server binary, kept for [`restart`](Self::restart).
-    bin: std::ffi::OsString,
+    /// The server binary and its environment, kept for [`restart`](Self::restart).
+    program: Program,
+}
+
+/// A server binary and the environment it runs with (`LD_PRELOAD` of libfaketime, for a
+/// server whose clock a test moves).
+#[derive(Debug, Clone)]
+pub struct Program {
+    /// The binary.
+    pub bin: std::ffi::OsString,
+    /// Extra environment variables.
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+}
+
+impl Program {
+    /// `bin` with the test's environment.
+    pub fn new(bin: impl AsRef<std::ffi::OsStr>) -> Program {
+        Program {
+            bin: bin.as_ref().to_owned(),
+            env: Vec::new(),
+        }
+    }
+
+    /// The same with `key=value` in its environment.
+    pub fn env(
+        mut self,
+        key: impl AsRef<std::ffi::OsStr>,
+        value: impl AsRef<std::ffi::OsStr>,
+    ) -> Program {
+        self.env
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
 }
 
 impl RedisServer {
@@ -309,21 +340,26 @@ impl RedisServer {
     /// As [`start_with_args`](Self::start_with_args), on a port `pick` chooses (a cluster node
     /// of a server without `cluster-port` needs its port + 10000 free for its bus).
     pub(crate) fn start_on(pick: fn() -> u16, extra_args: &[String]) -> RedisServer {
-        RedisServer::launch_new(&default_binary(), pick, extra_args)
+        RedisServer::launch_new(&Program::new(default_binary()), pick, extra_args)
     }
 
     /// Starts a server as [`start`](Self::start) does, from the binary `bin` rather than the
     /// default one (a Redlock of servers of several kinds and versions).
     pub fn start_binary(bin: impl AsRef<std::ffi::OsStr>) -> RedisServer {
-        RedisServer::launch_new(bin.as_ref(), free_port, &[])
+        RedisServer::start_program(&Program::new(bin))
     }
 
-    fn launch_new(bin: &std::ffi::OsStr, pick: fn() -> u16, extra_args: &[String]) -> RedisServer {
+    /// Starts a server as [`start`](Self::start) does, running `program`.
+    pub fn start_program(program: &Program) -> RedisServer {
+        RedisServer::launch_new(program, free_port, &[])
+    }
+
+    fn launch_new(program: &Program, pick: fn() -> u16, extra_args: &[String]) -> RedisServer {
         let dir = unique_temp_dir();
         let mut last_err = String::new();
         for _ in 0..START_ATTEMPTS {
             let port = pick();
-            match launch(bin, port, &dir, extra_args) {
+            match launch(program, port, &dir, extra_args) {
                 Ok(child) => {
                     let pid = child.id();
                     return RedisServer {
@@ -332,7 +368,7 @@ impl RedisServer {
                         pid,
                         dir,
                         extra_args: extra_args.to_vec(),
-                        bin: bin.to_owned(),
+                        program: program.clone(),
                     };
                 }
                 Err(e) => last_err = e,
@@ -422,7 +458,7 @@ impl RedisServer {
         let _ = fs::remove_file(self.dir.join("dump.rdb"));
         let deadline = Instant::now() + RESTART_BIND_TIMEOUT;
         loop {
-            match launch(&self.bin, self.port, &self.dir, &self.extra_args) {
+            match launch(&self.program, self.port, &self.dir, &self.extra_args) {
                 Ok(child) => {
                     self.pid = child.id();
                     self.child = Some(child);
@@ -597,7 +633,7 @@ impl Drop for RedisServer {
 /// Returns `Err` (after reaping the child) if it exits early, e.g. because the
 /// port is taken, or does not become ready in time.
 fn launch(
-    bin: &std::ffi::OsStr,
+    program: &Program,
     port: u16,
     dir: &Path,
     extra_args: &[String],
@@ -605,7 +641,9 @@ fn launch(
     let log = dir.join("redis.log");
     let stderr =
         fs::File::create(dir.join("stderr.log")).map_err(|e| format!("stderr.log: {e}"))?;
+    let bin = &program.bin;
     let mut child = Command::new(bin)
+        .envs(program.env.iter().map(|(k, v)| (k, v)))
         .arg("--port").arg(port.to_string())
         .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
         .arg("--dir").arg(dir)
