@@ -18,7 +18,7 @@ use fencelock_chaos::judge::{
     assert_every_language_held, assert_run_ok, languages_that_failed, started_within, summary,
 };
 use fencelock_chaos::mixed::{
-    collect, contended_names, start_every_language, Language, Spec, Toolchains,
+    collect, contended_names, start_every_language, Language, Outcome, Spec, Toolchains,
 };
 use fencelock_chaos::netns::{Netns, Way};
 use fencelock_testkit::RedisServer;
@@ -63,6 +63,34 @@ fn spec(ns: &Netns, srv: &[RedisServer], run: Duration, wait: Duration) -> Spec 
     }
 }
 
+/// When a cut was made and removed, in the checker's microseconds.
+struct Window {
+    from: u64,
+    to: u64,
+    healed: u64,
+}
+
+/// Every language's workers run for `cut` plus `WARM_UP` before and `after` after it, while
+/// `ports` are cut off `way` for `cut`; what they reported, and when the cut was.
+fn run_with_cut(
+    (ns, srv, t): (&Netns, &[RedisServer], &Toolchains),
+    (wait, cut, after): (Duration, Duration, Duration),
+    (ports, way): (&[u16], Way),
+) -> (Outcome, Window) {
+    let run = WARM_UP + cut + after;
+    let started = Instant::now();
+    let workers = start_every_language(t, &spec(ns, srv, run, wait), PER_LANGUAGE);
+    sleep(WARM_UP);
+    ns.cut(ports, way);
+    let from = now_us();
+    sleep(cut);
+    let to = now_us();
+    ns.heal();
+    let healed = now_us();
+    let out = collect(workers, started + run + HANG_LIMIT);
+    (out, Window { from, to, healed })
+}
+
 /// Two of five servers partitioned from every worker (both ways) for 3 s: the other three are
 /// a quorum, so every language keeps holding the lock during the partition, exclusion holds,
 /// and failed acquisitions fail cleanly within their wait limit.
@@ -70,22 +98,17 @@ fn spec(ns: &Netns, srv: &[RedisServer], run: Duration, wait: Duration) -> Spec 
 fn a_partition_from_a_minority_keeps_exclusion_and_every_language_holding() {
     let Some((ns, srv, t)) = setup() else { return };
     let (wait, cut) = (ms(2000), ms(3000));
-    let run = WARM_UP + cut + ms(2500);
-    let started = Instant::now();
-    let workers = start_every_language(&t, &spec(&ns, &srv, run, wait), PER_LANGUAGE);
-    sleep(WARM_UP);
-    ns.cut(&[srv[0].port(), srv[1].port()], Way::Both);
-    let from = now_us();
-    sleep(cut);
-    let to = now_us();
-    ns.heal();
-    let healed = now_us();
-    let out = collect(workers, started + run + HANG_LIMIT);
+    let minority = [srv[0].port(), srv[1].port()];
+    let (out, w) = run_with_cut(
+        (&ns, &srv, &t),
+        (wait, cut, ms(2500)),
+        (&minority, Way::Both),
+    );
     println!("minority partitioned for {cut:?}: {}", summary(&out));
     assert_run_ok(&out, PER_LANGUAGE, wait + ms(1500));
-    let during = started_within(&out, from + MARGIN_US, to);
+    let during = started_within(&out, w.from + MARGIN_US, w.to);
     assert_every_language_held(&during, "while a minority was partitioned", &out);
-    let after = started_within(&out, healed + MARGIN_US, u64::MAX);
+    let after = started_within(&out, w.healed + MARGIN_US, u64::MAX);
     assert_every_language_held(&after, "after the partition healed", &out);
 }
 
@@ -97,24 +120,18 @@ fn a_partition_from_a_minority_keeps_exclusion_and_every_language_holding() {
 fn replies_lost_from_a_majority_grant_nothing_and_the_lock_recovers() {
     let Some((ns, srv, t)) = setup() else { return };
     let (wait, cut) = (ms(500), ms(1800));
-    let run = WARM_UP + cut + ms(4000);
-    let started = Instant::now();
-    let workers = start_every_language(&t, &spec(&ns, &srv, run, wait), PER_LANGUAGE);
-    sleep(WARM_UP);
     let majority = [srv[0].port(), srv[2].port(), srv[4].port()];
-    ns.cut(&majority, Way::RepliesLost);
-    let from = now_us();
-    sleep(cut);
-    let to = now_us();
-    ns.heal();
-    let healed = now_us();
-    let out = collect(workers, started + run + HANG_LIMIT);
+    let (out, w) = run_with_cut(
+        (&ns, &srv, &t),
+        (wait, cut, ms(4000)),
+        (&majority, Way::RepliesLost),
+    );
     println!(
         "replies lost from a majority for {cut:?}: {}",
         summary(&out)
     );
     assert_run_ok(&out, PER_LANGUAGE, wait + ms(1500));
-    let during = started_within(&out, from + MARGIN_US, to);
+    let during = started_within(&out, w.from + MARGIN_US, w.to);
     assert!(
         during.is_empty(),
         "locks granted while a majority's replies were lost: {during:#?}"
@@ -125,7 +142,7 @@ fn replies_lost_from_a_majority_grant_nothing_and_the_lock_recovers() {
         "every language saw its acquisitions fail: {}",
         summary(&out)
     );
-    let after = started_within(&out, healed + MARGIN_US, u64::MAX);
+    let after = started_within(&out, w.healed + MARGIN_US, u64::MAX);
     assert_every_language_held(&after, "after replies passed again", &out);
 }
 
