@@ -18,7 +18,7 @@ for t in single lean many semaphore rwlock redlock tokens lost cluster cluster_f
 done
 for name in valkey-8.1 redis-6.2; do
   echo "--- $name: $("${bin[$name]}" --version)"
-  REDIS_SERVER_BIN="${bin[$name]}" cargo test --locked -p fencelock "${core_tests[@]}" -- --skip tls
+  REDIS_SERVER_BIN="${bin[$name]}" cargo test --locked --no-fail-fast -p fencelock "${core_tests[@]}" -- --skip tls
 done
 echo "--- a Redlock of Redis 7.0, Valkey 8.1 and Redis 6.2"
 FENCELOCK_MIXED_SERVERS="$(command -v redis-server):${bin[valkey-8.1]}:${bin[redis-6.2]}" \
