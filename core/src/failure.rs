@@ -105,17 +105,9 @@ impl ServerFailure {
             .nth(line.saturating_sub(1))
             .and_then(|l| l.split("redis.call(").nth(1))
             .and_then(|c| c.split(['\'', '"']).nth(1));
-        // Redis 6.2: "Unknown Redis command called from Lua script" (SPUBLISH, which came in
-        // 7.0, on a node of a cluster being upgraded).
-        let missing = if text.contains("Unknown Redis command") {
-            ", which this server's version does not have: fencelock needs Redis 6.2 or later, \
-             and a cluster whose nodes all have sharded pub/sub (Redis 7.0) or none of them"
-        } else {
-            ""
-        };
         match command {
             Some(c) => ServerFailure::Config(format!(
-                "{msg} (the script's '{}' command{missing})",
+                "{msg} (the script's '{}' command)",
                 c.to_ascii_lowercase()
             )),
             None => failure,
@@ -146,9 +138,12 @@ impl ServerFailure {
         } else if let Some(c) = code.filter(|c| UNREADY_CODES.contains(c)) {
             ServerFailure::Unready(format!("the server is not ready ({c})"))
         } else if text.contains("Unknown Redis command") {
-            // Inside a script: a command of a later server version (from_script names it).
+            // Inside a script: a command of a later server version (from_script names it),
+            // e.g. SPUBLISH (7.0) on a node of a cluster half upgraded from 6.2.
             ServerFailure::Config(format!(
-                "the server does not know a command fencelock uses ({})",
+                "the server does not know a command fencelock uses, which this server's \
+                 version does not have: fencelock needs Redis 6.2 or later, and a cluster whose \
+                 nodes all have sharded pub/sub (Redis 7.0) or none of them ({})",
                 e.detail().unwrap_or(&text).trim()
             ))
         } else if code == Some("NOPERM")
