@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The servers our users run (issue 36, docs/SAFETY.md "Servers"): Valkey 8.1 and Redis 6.2,
 # fetched and built by ci/servers.sh, beside the Redis 7.0 every other stage uses. On each:
-# the core's lock, semaphore, read-write lock, Redlock and many-name tests on standalone
+# the conformance test (the model's runs through the scripts), the core's lock, semaphore,
+# read-write lock, Redlock and many-name tests on standalone
 # servers, and its Cluster tests (Redis 6.2 has no sharded pub/sub: wake-ups go by PUBLISH);
 # then a Redlock of one server of each kind under contention while each restarts, judged by
 # the history checker; and servers' clocks jumped forward and back (tests/chaos/tests/clock.rs,
@@ -27,6 +28,8 @@ for name in valkey-8.1 redis-6.2; do
   for s in ${skip[$name]}; do skips+=(--skip "$s"); done
   REDIS_SERVER_BIN="${bin[$name]}" cargo test --locked --no-fail-fast -p fencelock "${core_tests[@]}" \
     -- "${skips[@]}"
+  # The model's runs replayed through the scripts (docs/SAFETY.md "The model held to the scripts").
+  REDIS_SERVER_BIN="${bin[$name]}" cargo test --locked -p fencelock --lib -- scripts::conformance
 done
 echo "--- a Redlock of Redis 7.0, Valkey 8.1 and Redis 6.2"
 FENCELOCK_MIXED_SERVERS="$(command -v redis-server):${bin[valkey-8.1]}:${bin[redis-6.2]}" \

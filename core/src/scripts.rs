@@ -20,6 +20,8 @@ use crate::keys::LockKeys;
 use crate::queue::Place;
 use crate::token::WAKE_ID_LEN;
 
+#[cfg(test)]
+mod conformance;
 mod permits;
 mod replies;
 pub(crate) use replies::{

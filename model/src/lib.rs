@@ -7,8 +7,11 @@
 //! ones.
 //!
 //! One module per concern: [`lock`] the clients and the time, [`scripts`] the server,
-//! [`properties`] what is checked.
+//! [`properties`] what is checked, [`trace`] the runs the conformance test replays on a real
+//! server.
 
 pub mod lock;
 pub mod properties;
+pub mod redlock;
 pub mod scripts;
+pub mod trace;

@@ -8,14 +8,18 @@
 //! - `Serve(c)` runs one script for `c`'s request at the server's `now`, after expiring what
 //!   is due (Redis expires keys lazily, at the access):
 //!   - acquire (`acquire.lua`, its lean path when nobody is in line): the caller's own key is
-//!     acquired again (re-entry by token: TTL reset, same fencing token); a free key goes to
-//!     the first *listening* waiter in line, which may be the caller (a newcomer never passes
-//!     a listening waiter; a place whose client no longer listens is passed over); a new
-//!     grant increments the counter and takes it as its fencing token; a refusal takes or
-//!     refreshes the caller's place (it lives `place_life` ticks);
-//!   - extend: the caller's key gets a fresh TTL, else "not held";
-//!   - release (`release.lua`): the caller's key is deleted and handed to the first
-//!     listening waiter in line (a new grant: counter + 1), who is told by a message.
+//!     granted again (re-entry by token: TTL reset, a new fencing token); otherwise the
+//!     caller takes or refreshes its place (by its call's arrival; it lives `place_life`
+//!     ticks), and a free key goes to the first place in line whose client listens, or is
+//!     the caller: to the caller, or handed over to that waiter, who is told by a message
+//!     (a newcomer never passes a listening waiter; a place whose client does not listen
+//!     is passed over and kept); a new grant increments the counter and takes it as its
+//!     fencing token; a grant keeps a place its caller had (until the release) and takes
+//!     none it had not (the lean path takes none);
+//!   - extend: the caller's key gets a fresh TTL, else "not held" (gone, or another's);
+//!   - release (`release.lua`): the caller's place leaves the line; its key is deleted and
+//!     handed to the first listening waiter in line (a new grant: counter + 1), who is told
+//!     by a message.
 //! - A client's validity, on its own clock, counts from when it sent the attempt that was
 //!   granted, or for a hand-off from its call's first attempt (the servers set the TTL later
 //!   than both), minus the drift margin (`valid_until = from + ttl - margin`); a hand-off with
@@ -26,6 +30,8 @@
 //!   has passed (Kleppmann's counterexample), which the fencing store catches.
 
 use stateright::{Model, Property};
+
+use crate::scripts::{self, Ctx, Served};
 
 /// A client's index.
 pub type Client = usize;
@@ -73,6 +79,9 @@ pub struct LockModel {
     pub max_time: u8,
     /// Extensions per hold.
     pub max_extends: u8,
+    /// Grants explored (the fencing counter's bound): every attempt that re-enters after a
+    /// lost reply takes a new token, so the counter bounds the runs as the ticks do.
+    pub max_grants: u32,
     pub faults: Faults,
 }
 
@@ -86,52 +95,79 @@ impl LockModel {
             place_life: 2,
             max_time: 8,
             max_extends: 1,
+            max_grants: 4,
             faults,
         }
     }
 }
 
 /// The server's key of the name: its holder, when it expires, its fencing token.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
     pub holder: Client,
     pub expires: u8,
     pub fence: u32,
 }
 
-/// A waiter's place in line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A waiter's place in line, ordered by its arrival (the tick its call started, on its own
+/// clock: the same on every server), then by client (the real queue breaks ties by token).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Place {
     pub client: Client,
+    pub arrival: u8,
     pub expires: u8,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Server {
     pub key: Option<Key>,
     /// The fencing counter.
     pub counter: u32,
-    /// Places in order of arrival.
+    /// Places in order of arrival, those passed over and the holder's included (a release
+    /// removes its caller's). A place whose time has come is gone (the scripts sweep before
+    /// anything that reads the line's order).
     pub line: Vec<Place>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Request {
-    Acquire,
+    /// With the call's arrival: its place in line if refused.
+    Acquire {
+        arrival: u8,
+    },
     /// Sent at the client's clock: the new validity counts from then.
     Extend {
         sent: u8,
     },
     Release,
+    /// A failed Redlock attempt's undo (`release.lua` keeping the place): no reply awaited.
+    Undo,
+    /// Redlock's fencing write-back (`raise_fence.lua`).
+    Raise {
+        fence: u32,
+    },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reply {
-    Granted { fence: u32 },
-    Refused,
-    Extended { sent: u8 },
-    NotHeld,
+    Granted {
+        fence: u32,
+    },
+    /// With the counter's value, which Redlock's attempt takes the largest of.
+    Refused {
+        counter: u32,
+    },
+    Extended {
+        sent: u8,
+    },
+    /// Extend or release found the key gone, or (`taken`) held by another.
+    NotHeld {
+        taken: bool,
+    },
     Released,
+    Raised {
+        counter: u32,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -287,7 +323,7 @@ impl Model for LockModel {
             Action::Send(c, request) => self.send(&mut s, c, request),
             Action::Serve(c) => {
                 let request = s.clients[c].request.take()?;
-                crate::scripts::serve(self, &mut s, c, request);
+                self.serve(&mut s, c, request);
             }
             Action::Deliver(c) => {
                 let reply = s.clients[c].reply.take()?;
@@ -337,7 +373,7 @@ impl Model for LockModel {
     }
 
     fn within_boundary(&self, s: &State) -> bool {
-        s.now <= self.max_time
+        s.now <= self.max_time && s.server.counter <= self.max_grants
     }
 }
 
@@ -349,6 +385,32 @@ fn hold(s: &mut State, c: Client) -> Option<&mut Hold> {
 }
 
 impl LockModel {
+    /// Runs `c`'s `request` on the server, and delivers what it sends: the reply (a client
+    /// that crashed never reads it), a hand-off message; what happened goes in the history.
+    pub fn serve(&self, s: &mut State, c: Client, request: Request) -> Served {
+        let listening: Vec<bool> = (0..s.clients.len()).map(|w| s.listening(w)).collect();
+        let x = Ctx {
+            now: s.now,
+            ttl: self.ttl,
+            place_life: self.place_life,
+            listening: &listening,
+        };
+        let served = scripts::serve(&x, &mut s.server, c, request);
+        if !matches!(s.clients[c].phase, Phase::Crashed) {
+            s.clients[c].reply = served.reply;
+        }
+        if let Some((w, fence)) = served.handed {
+            s.clients[w].handoff = Some(fence);
+            s.history.handed_off = true;
+        }
+        if let Some(fence) = served.granted {
+            s.history.fence_regressed |= fence <= s.history.last_grant;
+            s.history.last_grant = s.history.last_grant.max(fence);
+        }
+        s.history.passed_a_waiter |= served.passed_a_waiter;
+        served
+    }
+
     /// Time passes unless that would break a timing assumption: a client that is not paused
     /// leaves its critical section before its validity ends, and a waiter that is not paused
     /// retries before its place expires.
@@ -405,8 +467,18 @@ impl LockModel {
         }
         let idle = client.request.is_none() && client.reply.is_none();
         match client.phase {
-            Phase::Idle => actions.push(Action::Send(c, Request::Acquire)),
-            Phase::Acquiring { .. } if idle => actions.push(Action::Send(c, Request::Acquire)),
+            Phase::Idle => actions.push(Action::Send(
+                c,
+                Request::Acquire {
+                    arrival: s.clock(c),
+                },
+            )),
+            // A waiter retries at most once a tick (the core waits between attempts): each
+            // attempt that re-enters takes a new fencing token, so retries without end in
+            // one tick would make the states without end.
+            Phase::Acquiring { started, attempt } if idle && attempt < s.clock(c) => {
+                actions.push(Action::Send(c, Request::Acquire { arrival: started }))
+            }
             Phase::Holding(h) => {
                 let clock = s.clock(c);
                 if !h.in_cs && clock < h.valid_until && !h.wrote {
@@ -433,13 +505,13 @@ impl LockModel {
         let clock = s.clock(c);
         let client = &mut s.clients[c];
         match (client.phase, request) {
-            (Phase::Idle, Request::Acquire) => {
+            (Phase::Idle, Request::Acquire { .. }) => {
                 client.phase = Phase::Acquiring {
                     started: clock,
                     attempt: clock,
                 }
             }
-            (Phase::Acquiring { started, .. }, Request::Acquire) => {
+            (Phase::Acquiring { started, .. }, Request::Acquire { .. }) => {
                 client.phase = Phase::Acquiring {
                     started,
                     attempt: clock,
@@ -467,7 +539,7 @@ impl LockModel {
                 s.clients[c].phase = Phase::Holding(h);
             }
             // The extension found the key gone or taken: the lock is lost.
-            (Phase::Holding(_), Reply::NotHeld) => s.clients[c].phase = Phase::Done,
+            (Phase::Holding(_), Reply::NotHeld { .. }) => s.clients[c].phase = Phase::Done,
             (Phase::Releasing, _) => s.clients[c].phase = Phase::Done,
             _ => {}
         }

@@ -7,6 +7,7 @@
 use stateright::Property;
 
 use crate::lock::{LockModel, Phase, State};
+use crate::redlock::RedlockModel;
 
 pub const MUTUAL_EXCLUSION: &str = "mutual exclusion while the timing assumptions hold";
 pub const FENCING_INCREASES: &str = "fencing tokens of new grants strictly increase";
@@ -15,6 +16,7 @@ pub const PAUSE_OVERLAPS: &str = "a pause past validity lets two holders overlap
 pub const STALE_WRITE_REJECTED: &str = "the fenced store rejects a paused holder's late write";
 pub const ALL_DONE: &str = "every client acquired and released";
 pub const HANDED_OFF: &str = "a release handed the lock to a waiter";
+pub const HELD_BY_HANDOFF: &str = "a waiter held through a quorum of hand-off messages";
 pub const RESTART_REPEATS_A_TOKEN: &str = "a server restarted empty gives a token again";
 
 pub fn lock() -> Vec<Property<LockModel>> {
@@ -39,5 +41,28 @@ pub fn lock() -> Vec<Property<LockModel>> {
         Property::sometimes(RESTART_REPEATS_A_TOKEN, |_, s: &State| {
             s.history.restarted && s.history.fence_regressed
         }),
+    ]
+}
+
+/// What the checker holds Redlock to: the lock's properties across three servers, and a
+/// hold taken through a quorum of hand-off messages as the scenario that makes them matter.
+pub fn redlock() -> Vec<Property<RedlockModel>> {
+    type S = crate::redlock::State;
+    vec![
+        Property::always(MUTUAL_EXCLUSION, |_, s: &S| {
+            s.any_paused() || s.history.restarted || s.in_cs() <= 1
+        }),
+        Property::always(FENCING_INCREASES, |_, s: &S| {
+            s.history.restarted || !s.history.fence_regressed
+        }),
+        Property::always(NEVER_PASSES_A_WAITER, |_, s: &S| !s.history.passed_a_waiter),
+        Property::sometimes(PAUSE_OVERLAPS, |_, s: &S| s.any_paused() && s.in_cs() >= 2),
+        Property::sometimes(STALE_WRITE_REJECTED, |_, s: &S| s.store.rejected),
+        Property::sometimes(ALL_DONE, |_, s: &S| {
+            s.clients
+                .iter()
+                .all(|c| c.phase == crate::redlock::Phase::Done)
+        }),
+        Property::sometimes(HELD_BY_HANDOFF, |_, s: &S| s.history.held_by_handoff),
     ]
 }

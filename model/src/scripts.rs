@@ -1,114 +1,203 @@
-//! The server's scripts as atomic steps (core/src/scripts: `acquire.lua` with its lean path,
-//! `extend.lua`, `release.lua` with the hand-off), run at the server's `now` after what is
-//! due has expired.
+//! The server's scripts as atomic steps on one server (core/src/scripts: `acquire.lua` with
+//! its lean path and `acquire_queued.lua`, `extend.lua`, `release.lua` with
+//! `release_queued.lua`'s hand-off, its undo mode, `raise_fence.lua`), run at the server's
+//! `now` after what is due has expired. The single-server model ([`crate::lock`]) and Redlock
+//! ([`crate::redlock`]) both run them. The conformance test (`core/src/scripts/conformance.rs`,
+//! from [`crate::trace`]) holds these steps to the real scripts on a real server.
 
-use crate::lock::{Client, Key, LockModel, Place, Reply, Request, State};
+use crate::lock::{Client, Key, Place, Reply, Request, Server};
 
-pub fn serve(m: &LockModel, s: &mut State, c: Client, request: Request) {
-    expire(s);
-    let reply = match request {
-        Request::Acquire => acquire(m, s, c),
-        Request::Extend { sent } => match &mut s.server.key {
-            Some(key) if key.holder == c => {
-                key.expires = s.now + m.ttl;
-                Reply::Extended { sent }
-            }
-            _ => Reply::NotHeld,
-        },
-        Request::Release => match s.server.key {
-            Some(key) if key.holder == c => {
-                s.server.key = None;
-                hand_off(m, s);
-                Reply::Released
-            }
-            _ => Reply::NotHeld,
+/// What a script runs with: the time, the lock's TTL and a place's life (ticks), and which
+/// clients listen on their wake-up channels.
+pub struct Ctx<'a> {
+    pub now: u8,
+    pub ttl: u8,
+    pub place_life: u8,
+    pub listening: &'a [bool],
+}
+
+/// What a script did: its reply (none for an undo, whose reply nobody waits for), the waiter
+/// it handed the lock to with the token, the token of any grant it made, and whether that
+/// grant passed a listening waiter ahead in line (which it must never).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Served {
+    pub reply: Option<Reply>,
+    pub handed: Option<(Client, u32)>,
+    pub granted: Option<u32>,
+    pub passed_a_waiter: bool,
+}
+
+/// Runs `c`'s `request` on `server`.
+pub fn serve(x: &Ctx, server: &mut Server, c: Client, request: Request) -> Served {
+    expire(server, x.now);
+    let mut run = Run {
+        x,
+        server,
+        served: Served {
+            reply: None,
+            handed: None,
+            granted: None,
+            passed_a_waiter: false,
         },
     };
-    // A client that crashed meanwhile never reads it.
-    if !matches!(s.clients[c].phase, crate::lock::Phase::Crashed) {
-        s.clients[c].reply = Some(reply);
-    }
-}
-
-/// Redis expires a key (and the script drops a place) once its time has come.
-fn expire(s: &mut State) {
-    let now = s.now;
-    if s.server.key.is_some_and(|k| k.expires <= now) {
-        s.server.key = None;
-    }
-    s.server.line.retain(|p| p.expires > now);
-}
-
-fn acquire(m: &LockModel, s: &mut State, c: Client) -> Reply {
-    match s.server.key {
-        // Re-entry by token: the TTL reset, the same fencing token.
-        Some(mut key) if key.holder == c => {
-            key.expires = s.now + m.ttl;
-            s.server.key = Some(key);
-            s.server.line.retain(|p| p.client != c);
-            Reply::Granted { fence: key.fence }
-        }
-        Some(_) => refuse(m, s, c),
-        None => match first_listening(s) {
-            Some(w) if w != c => refuse(m, s, c),
-            _ => Reply::Granted {
-                fence: grant(m, s, c),
+    let reply = match request {
+        Request::Acquire { arrival } => Some(run.acquire(c, arrival)),
+        Request::Extend { sent } => Some(match &mut run.server.key {
+            Some(key) if key.holder == c => {
+                key.expires = x.now + x.ttl;
+                Reply::Extended { sent }
+            }
+            key => Reply::NotHeld {
+                taken: key.is_some(),
             },
-        },
-    }
-}
-
-/// Takes or refreshes `c`'s place (its arrival keeps its position).
-fn refuse(m: &LockModel, s: &mut State, c: Client) -> Reply {
-    let expires = s.now + m.place_life;
-    match s.server.line.iter_mut().find(|p| p.client == c) {
-        Some(place) => place.expires = expires,
-        None => s.server.line.push(Place { client: c, expires }),
-    }
-    Reply::Refused
-}
-
-/// The first place in line whose client listens; the places ahead of it, whose clients do
-/// not, are passed over (dropped).
-fn first_listening(s: &mut State) -> Option<Client> {
-    while let Some(p) = s.server.line.first().copied() {
-        if s.listening(p.client) {
-            return Some(p.client);
+        }),
+        Request::Release => Some(run.release(c, true)),
+        Request::Undo => {
+            run.release(c, false);
+            None
         }
-        s.server.line.remove(0);
+        Request::Raise { fence } => {
+            run.server.counter = run.server.counter.max(fence);
+            Some(Reply::Raised {
+                counter: run.server.counter,
+            })
+        }
+    };
+    Served {
+        reply,
+        ..run.served
     }
-    None
 }
 
-/// A new grant to `c`: the counter incremented, the key set, `c`'s place taken out.
-fn grant(m: &LockModel, s: &mut State, c: Client) -> u32 {
-    s.server.counter += 1;
-    let fence = s.server.counter;
-    s.server.key = Some(Key {
-        holder: c,
-        expires: s.now + m.ttl,
-        fence,
-    });
-    let older = s.server.line.iter().take_while(|p| p.client != c);
-    if older
-        .clone()
-        .any(|p| p.client != c && s.listening(p.client))
-    {
-        s.history.passed_a_waiter = true;
+/// Redis expires a key, and a place is forgotten, once its time has come.
+pub(crate) fn expire(server: &mut Server, now: u8) {
+    if server.key.is_some_and(|k| k.expires <= now) {
+        server.key = None;
     }
-    s.server.line.retain(|p| p.client != c);
-    if fence <= s.history.last_grant {
-        s.history.fence_regressed = true;
-    }
-    s.history.last_grant = s.history.last_grant.max(fence);
-    fence
+    server.line.retain(|p| p.expires > now);
 }
 
-/// After a release: the key to the first listening waiter, told by a message.
-fn hand_off(m: &LockModel, s: &mut State) {
-    if let Some(w) = first_listening(s) {
-        let fence = grant(m, s, w);
-        s.clients[w].handoff = Some(fence);
-        s.history.handed_off = true;
+struct Run<'a, 'b> {
+    x: &'a Ctx<'b>,
+    server: &'a mut Server,
+    served: Served,
+}
+
+impl Run<'_, '_> {
+    fn acquire(&mut self, c: Client, arrival: u8) -> Reply {
+        if self.server.key.is_some_and(|k| k.holder == c) {
+            // Re-entry by token: the TTL reset, a new fencing token.
+            let fence = self.grant(c, false, false);
+            return Reply::Granted { fence };
+        }
+        let placed = self.take_place(c, arrival);
+        if self.server.key.is_none() {
+            match self.walk_line(Some(c)) {
+                Some(w) if w != c => self.hand_over(w),
+                _ => {
+                    let fence = self.grant(c, true, false);
+                    // A grant keeps a place the caller had, and takes none it had not.
+                    if !placed {
+                        self.server.line.retain(|p| p.client != c);
+                    }
+                    return Reply::Granted { fence };
+                }
+            }
+        }
+        Reply::Refused {
+            counter: self.server.counter,
+        }
+    }
+
+    /// `release.lua`: with `leave` the caller's place leaves the line (a holder's release),
+    /// without it stays (a failed attempt's undo); the caller's key is deleted and handed to
+    /// the first listening waiter in line, who may be the caller itself after an undo.
+    fn release(&mut self, c: Client, leave: bool) -> Reply {
+        if leave {
+            self.server.line.retain(|p| p.client != c);
+        }
+        match self.server.key {
+            Some(key) if key.holder == c => {
+                self.server.key = None;
+                if let Some(w) = self.walk_line(None) {
+                    self.hand_over(w);
+                }
+                Reply::Released
+            }
+            key => Reply::NotHeld {
+                taken: key.is_some(),
+            },
+        }
+    }
+
+    /// Takes or refreshes `c`'s place (a new one goes where its arrival puts it); returns
+    /// whether it had one.
+    fn take_place(&mut self, c: Client, arrival: u8) -> bool {
+        let expires = self.x.now + self.x.place_life;
+        let line = &mut self.server.line;
+        if let Some(place) = line.iter_mut().find(|p| p.client == c) {
+            place.expires = expires;
+            return true;
+        }
+        let at = line
+            .iter()
+            .position(|p| (p.arrival, p.client) > (arrival, c))
+            .unwrap_or(line.len());
+        let place = Place {
+            client: c,
+            arrival,
+            expires,
+        };
+        line.insert(at, place);
+        false
+    }
+
+    /// The first client in line that listens, or is `caller`; places of clients that do not
+    /// listen are passed over (and kept). As `hand_over` in `queue.lua`, the walk takes the
+    /// waiters' fencing token from the counter at the first place that is not the caller's,
+    /// before it knows whether anyone listens: a walk that finds nobody listening still
+    /// raises the counter.
+    fn walk_line(&mut self, caller: Option<Client>) -> Option<Client> {
+        let mut counted = false;
+        for w in self.server.line.iter().map(|p| p.client) {
+            if Some(w) == caller {
+                return Some(w);
+            }
+            if !counted {
+                counted = true;
+                self.server.counter += 1;
+            }
+            if self.x.listening[w] {
+                return Some(w);
+            }
+        }
+        None
+    }
+
+    /// A grant to `c`: the counter incremented (unless `counted`: a hand-over's walk did),
+    /// the key set. `new`: not a re-entry, so it must not pass a listening waiter ahead of
+    /// `c`'s place.
+    fn grant(&mut self, c: Client, new: bool, counted: bool) -> u32 {
+        if !counted {
+            self.server.counter += 1;
+        }
+        let fence = self.server.counter;
+        self.server.key = Some(Key {
+            holder: c,
+            expires: self.x.now + self.x.ttl,
+            fence,
+        });
+        let mut ahead = self.server.line.iter().take_while(|p| p.client != c);
+        if new && ahead.any(|p| self.x.listening[p.client]) {
+            self.served.passed_a_waiter = true;
+        }
+        self.served.granted = Some(fence);
+        fence
+    }
+
+    /// The key to waiter `w`, told by a message.
+    fn hand_over(&mut self, w: Client) {
+        let fence = self.grant(w, true, true);
+        self.served.handed = Some((w, fence));
     }
 }

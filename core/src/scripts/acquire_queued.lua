@@ -18,7 +18,7 @@
 -- a caller behind it (nor to one not in line at all); a waiter for several names first in
 -- line is woken instead, and the name stays free for it.
 -- A place is kept after a grant (removed by the release), so that a holder refused on one
--- server and retrying is still first in line there.
+-- server and retrying is still first in line there; a grant takes no place the caller had not.
 -- The counter is incremented before the lock key is written, so a counter of the wrong type
 -- fails the script before anything changed.
 local publish, ttl, wake_id_len, arrival, lasts, own, channel =
@@ -41,19 +41,38 @@ if holder == ARGV[1] then
   end
   same = 1
 end
+-- The caller's place is taken (or refreshed) before a free key is given: the key goes by
+-- arrival, the caller's included, whether or not a place whose time came was swept yet (a
+-- caller whose place expired while its attempt was on the way gets its arrival's turn back).
+-- A grant keeps a place the caller had (its time not come: places whose time came are swept
+-- first), and takes none it had not.
+local placed = false
+if arrival ~= '0' then
+  local now = now_ms()
+  -- A sweep that removed places may have removed the queue: its PTTL is read again.
+  if sweep(KEYS[3], KEYS[4], KEYS[5], now) > 0 then
+    queue_pttl = nil
+  end
+  placed = take_place(KEYS[3], KEYS[4], KEYS[5], ARGV[1], arrival, lasts, ttl, now, queue_pttl) == 0
+end
+local function grant_in_line()
+  if arrival ~= '0' and not placed then
+    redis.call('ZREM', KEYS[3], ARGV[1])
+    redis.call('ZREM', KEYS[4], ARGV[1])
+    redis.call('HDEL', KEYS[5], ARGV[1])
+  end
+  return grant()
+end
 if holder == false then
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
   if first == nil or first == ARGV[1] then
-    return grant()
+    return grant_in_line()
   end
   sweep(KEYS[3], KEYS[4], KEYS[5], now_ms())
   local handed = hand_over(KEYS[1], KEYS[2], KEYS[3], KEYS[5], publish, channel, wake_id_len, ARGV[1])
   if handed == false or handed == 'self' then
-    return grant()
+    return grant_in_line()
   end
-end
-if arrival ~= '0' then
-  take_place(KEYS[3], KEYS[4], KEYS[5], ARGV[1], arrival, lasts, ttl, now_ms(), queue_pttl)
 end
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
 return {0, redis.call('PTTL', KEYS[1]), fence, same}

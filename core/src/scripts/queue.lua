@@ -10,6 +10,7 @@ end
 
 -- Waiters that stopped trying (gave up, crashed, partitioned) lose their place: the queue
 -- (token -> arrival), its deadlines (token -> server time) and the waiters' TTLs (a hash).
+-- Returns how many it removed.
 local function sweep(queue, deadlines, ttls, now)
   local gone = redis.call('ZRANGEBYSCORE', deadlines, '-inf', now, 'LIMIT', 0, 100)
   if #gone > 0 then
@@ -17,6 +18,7 @@ local function sweep(queue, deadlines, ttls, now)
     redis.call('ZREM', deadlines, unpack(gone))
     redis.call('HDEL', ttls, unpack(gone))
   end
+  return #gone
 end
 
 -- Publishes a wake-up: sharded (SPUBLISH) on a cluster, where the channel is in the lock's
@@ -85,7 +87,7 @@ local function take_place(queue, deadlines, ttls, token, arrival, lasts, ttl, no
   if upkeep then
     sweep(queue, deadlines, ttls, now)
   end
-  redis.call('ZADD', queue, 'NX', arrival, token)
+  local new = redis.call('ZADD', queue, 'NX', arrival, token)
   redis.call('ZADD', deadlines, now + lasts, token)
   redis.call('HSET', ttls, token, ttl)
   if upkeep then
@@ -93,4 +95,5 @@ local function take_place(queue, deadlines, ttls, token, arrival, lasts, ttl, no
       redis.call('PEXPIRE', key, 2 * lasts)
     end
   end
+  return new
 end

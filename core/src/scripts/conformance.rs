@@ -1,0 +1,429 @@
+//! The model held to the scripts (docs/SAFETY.md, "The model held to the scripts"): the runs
+//! the lock model (`model/`, `fencelock-model traces`) wrote to `conformance.trace` replayed
+//! step by step through the real scripts, as the core calls them, on a real redis-server, and
+//! after every step what the scripts answered, the message they published and what they left
+//! (the key, its holder and TTL, the fencing counter, the line with each place's arrival and
+//! lifetime) compared with what the model says. A script whose behaviour the model does not
+//! know fails here, as does a model that no longer matches the scripts.
+//!
+//! The replay stands for what the model abstracts: a tick is [`TICK_MS`] of the server's time
+//! (every TTL and place deadline moved back by it: nothing real waits), a client listening is
+//! a subscription to its wake-up channel, its crash the subscription's end.
+
+use std::time::Duration;
+
+use redis::{Connection, Value};
+
+use super::{parse_acquire, AcquireReply, ScriptCall};
+use crate::keys::LockKeys;
+use crate::queue::Place;
+use crate::token::WAKE_ID_LEN;
+
+/// The runs `fencelock-model traces` writes with its defaults (stage 15-model checks that the
+/// model still writes exactly this).
+const TRACE: &str = include_str!("conformance.trace");
+
+/// A model tick on the server: long beside the time a whole run takes, so that no key or
+/// place ends in another tick than the model's for the time the replay itself takes.
+const TICK_MS: u64 = 10_000;
+
+/// Moves the server's clock for the lock's keys one tick on: every TTL, and every place's
+/// deadline, `ARGV[1]` ms nearer (what has nothing left is deleted, as its expiry would).
+const TICK: &str = r"
+local step = tonumber(ARGV[1])
+for _, key in ipairs(KEYS) do
+  local left = redis.call('PTTL', key)
+  if left > 0 then
+    if left <= step then redis.call('DEL', key) else redis.call('PEXPIRE', key, left - step) end
+  end
+end
+local places = redis.call('ZRANGE', KEYS[3], 0, -1)
+for _, token in ipairs(places) do
+  redis.call('ZINCRBY', KEYS[3], -step, token)
+end
+return #places
+";
+
+#[test]
+fn the_scripts_do_what_the_model_of_the_lock_says() {
+    let srv = fencelock_testkit::RedisServer::start();
+    let trace = match std::env::var("FENCELOCK_CONFORMANCE_TRACE") {
+        Ok(path) => std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")),
+        Err(_) => TRACE.to_owned(),
+    };
+    let mut replay = Replay::new(redis::Client::open(srv.url()).unwrap());
+    for (no, line) in trace.lines().enumerate() {
+        if let Err(e) = replay.step(line) {
+            panic!("conformance trace line {}: {line}\n{e}", no + 1);
+        }
+    }
+    eprintln!("{} script calls matched the model", replay.calls);
+    assert!(replay.calls > 1000, "only {} script calls", replay.calls);
+}
+
+/// The real side of a run: a server, the lock's keys, a subscription per listening client.
+struct Replay {
+    client: redis::Client,
+    con: Connection,
+    keys: LockKeys,
+    ttl: u64,
+    place_life: u64,
+    subs: Vec<Option<Sub>>,
+    calls: usize,
+}
+
+/// What the model says a step leaves: `(holder, ticks left)`, the counter, the waiter handed
+/// the lock with its token, and the line's `(client, arrival, ticks left)`.
+struct Expected {
+    key: Option<(usize, u64)>,
+    counter: u64,
+    handed: Option<(usize, u64)>,
+    line: Vec<(usize, u64, u64)>,
+}
+
+impl Replay {
+    fn new(client: redis::Client) -> Replay {
+        Replay {
+            con: client.get_connection().unwrap(),
+            client,
+            keys: LockKeys::new(b"conformance:", b"name"),
+            ttl: 0,
+            place_life: 0,
+            subs: Vec::new(),
+            calls: 0,
+        }
+    }
+
+    fn step(&mut self, line: &str) -> Result<(), String> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["model", clients, ttl, place_life] => {
+                self.subs = (0..number(clients)?).map(|_| None).collect();
+                (self.ttl, self.place_life) = (number(ttl)?, number(place_life)?);
+                Ok(())
+            }
+            ["run", _] => {
+                for sub in &mut self.subs {
+                    sub.take().map(Sub::close).transpose()?;
+                }
+                redis::cmd("FLUSHALL")
+                    .query::<()>(&mut self.con)
+                    .map_err(|e| e.to_string())
+            }
+            ["tick"] => self.tick(),
+            [op, c, arrival, listening, "->", reply, value, rest @ ..] => {
+                let c = number(c)? as usize;
+                self.listen(listening)?;
+                let got = self.call(op, c, arrival)?;
+                self.calls += 1;
+                let expected = parse_expected(rest)?;
+                self.check_reply(&got, reply, value, &expected)?;
+                self.check_state(&expected)?;
+                self.check_messages(&expected)
+            }
+            _ => Err("not a trace line".to_owned()),
+        }
+    }
+
+    fn tick(&mut self) -> Result<(), String> {
+        let k = &self.keys;
+        redis::cmd("EVAL")
+            .arg(TICK)
+            .arg(4)
+            .arg(&k.lock)
+            .arg(&k.queue)
+            .arg(&k.deadlines)
+            .arg(&k.ttls)
+            .arg(TICK_MS)
+            .query::<i64>(&mut self.con)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Subscribes the clients the model has listening, and only them.
+    fn listen(&mut self, listening: &str) -> Result<(), String> {
+        let on: Vec<usize> = match listening {
+            "-" => Vec::new(),
+            l => l
+                .split(',')
+                .map(|c| number(c).map(|c| c as usize))
+                .collect::<Result<_, _>>()?,
+        };
+        for c in 0..self.subs.len() {
+            match (on.contains(&c), self.subs[c].is_some()) {
+                (true, false) => self.subs[c] = Some(Sub::open(&self.client, &self.channel(c))?),
+                (false, true) => self.subs[c].take().unwrap().close()?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the script the core would send for `op`, as `c`.
+    fn call(&mut self, op: &str, c: usize, arrival: &str) -> Result<Value, String> {
+        let (token, ttl) = (token(c), Duration::from_millis(self.ttl * TICK_MS));
+        let call = match op {
+            "acquire" => {
+                let place = Place {
+                    // The model's ticks start at 0; an arrival of 0 asks for no place.
+                    arrival: number(arrival)? + 1,
+                    lasts: Duration::from_millis(self.place_life * TICK_MS),
+                };
+                ScriptCall::acquire(&self.keys, &token, ttl, Some(&place), true)
+            }
+            "extend" => ScriptCall::extend(&self.keys, &token, ttl),
+            // Both releases, which must do the same: the lean path's and the one of a holder
+            // that waited in line.
+            "release" if self.calls % 2 == 0 => ScriptCall::release(&self.keys, &token, true),
+            "release" => ScriptCall::release_after_waiting(&self.keys, &token),
+            _ => return Err(format!("unknown operation {op}")),
+        };
+        let cmd = call.cmd_for(false);
+        match cmd.query::<Value>(&mut self.con) {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                redis::cmd("SCRIPT")
+                    .arg("LOAD")
+                    .arg(call.source())
+                    .query::<String>(&mut self.con)
+                    .map_err(|e| e.to_string())?;
+                cmd.query(&mut self.con).map_err(|e| e.to_string())
+            }
+            r => r.map_err(|e| e.to_string()),
+        }
+    }
+
+    fn check_reply(
+        &self,
+        got: &Value,
+        reply: &str,
+        value: &str,
+        expected: &Expected,
+    ) -> Result<(), String> {
+        let fine = match (reply, got) {
+            ("granted" | "refused", v) => match parse_acquire(v, 1)? {
+                AcquireReply::Granted(f) => reply == "granted" && f[0] == number(value)?,
+                AcquireReply::Held { pttl, fences, .. } => {
+                    let left = pttl.map(|p| ticks(p.as_millis() as i64));
+                    reply == "refused"
+                        && fences[0] == expected.counter
+                        && left == expected.key.map(|k| k.1)
+                }
+            },
+            ("extended" | "released", Value::Int(1)) => true,
+            ("gone", Value::Int(0)) | ("taken", Value::Int(-1)) => true,
+            _ => false,
+        };
+        match fine {
+            true => Ok(()),
+            false => Err(format!(
+                "the script answered {got:?}, the model {reply} {value}"
+            )),
+        }
+    }
+
+    /// The key, the counter and the line, read from the server, against the model's.
+    fn check_state(&mut self, expected: &Expected) -> Result<(), String> {
+        let q = |cmd: &mut redis::Cmd, con: &mut Connection| {
+            cmd.query::<Value>(con).map_err(|e| e.to_string())
+        };
+        let k = &self.keys;
+        let holder = q(redis::cmd("GET").arg(&k.lock), &mut self.con)?;
+        let pttl: i64 = redis::cmd("PTTL")
+            .arg(&k.lock)
+            .query(&mut self.con)
+            .unwrap();
+        let key = match holder {
+            Value::Nil => None,
+            Value::BulkString(t) => Some((client_of(&t)?, ticks(pttl))),
+            v => return Err(format!("the lock key holds {v:?}")),
+        };
+        let counter: Option<u64> = redis::cmd("GET")
+            .arg(&k.fence)
+            .query(&mut self.con)
+            .unwrap();
+        let line = self.line()?;
+        let got = (key, counter.unwrap_or(0), line);
+        let want = (expected.key, expected.counter, expected.line.clone());
+        match got == want {
+            true => Ok(()),
+            false => Err(format!(
+                "the server holds (key, counter, line) {got:?}, the model {want:?}"
+            )),
+        }
+    }
+
+    /// The places whose time has not come, as `(client, arrival, ticks left)` in order.
+    fn line(&mut self) -> Result<Vec<(usize, u64, u64)>, String> {
+        let k = &self.keys;
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query(&mut self.con).unwrap();
+        let now = secs * 1000 + micros / 1000;
+        let places: Vec<(Vec<u8>, u64)> = redis::cmd("ZRANGE")
+            .arg(&k.queue)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query(&mut self.con)
+            .map_err(|e| e.to_string())?;
+        let mut line = Vec::new();
+        for (token, arrival) in places {
+            let deadline: Option<f64> = redis::cmd("ZSCORE")
+                .arg(&k.deadlines)
+                .arg(&token)
+                .query(&mut self.con)
+                .unwrap();
+            let left = deadline.map_or(0, |d| d as i64 - now as i64);
+            if left > 0 {
+                line.push((client_of(&token)?, arrival - 1, ticks(left)));
+            }
+        }
+        Ok(line)
+    }
+
+    /// The messages every subscribed client got: the hand-off the model made, and no other.
+    fn check_messages(&mut self, expected: &Expected) -> Result<(), String> {
+        for c in 0..self.subs.len() {
+            let Some(sub) = &mut self.subs[c] else {
+                continue;
+            };
+            let got = sub.drain()?;
+            let want: Vec<Vec<u8>> = match expected.handed {
+                Some((w, fence)) if w == c => {
+                    let arrival = expected
+                        .line
+                        .iter()
+                        .find(|p| p.0 == c)
+                        .map_or(0, |p| p.1 + 1);
+                    vec![[format!("{fence} {arrival} ").as_bytes(), &token(c)].concat()]
+                }
+                _ => Vec::new(),
+            };
+            if got != want {
+                let show = |m: &[Vec<u8>]| {
+                    m.iter()
+                        .map(|b| String::from_utf8_lossy(b).into_owned())
+                        .collect::<Vec<_>>()
+                };
+                return Err(format!(
+                    "client {c} was told {:?}, the model says {:?}",
+                    show(&got),
+                    show(&want)
+                ));
+            }
+        }
+        match expected.handed {
+            Some((w, _)) if self.subs[w].is_none() => Err(format!(
+                "the model handed the lock to client {w}, who does not listen"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn channel(&self, c: usize) -> Vec<u8> {
+        [&self.keys.channel[..], b"|", &token(c)[..WAKE_ID_LEN]].concat()
+    }
+}
+
+/// Client `c`'s token: its first [`WAKE_ID_LEN`] bytes name its wake-up channel, and tokens
+/// sort as their clients do (the queue orders equal arrivals by token, the model by client).
+fn token(c: usize) -> Vec<u8> {
+    format!("conformance{c:05}.token").into_bytes()
+}
+
+fn client_of(token: &[u8]) -> Result<usize, String> {
+    std::str::from_utf8(token.get(11..16).unwrap_or_default())
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("not a client's token: {}", String::from_utf8_lossy(token)))
+}
+
+/// Whole ticks left in `ms` (a part of one counts: nothing has moved it on yet).
+fn ticks(ms: i64) -> u64 {
+    (ms.max(0) as u64).div_ceil(TICK_MS)
+}
+
+fn number(word: &str) -> Result<u64, String> {
+    word.parse()
+        .map_err(|_| format!("{word:?} is not a number"))
+}
+
+/// `KEY LEFT COUNTER HANDED FENCE LINE...` of a trace line.
+fn parse_expected(rest: &[&str]) -> Result<Expected, String> {
+    let [holder, left, counter, handed, fence, line @ ..] = rest else {
+        return Err("the model's state is cut short".to_owned());
+    };
+    let pair = |a: &str, b: &str| -> Result<Option<(usize, u64)>, String> {
+        match a {
+            "-" => Ok(None),
+            a => Ok(Some((number(a)? as usize, number(b)?))),
+        }
+    };
+    let place = |p: &&str| -> Result<(usize, u64, u64), String> {
+        let n: Vec<u64> = p.split(':').map(number).collect::<Result<_, _>>()?;
+        match n.as_slice() {
+            [c, arrival, left] => Ok((*c as usize, *arrival, *left)),
+            _ => Err(format!("not a place: {p}")),
+        }
+    };
+    Ok(Expected {
+        key: pair(holder, left)?,
+        counter: number(counter)?,
+        handed: pair(handed, fence)?,
+        line: line.iter().map(place).collect::<Result<_, _>>()?,
+    })
+}
+
+/// A client's subscription to its wake-up channel, on a connection of its own. Every
+/// exchange waits for the server's answer, so the server knows a subscription before the
+/// next script runs, and a message published before it is read before the answer.
+struct Sub {
+    con: Connection,
+}
+
+impl Sub {
+    fn open(client: &redis::Client, channel: &[u8]) -> Result<Sub, String> {
+        let con = client.get_connection().map_err(|e| e.to_string())?;
+        con.set_read_timeout(Some(Duration::from_secs(10)))
+            .map_err(|e| e.to_string())?;
+        let mut sub = Sub { con };
+        let early = sub.exchange(redis::cmd("SUBSCRIBE").arg(channel), "subscribe")?;
+        match early.is_empty() {
+            true => Ok(sub),
+            false => Err(format!("messages before the subscription: {early:?}")),
+        }
+    }
+
+    /// The messages published to the channel so far.
+    fn drain(&mut self) -> Result<Vec<Vec<u8>>, String> {
+        self.exchange(&redis::cmd("PING"), "pong")
+    }
+
+    fn close(mut self) -> Result<(), String> {
+        let left = self.exchange(&redis::cmd("UNSUBSCRIBE"), "unsubscribe")?;
+        match left.is_empty() {
+            true => Ok(()),
+            false => Err(format!("messages nobody expected: {left:?}")),
+        }
+    }
+
+    /// Sends `cmd` and reads up to its answer, whose first word is `answer`; returns the
+    /// messages read before it.
+    fn exchange(&mut self, cmd: &redis::Cmd, answer: &str) -> Result<Vec<Vec<u8>>, String> {
+        self.con
+            .send_packed_command(&cmd.get_packed_command())
+            .map_err(|e| e.to_string())?;
+        let mut messages = Vec::new();
+        loop {
+            let v = self.con.recv_response().map_err(|e| e.to_string())?;
+            let Value::Array(parts) = &v else {
+                return Err(format!("{v:?} on a subscribed connection"));
+            };
+            match parts.as_slice() {
+                [Value::BulkString(kind), ..] if kind == answer.as_bytes() => return Ok(messages),
+                [Value::BulkString(kind), _, Value::BulkString(payload)] if kind == b"message" => {
+                    messages.push(payload.clone())
+                }
+                _ => return Err(format!("{v:?} on a subscribed connection")),
+            }
+        }
+    }
+}
