@@ -101,10 +101,15 @@ async fn the_state_counts_the_waiters_in_line() {
     let free = m.state("line").await.unwrap();
     assert_eq!((free.remaining, free.waiters), (None, Some(0)));
     let lock = m.acquire("line", MS(10_000), None).await.unwrap();
+    // Each waiter releases as soon as it holds: the line orders them by arrival, which
+    // need not be the order they were spawned in.
     let waiters: Vec<_> = (0..2)
         .map(|_| {
             let m = m.clone();
-            tokio::spawn(async move { m.acquire("line", MS(10_000), Some(MS(20_000))).await })
+            tokio::spawn(async move {
+                let lock = m.acquire("line", MS(10_000), Some(MS(20_000))).await?;
+                lock.release().await
+            })
         })
         .collect();
     let two_in_line = || async { m.state("line").await.unwrap().waiters == Some(2) };
@@ -113,7 +118,7 @@ async fn the_state_counts_the_waiters_in_line() {
     assert!(st.remaining.unwrap() > MS(5000), "{st:?}");
     lock.release().await.unwrap();
     for w in waiters {
-        w.await.unwrap().unwrap().release().await.unwrap();
+        w.await.unwrap().unwrap();
     }
     assert_eq!(m.state("line").await.unwrap().waiters, Some(0));
 }
