@@ -49,7 +49,9 @@ describe('acquireMany', () => {
 
     const holder = await mgr.acquire('m-y', { ttl: 30_000 })
     const waiting = mgr.acquireMany(['m-x', 'm-y'], { ttl: 10_000, wait: 10_000 })
-    await waitUntil(async () => (await servers[0].queued('m-x')) === 1, 'the waiter queued')
+    // Queued and listening everywhere: a waiter not subscribed yet may be passed (SAFETY.md).
+    const ready = async (s) => (await s.queued('m-x')) === 1 && (await s.listening('m-x'))
+    await waitUntil(async () => (await Promise.all(servers.map(ready))).every(Boolean), 'the waiter queued and listening')
     assert.equal(await servers[0].get('m-x'), null, 'it holds nothing while it waits')
     const other = new LockManager(servers.map((s) => s.url))
     assert.equal(await other.tryAcquire('m-x'), null, 'and nobody passes it')

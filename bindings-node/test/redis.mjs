@@ -156,6 +156,18 @@ export class RedisServer {
     return n
   }
 
+  /**
+   * Whether a waiter for lock `name` listens on this server: a subscriber on one of its
+   * wake-up channels (`fencelock:{SLOT-TAG}:released:NAME|WAKE-ID`). A waiter takes its
+   * place at its first refusal and subscribes after it: until then a newcomer may pass it.
+   */
+  async listening(name) {
+    this.cli ??= this.client()
+    const escaped = name.replace(/[*?[\]\\]/g, '\\$&')
+    const channels = await this.cli.pubsub('CHANNELS', `fencelock:{*}:released:${escaped}|*`)
+    return channels.length > 0
+  }
+
   /** SIGSTOP by PID: the server hangs (connections stay open, nothing is answered). */
   pause() {
     this.proc.kill('SIGSTOP')

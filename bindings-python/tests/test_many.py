@@ -22,6 +22,13 @@ def queued(server: RedisServer, name: str) -> int:
     return sum(int(client.zcard(k)) for k in keys)
 
 
+def listening(server: RedisServer, name: str) -> bool:
+    """Whether a waiter for lock ``name`` is subscribed to one of its wake-up channels: it
+    takes its place at its first refusal and subscribes after it, and until then a newcomer
+    may pass it."""
+    return len(server.client().pubsub_channels("fencelock:{*}:released:" + name + "|*")) > 0
+
+
 def test_every_name_is_taken_at_once_with_a_fencing_token_each(manager: fencelock.LockManager, server: RedisServer, name: str) -> None:
     a, b = name + "-a", (name + "-b").encode()
     lock = manager.acquire_many([a, b], 10, wait=0)
@@ -53,7 +60,7 @@ def test_none_is_taken_while_one_is_held_and_a_waiter_holds_nothing(manager: fen
     got: List[Optional[fencelock.Lock]] = [None]
     waiter = threading.Thread(target=lambda: got.__setitem__(0, manager.acquire_many([a, b], 10, wait=10)))
     waiter.start()
-    wait_until(lambda: queued(server, a) == 1, what="the waiter queued")
+    wait_until(lambda: queued(server, a) == 1 and listening(server, a), what="the waiter queued and listening")
     assert client.get(a) is None, "it holds nothing while it waits"
     with fencelock.LockManager(server.url) as other:
         assert other.try_acquire(a, 1) is None, "and nobody passes it"
