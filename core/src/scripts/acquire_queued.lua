@@ -68,7 +68,9 @@ if holder == false then
   if first == nil or first == ARGV[1] then
     return grant_in_line()
   end
-  sweep(KEYS[3], KEYS[4], KEYS[5], now_ms())
+  if arrival == '0' then
+    sweep(KEYS[3], KEYS[4], KEYS[5], now_ms()) -- with a place, swept above
+  end
   local handed = hand_over(KEYS[1], KEYS[2], KEYS[3], KEYS[5], publish, channel, wake_id_len, ARGV[1])
   if handed == false or handed == 'self' then
     return grant_in_line()
