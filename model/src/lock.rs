@@ -216,6 +216,18 @@ pub struct Store {
     pub rejected: bool,
 }
 
+impl Store {
+    /// A write with token `fence`: accepted when at least the largest accepted, else
+    /// rejected.
+    pub fn write(&mut self, fence: u32) {
+        if fence >= self.max_fence {
+            self.max_fence = fence;
+        } else {
+            self.rejected = true;
+        }
+    }
+}
+
 /// What happened, for the properties.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct History {
@@ -344,13 +356,10 @@ impl Model for LockModel {
             }
             Action::Enter(c) => hold(&mut s, c)?.in_cs = true,
             Action::Write(c) => {
-                let fence = hold(&mut s, c)?.fence;
-                hold(&mut s, c)?.wrote = true;
-                if fence >= s.store.max_fence {
-                    s.store.max_fence = fence;
-                } else {
-                    s.store.rejected = true;
-                }
+                let h = hold(&mut s, c)?;
+                h.wrote = true;
+                let fence = h.fence;
+                s.store.write(fence);
             }
             Action::Leave(c) => hold(&mut s, c)?.in_cs = false,
             Action::Crash(c) => {

@@ -259,11 +259,7 @@ impl Model for RedlockModel {
                 let h = s.hold(c)?;
                 h.wrote = true;
                 let fence = h.fence;
-                if fence >= s.store.max_fence {
-                    s.store.max_fence = fence;
-                } else {
-                    s.store.rejected = true;
-                }
+                s.store.write(fence);
             }
             Action::Leave(c) => s.hold(c)?.in_cs = false,
             Action::Release(c) => {
