@@ -392,3 +392,39 @@ async fn the_uncontended_path_leaves_ended_leases_to_the_full_path() {
     assert!(sem.try_acquire(1, MS(10_000)).await.is_err());
     assert_eq!(s[0].cmd(&[b"DBSIZE"]), Reply::Int(1), "nothing written");
 }
+
+/// The leases' key expired before anyone gave the ended leases' weights back, while the
+/// name's key lived on (a queue keeps it alive): the weights come back, both to an inspection
+/// and to the next acquisition, rather than being lost for as long as anyone waits. Found by
+/// the conformance test (docs/SAFETY.md, "The model held to the scripts").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_weights_of_leases_whose_key_expired_come_back() {
+    let s = servers(1);
+    let m = manager(&s);
+    let sem = m.semaphore("expired", 2).unwrap();
+    let lease = sem.acquire(2, MS(300), Some(MS(0))).await.unwrap();
+    let over = || async { !lease.is_held().await.unwrap() };
+    wait_for(MS(10_000), "the short lease ended", over).await;
+    let Reply::Array(Some(keys)) = s[0].cmd(&[b"KEYS", b"*"]) else {
+        panic!("no keys")
+    };
+    let mut name = None;
+    for key in keys {
+        let Reply::Bulk(Some(key)) = key else {
+            panic!("{key:?}")
+        };
+        match s[0].cmd(&[b"TYPE", &key]) {
+            // What the leases' key's expiry does.
+            Reply::Status(t) if t == "zset" => drop(s[0].cmd(&[b"DEL", &key])),
+            Reply::Status(t) if t == "hash" => name = Some(key),
+            _ => {}
+        }
+    }
+    let name = name.expect("the name's key");
+    s[0].cmd(&[b"PEXPIRE", &name, b"60000"]);
+    assert_eq!(sem.state().await.unwrap().held, 0, "the inspection");
+    let both = sem.try_acquire(2, MS(10_000)).await.unwrap();
+    assert!(both.is_some(), "the ended lease's 2 permits came back");
+    assert_eq!(sem.state().await.unwrap().held, 2);
+    both.unwrap().release().await.unwrap();
+}

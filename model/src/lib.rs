@@ -6,11 +6,13 @@
 //! each; `cargo test` here checks the bounds CI uses, `cargo run --release -- --help` larger
 //! ones.
 //!
-//! One module per concern: [`lock`] the clients and the time, [`scripts`] the server,
+//! One module per concern: [`lock`] the clients and the time, [`scripts`] the server (and
+//! [`permits`] its semaphores and read-write locks),
 //! [`properties`] what is checked, [`trace`] the runs the conformance test replays on a real
 //! server.
 
 pub mod lock;
+pub mod permits;
 pub mod properties;
 pub mod redlock;
 pub mod scripts;

@@ -31,6 +31,7 @@
 
 use stateright::{Model, Property};
 
+use crate::permits::Family;
 use crate::scripts::{self, Ctx, Served};
 
 /// A client's index.
@@ -83,6 +84,8 @@ pub struct LockModel {
     /// lost reply takes a new token, so the counter bounds the runs as the ticks do.
     pub max_grants: u32,
     pub faults: Faults,
+    /// A lock, a semaphore or a read-write lock.
+    pub family: Family,
 }
 
 impl LockModel {
@@ -97,6 +100,7 @@ impl LockModel {
             max_extends: 1,
             max_grants: 4,
             faults,
+            family: Family::Lock,
         }
     }
 }
@@ -118,9 +122,20 @@ pub struct Place {
     pub expires: u8,
 }
 
+/// A semaphore's or read-write lock's lease: its holder, and when it ends (its weight is
+/// the holder's, [`Family::weight`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Lease {
+    pub client: Client,
+    pub expires: u8,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Server {
+    /// A lock's key.
     pub key: Option<Key>,
+    /// A semaphore's or read-write lock's leases, by client.
+    pub leases: Vec<Lease>,
     /// The fencing counter.
     pub counter: u32,
     /// Places in order of arrival, those passed over and the holder's included (a release
@@ -272,6 +287,12 @@ impl State {
         self.clients[c].paused_at.unwrap_or(self.now)
     }
 
+    /// The permits (or, with a lock, holders) in critical sections: each client in one
+    /// counts its weight.
+    pub fn weight_in_cs(&self, family: &Family) -> u8 {
+        self.in_cs().into_iter().map(|c| family.weight(c).1).sum()
+    }
+
     /// Clients in their critical section.
     pub fn in_cs(&self) -> Vec<Client> {
         (0..self.clients.len())
@@ -378,7 +399,10 @@ impl Model for LockModel {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        crate::properties::lock()
+        match self.family {
+            Family::Lock => crate::properties::lock(),
+            Family::Permits { .. } => crate::properties::permits(),
+        }
     }
 
     fn within_boundary(&self, s: &State) -> bool {
@@ -403,16 +427,17 @@ impl LockModel {
             ttl: self.ttl,
             place_life: self.place_life,
             listening: &listening,
+            family: &self.family,
         };
         let served = scripts::serve(&x, &mut s.server, c, request);
         if !matches!(s.clients[c].phase, Phase::Crashed) {
             s.clients[c].reply = served.reply;
         }
-        if let Some((w, fence)) = served.handed {
+        for &(w, fence) in &served.handed {
             s.clients[w].handoff = Some(fence);
             s.history.handed_off = true;
         }
-        if let Some(fence) = served.granted {
+        for &fence in &served.granted {
             s.history.fence_regressed |= fence <= s.history.last_grant;
             s.history.last_grant = s.history.last_grant.max(fence);
         }
@@ -493,7 +518,8 @@ impl LockModel {
                 if !h.in_cs && clock < h.valid_until && !h.wrote {
                     actions.push(Action::Enter(c));
                 }
-                if h.in_cs && !h.wrote {
+                // The fenced store is the lock's: a semaphore's holders write side by side.
+                if h.in_cs && !h.wrote && self.family == Family::Lock {
                     actions.push(Action::Write(c));
                 }
                 if h.in_cs {

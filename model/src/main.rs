@@ -3,7 +3,8 @@
 //! ```text
 //! cargo run --release -- [--clients N] [--servers N] [--ttl T] [--max-time T] [--max-extends N]
 //!                        [--max-grants N] [--faults none|assumed|all]
-//! cargo run --release -- traces [--runs N] [--steps N]
+//!                        [--semaphore LIMIT:COUNTS | --rwlock ROLES]
+//! cargo run --release -- traces [--permits] [--runs N] [--steps N]
 //! ```
 //!
 //! `traces` writes the random runs the conformance test replays ([`fencelock_model::trace`]);
@@ -12,6 +13,7 @@
 use stateright::{Checker, Model};
 
 use fencelock_model::lock::{Faults, LockModel};
+use fencelock_model::permits::Family;
 use fencelock_model::redlock::RedlockModel;
 
 fn main() {
@@ -44,6 +46,8 @@ fn main() {
             "--max-time" => m.max_time = number(),
             "--max-extends" => m.max_extends = number(),
             "--max-grants" => m.max_grants = u32::from(number()),
+            "--semaphore" => m.family = semaphore(value),
+            "--rwlock" => m.family = rwlock(value),
             "--faults" => {
                 m.faults = match value.as_str() {
                     "none" => Faults::NONE,
@@ -57,6 +61,14 @@ fn main() {
                 }
             }
             _ => usage(&format!("unknown option {flag}")),
+        }
+    }
+    if let Family::Permits { weights, .. } = &m.family {
+        if weights.len() != m.clients {
+            usage("--semaphore and --rwlock name one lease per client (--clients)");
+        }
+        if servers > 1 {
+            usage("a semaphore and a read-write lock are modelled on one server");
         }
     }
     if servers > 1 {
@@ -75,8 +87,39 @@ fn main() {
         let symmetry: fn(&_) -> _ = stateright::Representative::representative;
         return report(&r, names.iter().map(|p| p.name), Some(symmetry));
     }
-    let names = fencelock_model::properties::lock();
+    let names = match m.family {
+        Family::Lock => fencelock_model::properties::lock(),
+        Family::Permits { .. } => fencelock_model::properties::permits(),
+    };
     report(&m, names.iter().map(|p| p.name), None);
+}
+
+/// `LIMIT:COUNTS`, as `2:1,1,2`: a semaphore of 2 whose third client takes both permits.
+fn semaphore(value: &str) -> Family {
+    let parsed = value.split_once(':').and_then(|(limit, counts)| {
+        let limit = limit.parse::<u8>().ok()?;
+        let counts: Option<Vec<u8>> = counts.split(',').map(|n| n.parse().ok()).collect();
+        let counts = counts?;
+        counts
+            .iter()
+            .all(|&n| (1..=limit).contains(&n))
+            .then(|| Family::semaphore(limit, &counts))
+    });
+    parsed.unwrap_or_else(|| usage(&format!("--semaphore LIMIT:COUNTS (as 2:1,1,2): {value}")))
+}
+
+/// `ROLES`, as `r,r,w`: two readers and a writer.
+fn rwlock(value: &str) -> Family {
+    let writers: Option<Vec<bool>> = value
+        .split(',')
+        .map(|r| match r {
+            "r" => Some(false),
+            "w" => Some(true),
+            _ => None,
+        })
+        .collect();
+    let writers = writers.unwrap_or_else(|| usage(&format!("--rwlock ROLES (as r,r,w): {value}")));
+    Family::rwlock(&writers)
 }
 
 /// A function naming one state of each class of states alike.
@@ -122,28 +165,40 @@ where
 
 const USAGE: &str = "usage: fencelock-model [--clients N] [--servers N] [--ttl T] [--max-time T] \
      [--max-extends N] [--max-grants N] [--faults none|assumed|all]\n       \
+     [--semaphore LIMIT:COUNTS (as 2:1,1,2) | --rwlock ROLES (as r,r,w)]\n       \
      (Redlock: --servers 3 [--max-faults N])\n       \
-     fencelock-model traces [--runs N] [--steps N]   (defaults: 300 runs of 80 steps)";
+     fencelock-model traces [--permits] [--runs N] [--steps N]
+            (defaults: 300 runs of 80 steps; with --permits, 150 of a semaphore and 150 of a read-write lock)";
 
-/// `traces [--runs N] [--steps N]`: the conformance test's runs, on standard output.
+/// `traces [--permits] [--runs N] [--steps N]`: the conformance test's runs (of the lock, or
+/// of a semaphore and a read-write lock), on standard output.
 fn traces(args: &[String]) {
-    let (mut runs, mut steps) = (300u64, 80usize);
+    let (mut runs, mut steps, mut permits) = (None, 80usize, false);
     let mut it = args.iter();
     while let Some(flag) = it.next() {
+        if flag == "--permits" {
+            permits = true;
+            continue;
+        }
         let value = it
             .next()
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or_else(|| usage(&format!("{flag} needs a number")));
         match flag.as_str() {
-            "--runs" => runs = value,
+            "--runs" => runs = Some(value),
             "--steps" => steps = value as usize,
             _ => usage(&format!("unknown option {flag}")),
         }
     }
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
-    if let Err(e) = fencelock_model::trace::write(&mut out, runs, steps)
-        .and_then(|()| std::io::Write::flush(&mut out))
+    if let Err(e) = fencelock_model::trace::write(
+        &mut out,
+        runs.unwrap_or(if permits { 150 } else { 300 }),
+        steps,
+        permits,
+    )
+    .and_then(|()| std::io::Write::flush(&mut out))
     {
         eprintln!("fencelock-model: writing the traces: {e}");
         std::process::exit(74);

@@ -18,6 +18,10 @@ pub const ALL_DONE: &str = "every client acquired and released";
 pub const HANDED_OFF: &str = "a release handed the lock to a waiter";
 pub const HELD_BY_HANDOFF: &str = "a waiter held through a quorum of hand-off messages";
 pub const RESTART_REPEATS_A_TOKEN: &str = "a server restarted empty gives a token again";
+pub const WITHIN_LIMIT: &str = "the permits held never exceed the limit";
+pub const WRITER_ALONE: &str = "never a writer with anyone else";
+pub const SHARED: &str = "two holders at once";
+pub const PAUSE_EXCEEDS: &str = "a pause past validity lets the holders exceed the limit";
 
 pub fn lock() -> Vec<Property<LockModel>> {
     vec![
@@ -41,6 +45,41 @@ pub fn lock() -> Vec<Property<LockModel>> {
         Property::sometimes(RESTART_REPEATS_A_TOKEN, |_, s: &State| {
             s.history.restarted && s.history.fence_regressed
         }),
+    ]
+}
+
+/// What the checker holds a semaphore or read-write lock to (one server): the permits in
+/// critical sections within the limit (for a read-write lock: a writer alone) while the
+/// timing assumptions hold, tokens and the line as for the lock, and holders sharing the name
+/// as the scenario that makes the limit matter.
+pub fn permits() -> Vec<Property<LockModel>> {
+    vec![
+        Property::always(WITHIN_LIMIT, |m: &LockModel, s: &State| {
+            let (limit, _) = m.family.weight(0);
+            s.any_paused() || s.history.restarted || s.weight_in_cs(&m.family) <= limit
+        }),
+        Property::always(WRITER_ALONE, |m: &LockModel, s: &State| {
+            let in_cs = s.in_cs();
+            s.any_paused()
+                || s.history.restarted
+                || in_cs.len() <= 1
+                || !in_cs.iter().any(|&c| m.family.writes(c))
+        }),
+        Property::always(FENCING_INCREASES, |_, s: &State| {
+            s.history.restarted || !s.history.fence_regressed
+        }),
+        Property::always(NEVER_PASSES_A_WAITER, |_, s: &State| {
+            !s.history.passed_a_waiter
+        }),
+        Property::sometimes(SHARED, |_, s: &State| s.in_cs().len() >= 2),
+        Property::sometimes(PAUSE_EXCEEDS, |m: &LockModel, s: &State| {
+            let (limit, _) = m.family.weight(0);
+            s.any_paused() && s.weight_in_cs(&m.family) > limit
+        }),
+        Property::sometimes(ALL_DONE, |_, s: &State| {
+            s.clients.iter().all(|c| c.phase == Phase::Done)
+        }),
+        Property::sometimes(HANDED_OFF, |_, s: &State| s.history.handed_off),
     ]
 }
 

@@ -23,6 +23,7 @@
 use stateright::{Model, Property, Representative};
 
 use crate::lock::{Client, Faults, Hold, Reply, Request, Server, Store};
+use crate::permits::Family;
 use crate::scripts::{self, Ctx};
 
 #[derive(Clone, Debug)]
@@ -421,10 +422,11 @@ impl RedlockModel {
             ttl: self.ttl,
             place_life: self.place_life,
             listening: &listening,
+            family: &Family::Lock,
         };
         let served = scripts::serve(&x, &mut s.servers[i], c, request);
         s.history.passed_a_waiter |= served.passed_a_waiter;
-        if let Some((w, fence)) = served.handed {
+        for &(w, fence) in &served.handed {
             if !matches!(s.clients[w].phase, Phase::Crashed) {
                 s.clients[w].handoffs[i] = Some(fence);
             }

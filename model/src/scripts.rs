@@ -1,29 +1,34 @@
 //! The server's scripts as atomic steps on one server (core/src/scripts: `acquire.lua` with
 //! its lean path and `acquire_queued.lua`, `extend.lua`, `release.lua` with
-//! `release_queued.lua`'s hand-off, its undo mode, `raise_fence.lua`), run at the server's
+//! `release_queued.lua`'s hand-off, its undo mode, `raise_fence.lua`; for a semaphore or a
+//! read-write lock the `permits*.lua` scripts, in [`crate::permits`]), run at the server's
 //! `now` after what is due has expired. The single-server model ([`crate::lock`]) and Redlock
 //! ([`crate::redlock`]) both run them. The conformance test (`core/src/scripts/conformance.rs`,
 //! from [`crate::trace`]) holds these steps to the real scripts on a real server.
 
 use crate::lock::{Client, Key, Place, Reply, Request, Server};
+use crate::permits::Family;
 
-/// What a script runs with: the time, the lock's TTL and a place's life (ticks), and which
-/// clients listen on their wake-up channels.
+/// What a script runs with: the time, the lock's TTL and a place's life (ticks), which
+/// clients listen on their wake-up channels, and what the name is (a lock, a semaphore, a
+/// read-write lock).
 pub struct Ctx<'a> {
     pub now: u8,
     pub ttl: u8,
     pub place_life: u8,
     pub listening: &'a [bool],
+    pub family: &'a Family,
 }
 
-/// What a script did: its reply (none for an undo, whose reply nobody waits for), the waiter
-/// it handed the lock to with the token, the token of any grant it made, and whether that
-/// grant passed a listening waiter ahead in line (which it must never).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a script did: its reply (none for an undo, whose reply nobody waits for), the
+/// waiters it handed the lock (or leases) to with their tokens, the tokens of the grants it
+/// made in order, and whether a grant passed a listening waiter ahead in line (which it must
+/// never).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Served {
     pub reply: Option<Reply>,
-    pub handed: Option<(Client, u32)>,
-    pub granted: Option<u32>,
+    pub handed: Vec<(Client, u32)>,
+    pub granted: Vec<u32>,
     pub passed_a_waiter: bool,
 }
 
@@ -35,11 +40,15 @@ pub fn serve(x: &Ctx, server: &mut Server, c: Client, request: Request) -> Serve
         server,
         served: Served {
             reply: None,
-            handed: None,
-            granted: None,
+            handed: Vec::new(),
+            granted: Vec::new(),
             passed_a_waiter: false,
         },
     };
+    if x.family.is_permits() {
+        run.served.reply = run.permits(c, request);
+        return run.served;
+    }
     let reply = match request {
         Request::Acquire { arrival } => Some(run.acquire(c, arrival)),
         Request::Extend { sent } => Some(match &mut run.server.key {
@@ -69,18 +78,20 @@ pub fn serve(x: &Ctx, server: &mut Server, c: Client, request: Request) -> Serve
     }
 }
 
-/// Redis expires a key, and a place is forgotten, once its time has come.
+/// Redis expires a key, and a lease ends and a place is forgotten, once its time has come.
 pub(crate) fn expire(server: &mut Server, now: u8) {
     if server.key.is_some_and(|k| k.expires <= now) {
         server.key = None;
     }
+    server.leases.retain(|l| l.expires > now);
     server.line.retain(|p| p.expires > now);
 }
 
-struct Run<'a, 'b> {
-    x: &'a Ctx<'b>,
-    server: &'a mut Server,
-    served: Served,
+/// One script's run: what it runs with, on, and what it did so far.
+pub(crate) struct Run<'a, 'b> {
+    pub(crate) x: &'a Ctx<'b>,
+    pub(crate) server: &'a mut Server,
+    pub(crate) served: Served,
 }
 
 impl Run<'_, '_> {
@@ -132,7 +143,7 @@ impl Run<'_, '_> {
 
     /// Takes or refreshes `c`'s place (a new one goes where its arrival puts it); returns
     /// whether it had one.
-    fn take_place(&mut self, c: Client, arrival: u8) -> bool {
+    pub(crate) fn take_place(&mut self, c: Client, arrival: u8) -> bool {
         let expires = self.x.now + self.x.place_life;
         let line = &mut self.server.line;
         if let Some(place) = line.iter_mut().find(|p| p.client == c) {
@@ -187,17 +198,23 @@ impl Run<'_, '_> {
             expires: self.x.now + self.x.ttl,
             fence,
         });
+        self.granted(c, fence, new);
+        fence
+    }
+
+    /// Notes a grant of `fence` to `c` (`new`: not a re-entry, so it must not pass a
+    /// listening waiter ahead of `c`'s place, or anywhere in line when `c` has none).
+    pub(crate) fn granted(&mut self, c: Client, fence: u32, new: bool) {
         let mut ahead = self.server.line.iter().take_while(|p| p.client != c);
         if new && ahead.any(|p| self.x.listening[p.client]) {
             self.served.passed_a_waiter = true;
         }
-        self.served.granted = Some(fence);
-        fence
+        self.served.granted.push(fence);
     }
 
     /// The key to waiter `w`, told by a message.
     fn hand_over(&mut self, w: Client) {
         let fence = self.grant(w, true, true);
-        self.served.handed = Some((w, fence));
+        self.served.handed.push((w, fence));
     }
 }

@@ -24,6 +24,20 @@
 //! holder and the ticks it has left, or `- -`; `COUNTER` the fencing counter; `HANDED FENCE`
 //! the waiter the script handed the lock to and its token, or `- -`; then the line, one
 //! `CLIENT:ARRIVAL:LEFT` per place, in order.
+//!
+//! The runs of a semaphore and of a read-write lock (`traces --permits`,
+//! `core/src/scripts/conformance/permits.trace`) have their own model lines, and a step says
+//! what a permit script leaves:
+//!
+//! ```text
+//! model semaphore CLIENTS TTL PLACE_LIFE LIMIT COUNTS      COUNTS as 1,1,2: client c's permits
+//! model rwlock CLIENTS TTL PLACE_LIFE ROLES                ROLES as r,r,w: reader or writer
+//! OP CLIENT ARRIVAL LISTENING -> REPLY VALUE COUNTER HANDED leases LEASE... line PLACE...
+//! ```
+//!
+//! `VALUE` of a refusal is the ticks until the first lease ends (`-`: none held); `HANDED` the
+//! waiters handed a lease with their tokens, as `1:5,2:6`, or `-`; each `LEASE` is
+//! `CLIENT:LEFT`, each `PLACE` `CLIENT:ARRIVAL:LEFT`.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -31,6 +45,7 @@ use std::io::{self, Write};
 use stateright::Model;
 
 use crate::lock::{Action, Faults, LockModel, Phase, Request, State};
+use crate::permits::Family;
 use crate::scripts::Served;
 
 /// The bounds of the runs: 3 clients, TTL 3, places living 2 ticks, 30 ticks at most, and
@@ -49,10 +64,48 @@ pub fn model() -> LockModel {
     }
 }
 
-/// Writes `runs` runs of at most `steps` actions each.
-pub fn write(out: &mut impl Write, runs: u64, steps: usize) -> io::Result<()> {
-    let m = model();
-    writeln!(out, "model {} {} {}", m.clients, m.ttl, m.place_life)?;
+/// The runs' models of the coordination family: a semaphore of 2 whose third client takes
+/// both permits, and a read-write lock with two readers and a writer.
+pub fn permit_models() -> [LockModel; 2] {
+    [
+        Family::semaphore(2, &[1, 1, 2]),
+        Family::rwlock(&[false, false, true]),
+    ]
+    .map(|family| LockModel { family, ..model() })
+}
+
+/// Writes `runs` runs of at most `steps` actions each: of the lock, or (`permits`) as many
+/// of each of [`permit_models`].
+pub fn write(out: &mut impl Write, runs: u64, steps: usize, permits: bool) -> io::Result<()> {
+    if !permits {
+        let m = model();
+        writeln!(out, "model {} {} {}", m.clients, m.ttl, m.place_life)?;
+        return write_runs(out, &m, runs, steps);
+    }
+    for m in permit_models() {
+        let Family::Permits { rw, limit, weights } = &m.family else {
+            unreachable!("permits")
+        };
+        let (ttl, life) = (m.ttl, m.place_life);
+        match rw {
+            false => {
+                let counts: Vec<String> = weights.iter().map(u8::to_string).collect();
+                let counts = counts.join(",");
+                writeln!(out, "model semaphore 3 {ttl} {life} {limit} {counts}")?;
+            }
+            true => {
+                let roles: Vec<&str> = (0..m.clients)
+                    .map(|c| if m.family.writes(c) { "w" } else { "r" })
+                    .collect();
+                writeln!(out, "model rwlock 3 {ttl} {life} {}", roles.join(","))?;
+            }
+        }
+        write_runs(out, &m, runs, steps)?;
+    }
+    Ok(())
+}
+
+fn write_runs(out: &mut impl Write, m: &LockModel, runs: u64, steps: usize) -> io::Result<()> {
     for seed in 1..=runs {
         writeln!(out, "run {seed}")?;
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
@@ -78,7 +131,11 @@ pub fn write(out: &mut impl Write, runs: u64, steps: usize) -> io::Result<()> {
                     let mut next = s.clone();
                     let request = next.clients[c].request.take().expect("a request");
                     let served = m.serve(&mut next, c, request);
-                    writeln!(out, "{}", line(&s, &next, c, request, served))?;
+                    let text = match m.family {
+                        Family::Lock => line(&s, &next, c, request, served),
+                        Family::Permits { .. } => permit_line(&s, &next, c, request, &served),
+                    };
+                    writeln!(out, "{text}")?;
                     next
                 }
                 _ => match m.next_state(&s, action) {
@@ -110,9 +167,8 @@ fn pick(actions: &[Action], rng: &mut Rng) -> Action {
     unreachable!("a pick within the weights")
 }
 
-/// The line of a script run for `c`'s `request` in `before`, leaving `after`.
-fn line(before: &State, after: &State, c: usize, request: Request, served: Served) -> String {
-    use crate::lock::Reply::*;
+/// What a step says before `->`: the operation, its client, arrival and who listens.
+fn call(before: &State, c: usize, request: Request) -> String {
     let (op, arrival) = match request {
         Request::Acquire { arrival } => ("acquire", arrival.to_string()),
         Request::Extend { .. } => ("extend", "-".to_owned()),
@@ -128,6 +184,12 @@ fn line(before: &State, after: &State, c: usize, request: Request, served: Serve
     } else {
         listening.join(",")
     };
+    format!("{op} {c} {arrival} {listening}")
+}
+
+/// The line of a script run for `c`'s `request` in `before`, leaving `after`.
+fn line(before: &State, after: &State, c: usize, request: Request, served: Served) -> String {
+    use crate::lock::Reply::*;
     let (reply, value) = match served.reply.expect("a reply") {
         Granted { fence } => ("granted", fence.to_string()),
         Refused { .. } => ("refused", "-".to_owned()),
@@ -144,11 +206,61 @@ fn line(before: &State, after: &State, c: usize, request: Request, served: Serve
     });
     let handed = served
         .handed
+        .first()
         .map_or("- -".to_owned(), |(w, f)| format!("{w} {f}"));
     let mut text = format!(
-        "{op} {c} {arrival} {listening} -> {reply} {value} {key} {} {handed}",
+        "{} -> {reply} {value} {key} {} {handed}",
+        call(before, c, request),
         server.counter
     );
+    for p in &server.line {
+        write!(text, " {}:{}:{}", p.client, p.arrival, p.expires - now).unwrap();
+    }
+    text
+}
+
+/// The line of a permit script run for `c`'s `request` in `before`, leaving `after`.
+fn permit_line(
+    before: &State,
+    after: &State,
+    c: usize,
+    request: Request,
+    served: &Served,
+) -> String {
+    use crate::lock::Reply::*;
+    let now = after.now;
+    let server = &after.server;
+    let first_end = server.leases.iter().map(|l| l.expires - now).min();
+    let (reply, value) = match served.reply.expect("a reply") {
+        Granted { fence } => ("granted", fence.to_string()),
+        Refused { .. } => (
+            "refused",
+            first_end.map_or("-".to_owned(), |t| t.to_string()),
+        ),
+        Extended { .. } => ("extended", "-".to_owned()),
+        Released => ("released", "-".to_owned()),
+        NotHeld { .. } => ("gone", "-".to_owned()),
+        Raised { .. } => unreachable!("the single-server lock raises no counter"),
+    };
+    let handed: Vec<String> = served
+        .handed
+        .iter()
+        .map(|(w, f)| format!("{w}:{f}"))
+        .collect();
+    let handed = if handed.is_empty() {
+        "-".to_owned()
+    } else {
+        handed.join(",")
+    };
+    let mut text = format!(
+        "{} -> {reply} {value} {} {handed} leases",
+        call(before, c, request),
+        server.counter
+    );
+    for l in &server.leases {
+        write!(text, " {}:{}", l.client, l.expires - now).unwrap();
+    }
+    text.push_str(" line");
     for p in &server.line {
         write!(text, " {}:{}:{}", p.client, p.arrival, p.expires - now).unwrap();
     }

@@ -6,6 +6,9 @@
 //! lifetime) compared with what the model says. A script whose behaviour the model does not
 //! know fails here, as does a model that no longer matches the scripts.
 //!
+//! The runs of a semaphore and a read-write lock (`conformance/permits.trace`, replayed by
+//! [`permits`]) hold the permit scripts to the model the same way.
+//!
 //! The replay stands for what the model abstracts: a tick is [`TICK_MS`] of the server's time
 //! (every TTL and place deadline moved back by it: nothing real waits), a client listening is
 //! a subscription to its wake-up channel, its crash the subscription's end.
@@ -13,6 +16,8 @@
 use std::time::Duration;
 
 use redis::{Connection, Value};
+
+mod permits;
 
 use super::{parse_acquire, AcquireReply, ScriptCall};
 use crate::keys::LockKeys;
@@ -27,8 +32,10 @@ const TRACE: &str = include_str!("conformance.trace");
 /// place ends in another tick than the model's for the time the replay itself takes.
 const TICK_MS: u64 = 10_000;
 
-/// Moves the server's clock for the lock's keys one tick on: every TTL, and every place's
-/// deadline, `ARGV[1]` ms nearer (what has nothing left is deleted, as its expiry would).
+/// Moves the server's clock for a name's keys (`KEYS`: the name, the leases, the counter,
+/// the queue, its deadlines, the waiters' entries) one tick on: every TTL, every lease's end
+/// and every place's deadline `ARGV[1]` ms nearer (what has nothing left is deleted, as its
+/// expiry would).
 const TICK: &str = r"
 local step = tonumber(ARGV[1])
 for _, key in ipairs(KEYS) do
@@ -37,31 +44,39 @@ for _, key in ipairs(KEYS) do
     if left <= step then redis.call('DEL', key) else redis.call('PEXPIRE', key, left - step) end
   end
 end
-local places = redis.call('ZRANGE', KEYS[3], 0, -1)
-for _, token in ipairs(places) do
-  redis.call('ZINCRBY', KEYS[3], -step, token)
+for _, times in ipairs({KEYS[2], KEYS[5]}) do
+  for _, token in ipairs(redis.call('ZRANGE', times, 0, -1)) do
+    redis.call('ZINCRBY', times, -step, token)
+  end
 end
-return #places
+return 0
 ";
 
 #[test]
 fn the_scripts_do_what_the_model_of_the_lock_says() {
-    let srv = fencelock_testkit::RedisServer::start();
     let trace = match std::env::var("FENCELOCK_CONFORMANCE_TRACE") {
         Ok(path) => std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")),
         Err(_) => TRACE.to_owned(),
     };
+    let calls = replay(&trace);
+    eprintln!("{calls} script calls matched the model");
+    assert!(calls > 1000, "only {calls} script calls");
+}
+
+/// Replays `trace` (or the file `FENCELOCK_CONFORMANCE_TRACE` names) on a new server.
+fn replay(trace: &str) -> usize {
+    let srv = fencelock_testkit::RedisServer::start();
     let mut replay = Replay::new(redis::Client::open(srv.url()).unwrap());
     for (no, line) in trace.lines().enumerate() {
         if let Err(e) = replay.step(line) {
             panic!("conformance trace line {}: {line}\n{e}", no + 1);
         }
     }
-    eprintln!("{} script calls matched the model", replay.calls);
-    assert!(replay.calls > 1000, "only {} script calls", replay.calls);
+    replay.calls
 }
 
-/// The real side of a run: a server, the lock's keys, a subscription per listening client.
+/// The real side of a run: a server, the lock's keys, a subscription per listening client,
+/// and for a semaphore or read-write lock each client's kind of lease.
 struct Replay {
     client: redis::Client,
     con: Connection,
@@ -69,6 +84,7 @@ struct Replay {
     ttl: u64,
     place_life: u64,
     subs: Vec<Option<Sub>>,
+    permits: Option<permits::Kinds>,
     calls: usize,
 }
 
@@ -90,6 +106,7 @@ impl Replay {
             ttl: 0,
             place_life: 0,
             subs: Vec::new(),
+            permits: None,
             calls: 0,
         }
     }
@@ -97,10 +114,10 @@ impl Replay {
     fn step(&mut self, line: &str) -> Result<(), String> {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
-            ["model", clients, ttl, place_life] => {
-                self.subs = (0..number(clients)?).map(|_| None).collect();
-                (self.ttl, self.place_life) = (number(ttl)?, number(place_life)?);
-                Ok(())
+            ["model", clients, ttl, place_life] => self.model(clients, ttl, place_life, None),
+            ["model", kind, clients, ttl, place_life, kinds @ ..] => {
+                let kinds = permits::Kinds::parse(kind, kinds)?;
+                self.model(clients, ttl, place_life, Some(kinds))
             }
             ["run", _] => {
                 for sub in &mut self.subs {
@@ -111,6 +128,10 @@ impl Replay {
                     .map_err(|e| e.to_string())
             }
             ["tick"] => self.tick(),
+            [op, c, arrival, listening, "->", rest @ ..] if self.permits.is_some() => {
+                self.listen(listening)?;
+                self.permit_step(op, number(c)? as usize, arrival, rest)
+            }
             [op, c, arrival, listening, "->", reply, value, rest @ ..] => {
                 let c = number(c)? as usize;
                 self.listen(listening)?;
@@ -119,18 +140,41 @@ impl Replay {
                 let expected = parse_expected(rest)?;
                 self.check_reply(&got, reply, value, &expected)?;
                 self.check_state(&expected)?;
-                self.check_messages(&expected)
+                let want = match expected.handed {
+                    Some((w, fence)) => {
+                        let place = expected.line.iter().find(|p| p.0 == w);
+                        vec![(w, fence, place.map_or(0, |p| p.1 + 1))]
+                    }
+                    None => Vec::new(),
+                };
+                self.check_messages(&want)
             }
             _ => Err("not a trace line".to_owned()),
         }
+    }
+
+    /// A model's bounds (ticks), and `kinds` of a semaphore's or read-write lock's clients.
+    fn model(
+        &mut self,
+        clients: &str,
+        ttl: &str,
+        place_life: &str,
+        kinds: Option<permits::Kinds>,
+    ) -> Result<(), String> {
+        self.subs = (0..number(clients)?).map(|_| None).collect();
+        (self.ttl, self.place_life) = (number(ttl)?, number(place_life)?);
+        self.permits = kinds;
+        Ok(())
     }
 
     fn tick(&mut self) -> Result<(), String> {
         let k = &self.keys;
         redis::cmd("EVAL")
             .arg(TICK)
-            .arg(4)
+            .arg(6)
             .arg(&k.lock)
+            .arg(&k.holders)
+            .arg(&k.fence)
             .arg(&k.queue)
             .arg(&k.deadlines)
             .arg(&k.ttls)
@@ -159,16 +203,21 @@ impl Replay {
         Ok(())
     }
 
+    /// The place of an acquire with the model's `arrival`.
+    fn place(&self, arrival: &str) -> Result<Place, String> {
+        Ok(Place {
+            // The model's ticks start at 0; an arrival of 0 asks for no place.
+            arrival: number(arrival)? + 1,
+            lasts: Duration::from_millis(self.place_life * TICK_MS),
+        })
+    }
+
     /// Runs the script the core would send for `op`, as `c`.
     fn call(&mut self, op: &str, c: usize, arrival: &str) -> Result<Value, String> {
         let (token, ttl) = (token(c), Duration::from_millis(self.ttl * TICK_MS));
         let call = match op {
             "acquire" => {
-                let place = Place {
-                    // The model's ticks start at 0; an arrival of 0 asks for no place.
-                    arrival: number(arrival)? + 1,
-                    lasts: Duration::from_millis(self.place_life * TICK_MS),
-                };
+                let place = self.place(arrival)?;
                 ScriptCall::acquire(&self.keys, &token, ttl, Some(&place), true)
             }
             "extend" => ScriptCall::extend(&self.keys, &token, ttl),
@@ -178,6 +227,11 @@ impl Replay {
             "release" => ScriptCall::release_after_waiting(&self.keys, &token),
             _ => return Err(format!("unknown operation {op}")),
         };
+        self.run(&call)
+    }
+
+    /// Runs `call` (loading its script when the server does not have it).
+    fn run(&mut self, call: &ScriptCall) -> Result<Value, String> {
         let cmd = call.cmd_for(false);
         match cmd.query::<Value>(&mut self.con) {
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
@@ -279,24 +333,21 @@ impl Replay {
         Ok(line)
     }
 
-    /// The messages every subscribed client got: the hand-off the model made, and no other.
-    fn check_messages(&mut self, expected: &Expected) -> Result<(), String> {
+    /// The messages every subscribed client got: the hand-offs the model made, as
+    /// `(waiter, token, its place's arrival on the server)`, and no other.
+    fn check_messages(&mut self, handed: &[(usize, u64, u64)]) -> Result<(), String> {
         for c in 0..self.subs.len() {
             let Some(sub) = &mut self.subs[c] else {
                 continue;
             };
             let got = sub.drain()?;
-            let want: Vec<Vec<u8>> = match expected.handed {
-                Some((w, fence)) if w == c => {
-                    let arrival = expected
-                        .line
-                        .iter()
-                        .find(|p| p.0 == c)
-                        .map_or(0, |p| p.1 + 1);
-                    vec![[format!("{fence} {arrival} ").as_bytes(), &token(c)].concat()]
-                }
-                _ => Vec::new(),
-            };
+            let want: Vec<Vec<u8>> = handed
+                .iter()
+                .filter(|h| h.0 == c)
+                .map(|&(_, fence, arrival)| {
+                    [format!("{fence} {arrival} ").as_bytes(), &token(c)].concat()
+                })
+                .collect();
             if got != want {
                 let show = |m: &[Vec<u8>]| {
                     m.iter()
@@ -310,11 +361,11 @@ impl Replay {
                 ));
             }
         }
-        match expected.handed {
-            Some((w, _)) if self.subs[w].is_none() => Err(format!(
+        match handed.iter().find(|h| self.subs[h.0].is_none()) {
+            Some((w, ..)) => Err(format!(
                 "the model handed the lock to client {w}, who does not listen"
             )),
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 

@@ -59,11 +59,28 @@ local function read_meta(key, kind, limit, token)
   return state
 end
 
+-- The tokens of every lease the name's key still counts (its '=' fields).
+local function counted(key)
+  local tokens = {}
+  for _, field in ipairs(redis.call('HKEYS', key)) do
+    if string.sub(field, 1, 1) == '=' then
+      tokens[#tokens + 1] = string.sub(field, 2)
+    end
+  end
+  return tokens
+end
+
 -- Gives back the weights of leases that ended by now (at most 1000 a call, about a
 -- millisecond of the server's time: the rest at the next). Updates STATE's weights held, and
 -- forgets STATE.mine when TOKEN's own lease was among them.
+-- The leases' key outlives each lease (upkeep), but not always the name's key, which a queue
+-- keeps alive: once it expired with weights still counted, every lease had ended, and all
+-- their weights are given back (else they would be lost for as long as anyone waits).
 local function reclaim(key, holders, state, now, token)
   local ended = redis.call('ZRANGEBYSCORE', holders, '-inf', now, 'LIMIT', 0, 1000)
+  if #ended == 0 and state.held > 0 and redis.call('EXISTS', holders) == 0 then
+    ended = counted(key)
+  end
   if #ended == 0 then
     return
   end

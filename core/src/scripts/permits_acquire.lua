@@ -30,7 +30,7 @@ local now = now_ms()
 local token = ARGV[1]
 reclaim(k.key, k.holders, state, now, token)
 local held, mine = state.held, state.mine
-local same = 0
+local same, placed = 0, false
 if mine then
   if mine ~= weight then
     if kind == 's' then
@@ -48,9 +48,15 @@ if mine then
   same = 1
 elseif held + weight <= capacity then
   local first = redis.call('ZRANGE', k.queue, 0, 0)[1]
-  local fits = first == nil or first == token
+  local fits = first == nil
   if not fits then
     sweep(k.queue, k.deadlines, k.ttls, now)
+    if arrival ~= '0' then
+      -- The caller's place first, where its arrival puts it: a waiter whose place expired
+      -- gets its turn back, whether or not the sweep had come (as acquire_queued.lua).
+      take_place(k.queue, k.deadlines, k.ttls, token, arrival, lasts, entry, now)
+      placed = true
+    end
     local stop
     stop, held = hand_out(k, held, capacity, now, token)
     fits = stop ~= 'blocked' and held + weight <= capacity
@@ -60,7 +66,9 @@ elseif held + weight <= capacity then
   end
 end
 if arrival ~= '0' and same == 0 then
-  take_place(k.queue, k.deadlines, k.ttls, token, arrival, lasts, entry, now)
+  if not placed then
+    take_place(k.queue, k.deadlines, k.ttls, token, arrival, lasts, entry, now)
+  end
   if state.fresh then
     redis.call('HSET', k.key, 'kind', KINDS[kind], 'limit', limit, 'held', held)
   end

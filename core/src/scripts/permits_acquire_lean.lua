@@ -18,7 +18,12 @@ if redis.call('PTTL', KEYS[4]) == -2 then
   local ours = meta.err == nil and meta[4] == false
   local fresh = ours and meta[1] == false and redis.call('EXISTS', KEYS[1]) == 0
   local held = tonumber(weight) + (tonumber(meta[3]) or 0)
-  if (fresh or (ours and meta[1] == name and meta[2] == limit)) and held <= tonumber(limit) then
+  local same = ours and meta[1] == name and meta[2] == limit
+  -- The leases' key, read before any write; gone while weights are counted, it expired
+  -- after every lease ended: the full path gives their weights back (permits.lua's reclaim).
+  local leases_left = same and held <= tonumber(limit) and redis.call('PTTL', KEYS[2]) or -2
+  local stale = leases_left == -2 and (tonumber(meta[3]) or 0) > 0
+  if (fresh or same and not stale) and held <= tonumber(limit) then
     local fence = redis.call('INCR', KEYS[3])
     local t = redis.call('TIME')
     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -34,7 +39,7 @@ if redis.call('PTTL', KEYS[4]) == -2 then
     redis.call('HSET', KEYS[1], 'held', held, '=' .. ARGV[1], weight)
     redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
     -- The keys' upkeep (permits.lua's upkeep).
-    if redis.call('PTTL', KEYS[2]) < ttl then
+    if leases_left < ttl then
       redis.call('PEXPIRE', KEYS[2], 2 * ttl)
       if redis.call('PTTL', KEYS[1]) < 2 * ttl then
         redis.call('PEXPIRE', KEYS[1], 2 * ttl)
