@@ -10,8 +10,9 @@
 -- of the name for another acquisition.
 -- Granted when the weight fits beside the leases held and nobody in line that listens comes
 -- first: a newcomer never passes a waiter, also one that needs more than is free (first come,
--- first served; no starvation); the waiters at the head that fit are handed their leases
--- first (hand_out), then this caller if it still fits.
+-- first served; no starvation); with someone in line the caller takes its place by its
+-- arrival (a waiter whose place expired gets its turn back), the waiters ahead of it that fit
+-- are handed their leases first (hand_out), then this caller if it still fits.
 local publish, ttl, wake_id_len, arrival, lasts, own, kind, limit, weight, channel =
   string.match(ARGV[2], '^(%S+) (%d+) (%d+) (%d+) (%d+) ([01]) ([srw]) (%d+) (%d+) (.*)$')
 local k = {key = KEYS[1], holders = KEYS[2], fence = KEYS[3], queue = KEYS[4],
