@@ -7,11 +7,12 @@
 //! ones.
 //!
 //! One module per concern: [`lock`] the clients and the time, [`scripts`] the server (and
-//! [`permits`] its semaphores and read-write locks),
+//! [`permits`] its semaphores and read-write locks, [`many`] a lock on several names),
 //! [`properties`] what is checked, [`trace`] the runs the conformance test replays on a real
 //! server.
 
 pub mod lock;
+pub mod many;
 pub mod permits;
 pub mod properties;
 pub mod redlock;

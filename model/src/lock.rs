@@ -31,6 +31,7 @@
 
 use stateright::{Model, Property};
 
+use crate::many;
 use crate::permits::Family;
 use crate::scripts::{self, Ctx, Served};
 
@@ -86,6 +87,9 @@ pub struct LockModel {
     pub faults: Faults,
     /// A lock, a semaphore or a read-write lock.
     pub family: Family,
+    /// A lock's names each client takes at once, as a bitmask (of two names at most): empty,
+    /// every client takes name 0 alone.
+    pub wants: Vec<u8>,
 }
 
 impl LockModel {
@@ -101,7 +105,24 @@ impl LockModel {
             max_grants: 4,
             faults,
             family: Family::Lock,
+            wants: Vec::new(),
         }
+    }
+
+    /// The names client `c` takes, as a bitmask.
+    pub fn wants(&self, c: Client) -> u8 {
+        self.wants.get(c).copied().unwrap_or(1)
+    }
+
+    /// How many names there are.
+    pub fn names(&self) -> usize {
+        let all = self.wants.iter().fold(1, |all, w| all | w);
+        8 - all.leading_zeros() as usize
+    }
+
+    /// Whether `c` takes several names at once.
+    pub fn many(&self, c: Client) -> bool {
+        self.wants(c).count_ones() > 1
     }
 }
 
@@ -246,20 +267,23 @@ impl Store {
 /// What happened, for the properties.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct History {
-    /// The fencing token of the latest new grant.
-    pub last_grant: u32,
+    /// The fencing token of the latest new grant, per name.
+    pub last_grant: [u32; 2],
     /// A new grant's token was not larger than the one before.
     pub fence_regressed: bool,
     /// A grant went to a client while a listening client had an older place.
     pub passed_a_waiter: bool,
     pub handed_off: bool,
+    /// A waiter of several names was woken.
+    pub woke: bool,
     pub restarted: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct State {
     pub now: u8,
-    pub server: Server,
+    /// The server's keys, line and counter of each name.
+    pub names: Vec<Server>,
     pub clients: Vec<ClientState>,
     pub store: Store,
     pub history: History,
@@ -291,6 +315,25 @@ impl State {
     /// counts its weight.
     pub fn weight_in_cs(&self, family: &Family) -> u8 {
         self.in_cs().into_iter().map(|c| family.weight(c).1).sum()
+    }
+
+    /// Whether no two clients in their critical sections share a name.
+    pub fn exclusive(&self, m: &LockModel) -> bool {
+        let mut taken = 0;
+        self.in_cs().into_iter().all(|c| {
+            let mine = m.wants(c);
+            let free = taken & mine == 0;
+            taken |= mine;
+            free
+        })
+    }
+
+    /// The names whose key `c` holds (and has not expired), as a bitmask.
+    pub fn held_names(&self, c: Client) -> u8 {
+        let held = |n: &Server| n.key.is_some_and(|k| k.holder == c && k.expires > self.now);
+        (0..self.names.len())
+            .filter(|&i| held(&self.names[i]))
+            .fold(0, |mask, i| mask | 1 << i)
     }
 
     /// Clients in their critical section.
@@ -326,7 +369,7 @@ impl Model for LockModel {
         };
         vec![State {
             now: 0,
-            server: Server::default(),
+            names: vec![Server::default(); self.names()],
             clients: vec![client; self.clients],
             store: Store::default(),
             history: History::default(),
@@ -350,7 +393,7 @@ impl Model for LockModel {
         match action {
             Action::Tick => s.now += 1,
             Action::Restart => {
-                s.server = Server::default();
+                s.names.fill(Server::default());
                 s.history.restarted = true;
             }
             Action::Send(c, request) => self.send(&mut s, c, request),
@@ -400,13 +443,14 @@ impl Model for LockModel {
 
     fn properties(&self) -> Vec<Property<Self>> {
         match self.family {
-            Family::Lock => crate::properties::lock(),
+            Family::Lock if self.wants.is_empty() => crate::properties::lock(),
+            Family::Lock => crate::properties::many(),
             Family::Permits { .. } => crate::properties::permits(),
         }
     }
 
     fn within_boundary(&self, s: &State) -> bool {
-        s.now <= self.max_time && s.server.counter <= self.max_grants
+        s.now <= self.max_time && s.names.iter().all(|n| n.counter <= self.max_grants)
     }
 }
 
@@ -420,29 +464,50 @@ fn hold(s: &mut State, c: Client) -> Option<&mut Hold> {
 impl LockModel {
     /// Runs `c`'s `request` on the server, and delivers what it sends: the reply (a client
     /// that crashed never reads it), a hand-off message; what happened goes in the history.
-    pub fn serve(&self, s: &mut State, c: Client, request: Request) -> Served {
+    ///
+    /// Returns what the script did on each name (by index), and its reply.
+    pub fn serve(
+        &self,
+        s: &mut State,
+        c: Client,
+        request: Request,
+    ) -> (Vec<Served>, Option<Reply>) {
         let listening: Vec<bool> = (0..s.clients.len()).map(|w| s.listening(w)).collect();
+        let many: Vec<bool> = (0..s.clients.len()).map(|w| self.many(w)).collect();
         let x = Ctx {
             now: s.now,
             ttl: self.ttl,
             place_life: self.place_life,
             listening: &listening,
+            many: &many,
             family: &self.family,
         };
-        let served = scripts::serve(&x, &mut s.server, c, request);
+        let want = self.wants(c);
+        let (reply, served) = if many[c] {
+            many::serve(&x, &mut s.names, want, c, request)
+        } else {
+            let i = want.trailing_zeros() as usize;
+            let mut served = vec![Served::default(); s.names.len()];
+            served[i] = scripts::serve(&x, &mut s.names[i], c, request);
+            (served[i].reply, served)
+        };
         if !matches!(s.clients[c].phase, Phase::Crashed) {
-            s.clients[c].reply = served.reply;
+            s.clients[c].reply = reply;
         }
-        for &(w, fence) in &served.handed {
-            s.clients[w].handoff = Some(fence);
-            s.history.handed_off = true;
+        for (i, served) in served.iter().enumerate() {
+            for &(w, fence) in &served.handed {
+                s.clients[w].handoff = Some(fence);
+                s.history.handed_off = true;
+            }
+            s.history.woke |= served.woken.is_some();
+            let last = &mut s.history.last_grant[i];
+            for &fence in &served.granted {
+                s.history.fence_regressed |= fence <= *last;
+                *last = (*last).max(fence);
+            }
+            s.history.passed_a_waiter |= served.passed_a_waiter;
         }
-        for &fence in &served.granted {
-            s.history.fence_regressed |= fence <= s.history.last_grant;
-            s.history.last_grant = s.history.last_grant.max(fence);
-        }
-        s.history.passed_a_waiter |= served.passed_a_waiter;
-        served
+        (served, reply)
     }
 
     /// Time passes unless that would break a timing assumption: a client that is not paused
@@ -462,9 +527,9 @@ impl LockModel {
                 Phase::Acquiring { .. } => {
                     client.request.is_some()
                         || !s
-                            .server
-                            .line
+                            .names
                             .iter()
+                            .flat_map(|n| &n.line)
                             .any(|p| p.client == c && p.expires <= next)
                 }
                 _ => true,
@@ -518,8 +583,9 @@ impl LockModel {
                 if !h.in_cs && clock < h.valid_until && !h.wrote {
                     actions.push(Action::Enter(c));
                 }
-                // The fenced store is the lock's: a semaphore's holders write side by side.
-                if h.in_cs && !h.wrote && self.family == Family::Lock {
+                // The fenced store is the lock's on one name: a semaphore's holders write side
+                // by side, a lock's on several names to each name's store.
+                if h.in_cs && !h.wrote && self.family == Family::Lock && self.wants.is_empty() {
                     actions.push(Action::Write(c));
                 }
                 if h.in_cs {

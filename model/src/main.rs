@@ -3,8 +3,8 @@
 //! ```text
 //! cargo run --release -- [--clients N] [--servers N] [--ttl T] [--max-time T] [--max-extends N]
 //!                        [--max-grants N] [--faults none|assumed|all]
-//!                        [--semaphore LIMIT:COUNTS | --rwlock ROLES]
-//! cargo run --release -- traces [--permits] [--runs N] [--steps N]
+//!                        [--semaphore LIMIT:COUNTS | --rwlock ROLES | --wants MASKS]
+//! cargo run --release -- traces [--permits | --many] [--runs N] [--steps N]
 //! ```
 //!
 //! `traces` writes the random runs the conformance test replays ([`fencelock_model::trace`]);
@@ -48,6 +48,7 @@ fn main() {
             "--max-grants" => m.max_grants = u32::from(number()),
             "--semaphore" => m.family = semaphore(value),
             "--rwlock" => m.family = rwlock(value),
+            "--wants" => m.wants = wants(value),
             "--faults" => {
                 m.faults = match value.as_str() {
                     "none" => Faults::NONE,
@@ -62,6 +63,9 @@ fn main() {
             }
             _ => usage(&format!("unknown option {flag}")),
         }
+    }
+    if !m.wants.is_empty() && (m.wants.len() != m.clients || m.family != Family::Lock) {
+        usage("--wants names one mask per client (--clients), of a lock");
     }
     if let Family::Permits { weights, .. } = &m.family {
         if weights.len() != m.clients {
@@ -88,6 +92,7 @@ fn main() {
         return report(&r, names.iter().map(|p| p.name), Some(symmetry));
     }
     let names = match m.family {
+        Family::Lock if !m.wants.is_empty() => fencelock_model::properties::many(),
         Family::Lock => fencelock_model::properties::lock(),
         Family::Permits { .. } => fencelock_model::properties::permits(),
     };
@@ -106,6 +111,15 @@ fn semaphore(value: &str) -> Family {
             .then(|| Family::semaphore(limit, &counts))
     });
     parsed.unwrap_or_else(|| usage(&format!("--semaphore LIMIT:COUNTS (as 2:1,1,2): {value}")))
+}
+
+/// `MASKS`, as `1,3,2`: client 0 takes name 0, client 1 both names, client 2 name 1.
+fn wants(value: &str) -> Vec<u8> {
+    let masks: Option<Vec<u8>> = value
+        .split(',')
+        .map(|w| w.parse::<u8>().ok().filter(|w| (1..=3).contains(w)))
+        .collect();
+    masks.unwrap_or_else(|| usage(&format!("--wants MASKS (1 to 3 each, as 1,3,2): {value}")))
 }
 
 /// `ROLES`, as `r,r,w`: two readers and a writer.
@@ -165,19 +179,24 @@ where
 
 const USAGE: &str = "usage: fencelock-model [--clients N] [--servers N] [--ttl T] [--max-time T] \
      [--max-extends N] [--max-grants N] [--faults none|assumed|all]\n       \
-     [--semaphore LIMIT:COUNTS (as 2:1,1,2) | --rwlock ROLES (as r,r,w)]\n       \
+     [--semaphore LIMIT:COUNTS (as 2:1,1,2) | --rwlock ROLES (as r,r,w) | --wants MASKS (as 1,3,2)]\n       \
      (Redlock: --servers 3 [--max-faults N])\n       \
-     fencelock-model traces [--permits] [--runs N] [--steps N]
-            (defaults: 300 runs of 80 steps; with --permits, 150 of a semaphore and 150 of a read-write lock)";
+     fencelock-model traces [--permits | --many] [--runs N] [--steps N]\n       \
+     (defaults: 300 runs of 80 steps; with --permits, 150 of a semaphore and 150 of a read-write lock)";
 
-/// `traces [--permits] [--runs N] [--steps N]`: the conformance test's runs (of the lock, or
-/// of a semaphore and a read-write lock), on standard output.
+/// `traces [--permits | --many] [--runs N] [--steps N]`: the conformance test's runs (of the
+/// lock, of a semaphore and a read-write lock, or of a lock on two names), on standard output.
 fn traces(args: &[String]) {
-    let (mut runs, mut steps, mut permits) = (None, 80usize, false);
+    use fencelock_model::trace::Traces;
+    let (mut runs, mut steps, mut traces) = (None, 80usize, Traces::Lock);
     let mut it = args.iter();
     while let Some(flag) = it.next() {
-        if flag == "--permits" {
-            permits = true;
+        if flag == "--permits" || flag == "--many" {
+            traces = if flag == "--many" {
+                Traces::Many
+            } else {
+                Traces::Permits
+            };
             continue;
         }
         let value = it
@@ -194,9 +213,9 @@ fn traces(args: &[String]) {
     let mut out = std::io::BufWriter::new(out.lock());
     if let Err(e) = fencelock_model::trace::write(
         &mut out,
-        runs.unwrap_or(if permits { 150 } else { 300 }),
+        runs.unwrap_or(if traces == Traces::Permits { 150 } else { 300 }),
         steps,
-        permits,
+        traces,
     )
     .and_then(|()| std::io::Write::flush(&mut out))
     {

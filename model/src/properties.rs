@@ -22,6 +22,9 @@ pub const WITHIN_LIMIT: &str = "the permits held never exceed the limit";
 pub const WRITER_ALONE: &str = "never a writer with anyone else";
 pub const SHARED: &str = "two holders at once";
 pub const PAUSE_EXCEEDS: &str = "a pause past validity lets the holders exceed the limit";
+pub const ALL_OR_NONE: &str = "a lock on several names holds all of them or none";
+pub const WOKE_A_WAITER_OF_MANY: &str = "a release woke a waiter of several names";
+pub const HELD_MANY: &str = "a holder of several names in its critical section";
 
 pub fn lock() -> Vec<Property<LockModel>> {
     vec![
@@ -44,6 +47,39 @@ pub fn lock() -> Vec<Property<LockModel>> {
         Property::sometimes(HANDED_OFF, |_, s: &State| s.history.handed_off),
         Property::sometimes(RESTART_REPEATS_A_TOKEN, |_, s: &State| {
             s.history.restarted && s.history.fence_regressed
+        }),
+    ]
+}
+
+/// What the checker holds a lock on several names to (one server, names in different slots):
+/// no two holders of one name at once, tokens increasing per name, no grant passing a
+/// listening waiter on any name, and a holder of several names holding all or none of their
+/// keys (never handed one alone) under every fault; a release waking such a waiter, and such a
+/// holder in its critical section, as the scenarios reached.
+pub fn many() -> Vec<Property<LockModel>> {
+    vec![
+        Property::always(MUTUAL_EXCLUSION, |m: &LockModel, s: &State| {
+            s.any_paused() || s.history.restarted || s.exclusive(m)
+        }),
+        Property::always(FENCING_INCREASES, |_, s: &State| {
+            s.history.restarted || !s.history.fence_regressed
+        }),
+        Property::always(NEVER_PASSES_A_WAITER, |_, s: &State| {
+            !s.history.passed_a_waiter
+        }),
+        Property::always(ALL_OR_NONE, |m: &LockModel, s: &State| {
+            (0..m.clients).filter(|&c| m.many(c)).all(|c| {
+                let held = s.held_names(c);
+                held == 0 || held == m.wants(c)
+            })
+        }),
+        Property::sometimes(WOKE_A_WAITER_OF_MANY, |_, s: &State| s.history.woke),
+        Property::sometimes(HELD_MANY, |m: &LockModel, s: &State| {
+            s.in_cs().into_iter().any(|c| m.many(c))
+        }),
+        Property::sometimes(HANDED_OFF, |_, s: &State| s.history.handed_off),
+        Property::sometimes(ALL_DONE, |_, s: &State| {
+            s.clients.iter().all(|c| c.phase == Phase::Done)
         }),
     ]
 }

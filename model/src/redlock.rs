@@ -422,6 +422,7 @@ impl RedlockModel {
             ttl: self.ttl,
             place_life: self.place_life,
             listening: &listening,
+            many: &vec![false; listening.len()],
             family: &Family::Lock,
         };
         let served = scripts::serve(&x, &mut s.servers[i], c, request);

@@ -10,41 +10,49 @@ use crate::lock::{Client, Key, Place, Reply, Request, Server};
 use crate::permits::Family;
 
 /// What a script runs with: the time, the lock's TTL and a place's life (ticks), which
-/// clients listen on their wake-up channels, and what the name is (a lock, a semaphore, a
-/// read-write lock).
+/// clients listen on their wake-up channels, which wait for several names at once (their
+/// places say so: a release wakes them rather than handing them one name), and what the name
+/// is (a lock, a semaphore, a read-write lock).
 pub struct Ctx<'a> {
     pub now: u8,
     pub ttl: u8,
     pub place_life: u8,
     pub listening: &'a [bool],
+    pub many: &'a [bool],
     pub family: &'a Family,
 }
 
-/// What a script did: its reply (none for an undo, whose reply nobody waits for), the
-/// waiters it handed the lock (or leases) to with their tokens, the tokens of the grants it
-/// made in order, and whether a grant passed a listening waiter ahead in line (which it must
-/// never).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What a script did on a name: its reply (none for an undo, whose reply nobody waits for),
+/// the waiters it handed the lock (or leases) to with their tokens, the waiter of several
+/// names it woke instead, the tokens of the grants it made in order, and whether a grant
+/// passed a listening waiter ahead in line (which it must never).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Served {
     pub reply: Option<Reply>,
     pub handed: Vec<(Client, u32)>,
+    pub woken: Option<Client>,
     pub granted: Vec<u32>,
     pub passed_a_waiter: bool,
+}
+
+/// Where a walk along the line stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Walk {
+    /// At the caller's own place.
+    Caller,
+    /// At a listening waiter of this name alone, who is to be handed the lock.
+    Handed(Client),
+    /// At a listening waiter of several names, woken to come for them all (the name stays
+    /// free for it: nobody behind passes it).
+    Woke,
+    /// Nobody in line listens.
+    Nobody,
 }
 
 /// Runs `c`'s `request` on `server`.
 pub fn serve(x: &Ctx, server: &mut Server, c: Client, request: Request) -> Served {
     expire(server, x.now);
-    let mut run = Run {
-        x,
-        server,
-        served: Served {
-            reply: None,
-            handed: Vec::new(),
-            granted: Vec::new(),
-            passed_a_waiter: false,
-        },
-    };
+    let mut run = Run::new(x, server);
     if x.family.is_permits() {
         run.served.reply = run.permits(c, request);
         return run.served;
@@ -94,6 +102,16 @@ pub(crate) struct Run<'a, 'b> {
     pub(crate) served: Served,
 }
 
+impl<'a, 'b> Run<'a, 'b> {
+    pub(crate) fn new(x: &'a Ctx<'b>, server: &'a mut Server) -> Run<'a, 'b> {
+        Run {
+            x,
+            server,
+            served: Served::default(),
+        }
+    }
+}
+
 impl Run<'_, '_> {
     fn acquire(&mut self, c: Client, arrival: u8) -> Reply {
         if self.server.key.is_some_and(|k| k.holder == c) {
@@ -104,8 +122,9 @@ impl Run<'_, '_> {
         let placed = self.take_place(c, arrival);
         if self.server.key.is_none() {
             match self.walk_line(Some(c)) {
-                Some(w) if w != c => self.hand_over(w),
-                _ => {
+                Walk::Handed(w) => self.hand_over(w),
+                Walk::Woke => {}
+                Walk::Caller | Walk::Nobody => {
                     let fence = self.grant(c, true, false);
                     // A grant keeps a place the caller had, and takes none it had not.
                     if !placed {
@@ -123,14 +142,14 @@ impl Run<'_, '_> {
     /// `release.lua`: with `leave` the caller's place leaves the line (a holder's release),
     /// without it stays (a failed attempt's undo); the caller's key is deleted and handed to
     /// the first listening waiter in line, who may be the caller itself after an undo.
-    fn release(&mut self, c: Client, leave: bool) -> Reply {
+    pub(crate) fn release(&mut self, c: Client, leave: bool) -> Reply {
         if leave {
             self.server.line.retain(|p| p.client != c);
         }
         match self.server.key {
             Some(key) if key.holder == c => {
                 self.server.key = None;
-                if let Some(w) = self.walk_line(None) {
+                if let Walk::Handed(w) = self.walk_line(None) {
                     self.hand_over(w);
                 }
                 Reply::Released
@@ -163,32 +182,40 @@ impl Run<'_, '_> {
         false
     }
 
-    /// The first client in line that listens, or is `caller`; places of clients that do not
-    /// listen are passed over (and kept). As `hand_over` in `queue.lua`, the walk takes the
-    /// waiters' fencing token from the counter at the first place that is not the caller's,
-    /// before it knows whether anyone listens: a walk that finds nobody listening still
-    /// raises the counter.
-    fn walk_line(&mut self, caller: Option<Client>) -> Option<Client> {
+    /// Walks the line to the first client that listens, or is `caller`; places of clients
+    /// that do not listen are passed over (and kept). As `hand_over` in `queue.lua`, the walk
+    /// takes the waiters' fencing token from the counter at the first place of a waiter of
+    /// this name alone that is not the caller's, before it knows whether anyone listens: a
+    /// walk that finds nobody listening still raises the counter. A listening waiter of
+    /// several names is woken (and the walk stops there).
+    pub(crate) fn walk_line(&mut self, caller: Option<Client>) -> Walk {
         let mut counted = false;
         for w in self.server.line.iter().map(|p| p.client) {
             if Some(w) == caller {
-                return Some(w);
+                return Walk::Caller;
+            }
+            if self.x.many[w] {
+                if self.x.listening[w] {
+                    self.served.woken = Some(w);
+                    return Walk::Woke;
+                }
+                continue;
             }
             if !counted {
                 counted = true;
                 self.server.counter += 1;
             }
             if self.x.listening[w] {
-                return Some(w);
+                return Walk::Handed(w);
             }
         }
-        None
+        Walk::Nobody
     }
 
     /// A grant to `c`: the counter incremented (unless `counted`: a hand-over's walk did),
     /// the key set. `new`: not a re-entry, so it must not pass a listening waiter ahead of
     /// `c`'s place.
-    fn grant(&mut self, c: Client, new: bool, counted: bool) -> u32 {
+    pub(crate) fn grant(&mut self, c: Client, new: bool, counted: bool) -> u32 {
         if !counted {
             self.server.counter += 1;
         }
@@ -213,7 +240,7 @@ impl Run<'_, '_> {
     }
 
     /// The key to waiter `w`, told by a message.
-    fn hand_over(&mut self, w: Client) {
+    pub(crate) fn hand_over(&mut self, w: Client) {
         let fence = self.grant(w, true, true);
         self.served.handed.push((w, fence));
     }

@@ -38,13 +38,25 @@
 //! `VALUE` of a refusal is the ticks until the first lease ends (`-`: none held); `HANDED` the
 //! waiters handed a lease with their tokens, as `1:5,2:6`, or `-`; each `LEASE` is
 //! `CLIENT:LEFT`, each `PLACE` `CLIENT:ARRIVAL:LEFT`.
+//!
+//! The runs of a lock on two names (`traces --many`, `core/src/scripts/conformance/many.trace`)
+//! say what each name holds after a step:
+//!
+//! ```text
+//! model many CLIENTS TTL PLACE_LIFE WANTS    WANTS as 1,3,2: client c's names as a bitmask
+//! OP CLIENT ARRIVAL LISTENING -> REPLY VALUE | NAME... | NAME...
+//! NAME: KEY LEFT COUNTER HANDED FENCE WOKEN PLACE...
+//! ```
+//!
+//! `VALUE` of a grant is the tokens of the client's names, as `4,2`; `WOKEN` the waiter of
+//! several names the script woke on that name (`-`: none); a place is `CLIENT:ARRIVAL:LEFT`.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use stateright::Model;
 
-use crate::lock::{Action, Faults, LockModel, Phase, Request, State};
+use crate::lock::{Action, Faults, LockModel, Phase, Reply, Request, Server, State};
 use crate::permits::Family;
 use crate::scripts::Served;
 
@@ -74,12 +86,38 @@ pub fn permit_models() -> [LockModel; 2] {
     .map(|family| LockModel { family, ..model() })
 }
 
-/// Writes `runs` runs of at most `steps` actions each: of the lock, or (`permits`) as many
-/// of each of [`permit_models`].
-pub fn write(out: &mut impl Write, runs: u64, steps: usize, permits: bool) -> io::Result<()> {
-    if !permits {
+/// The runs' model of a lock on two names: client 0 takes the first, client 2 the second,
+/// client 1 both at once.
+pub fn many_model() -> LockModel {
+    LockModel {
+        wants: vec![1, 3, 2],
+        ..model()
+    }
+}
+
+/// Which runs to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Traces {
+    /// A lock's ([`model`]).
+    Lock,
+    /// A semaphore's and a read-write lock's ([`permit_models`]), as many of each.
+    Permits,
+    /// A lock's on two names ([`many_model`]).
+    Many,
+}
+
+/// Writes `runs` runs of at most `steps` actions each.
+pub fn write(out: &mut impl Write, runs: u64, steps: usize, traces: Traces) -> io::Result<()> {
+    if traces == Traces::Lock {
         let m = model();
         writeln!(out, "model {} {} {}", m.clients, m.ttl, m.place_life)?;
+        return write_runs(out, &m, runs, steps);
+    }
+    if traces == Traces::Many {
+        let m = many_model();
+        let wants: Vec<String> = m.wants.iter().map(u8::to_string).collect();
+        let wants = wants.join(",");
+        writeln!(out, "model many 3 {} {} {wants}", m.ttl, m.place_life)?;
         return write_runs(out, &m, runs, steps);
     }
     for m in permit_models() {
@@ -130,10 +168,16 @@ fn write_runs(out: &mut impl Write, m: &LockModel, runs: u64, steps: usize) -> i
                 Action::Serve(c) => {
                     let mut next = s.clone();
                     let request = next.clients[c].request.take().expect("a request");
-                    let served = m.serve(&mut next, c, request);
+                    let (served, reply) = m.serve(&mut next, c, request);
+                    let reply = reply.expect("a reply");
                     let text = match m.family {
-                        Family::Lock => line(&s, &next, c, request, served),
-                        Family::Permits { .. } => permit_line(&s, &next, c, request, &served),
+                        Family::Lock if m.wants.is_empty() => {
+                            line(&s, &next, c, request, &served[0], reply)
+                        }
+                        Family::Lock => many_line(m, &s, &next, c, request, &served, reply),
+                        Family::Permits { .. } => {
+                            permit_line(&s, &next, c, request, &served[0], reply)
+                        }
                     };
                     writeln!(out, "{text}")?;
                     next
@@ -188,9 +232,16 @@ fn call(before: &State, c: usize, request: Request) -> String {
 }
 
 /// The line of a script run for `c`'s `request` in `before`, leaving `after`.
-fn line(before: &State, after: &State, c: usize, request: Request, served: Served) -> String {
+fn line(
+    before: &State,
+    after: &State,
+    c: usize,
+    request: Request,
+    served: &Served,
+    reply: Reply,
+) -> String {
     use crate::lock::Reply::*;
-    let (reply, value) = match served.reply.expect("a reply") {
+    let (reply, value) = match reply {
         Granted { fence } => ("granted", fence.to_string()),
         Refused { .. } => ("refused", "-".to_owned()),
         Extended { .. } => ("extended", "-".to_owned()),
@@ -199,22 +250,62 @@ fn line(before: &State, after: &State, c: usize, request: Request, served: Serve
         NotHeld { taken: true } => ("taken", "-".to_owned()),
         Raised { .. } => unreachable!("the single-server lock raises no counter"),
     };
-    let now = after.now;
-    let server = &after.server;
-    let key = server.key.map_or("- -".to_owned(), |k| {
+    let name = name(after.now, &after.names[0], served, false);
+    format!("{} -> {reply} {value} {name}", call(before, c, request))
+}
+
+/// What a name holds after a script, and what the script did there: `KEY LEFT COUNTER HANDED
+/// FENCE`, then (`woken`: of a lock on several names) `WOKEN`, then `PLACE...`.
+/// Keys and places whose time has come are gone (a name no script touched has not been
+/// swept, which nobody can tell).
+fn name(now: u8, server: &Server, served: &Served, woken: bool) -> String {
+    let key = server.key.filter(|k| k.expires > now);
+    let key = key.map_or("- -".to_owned(), |k| {
         format!("{} {}", k.holder, k.expires - now)
     });
     let handed = served
         .handed
         .first()
         .map_or("- -".to_owned(), |(w, f)| format!("{w} {f}"));
-    let mut text = format!(
-        "{} -> {reply} {value} {key} {} {handed}",
-        call(before, c, request),
-        server.counter
-    );
-    for p in &server.line {
+    let mut text = format!("{key} {} {handed}", server.counter);
+    if woken {
+        let w = served.woken.map_or("-".to_owned(), |w| w.to_string());
+        write!(text, " {w}").unwrap();
+    }
+    for p in server.line.iter().filter(|p| p.expires > now) {
         write!(text, " {}:{}:{}", p.client, p.arrival, p.expires - now).unwrap();
+    }
+    text
+}
+
+/// The line of a script run for `c`'s `request` on a lock of several names.
+fn many_line(
+    m: &LockModel,
+    before: &State,
+    after: &State,
+    c: usize,
+    request: Request,
+    served: &[Served],
+    reply: Reply,
+) -> String {
+    use crate::lock::Reply::*;
+    let (reply, value) = match reply {
+        Granted { .. } => {
+            let fences: Vec<String> = crate::many::names_in(m.wants(c))
+                .map(|i| after.names[i].key.expect("granted").fence.to_string())
+                .collect();
+            ("granted", fences.join(","))
+        }
+        Refused { .. } => ("refused", "-".to_owned()),
+        Extended { .. } => ("extended", "-".to_owned()),
+        Released => ("released", "-".to_owned()),
+        NotHeld { taken: false } => ("gone", "-".to_owned()),
+        NotHeld { taken: true } => ("taken", "-".to_owned()),
+        Raised { .. } => unreachable!("the single-server lock raises no counter"),
+    };
+    let mut text = format!("{} -> {reply} {value}", call(before, c, request));
+    for (server, served) in after.names.iter().zip(served) {
+        write!(text, " | {}", name(after.now, server, served, true)).unwrap();
     }
     text
 }
@@ -226,12 +317,13 @@ fn permit_line(
     c: usize,
     request: Request,
     served: &Served,
+    reply: Reply,
 ) -> String {
     use crate::lock::Reply::*;
     let now = after.now;
-    let server = &after.server;
+    let server = &after.names[0];
     let first_end = server.leases.iter().map(|l| l.expires - now).min();
-    let (reply, value) = match served.reply.expect("a reply") {
+    let (reply, value) = match reply {
         Granted { fence } => ("granted", fence.to_string()),
         Refused { .. } => (
             "refused",

@@ -3,16 +3,19 @@
 -- wait queue, queue deadlines, waiters' TTLs]), name after name.
 -- ARGV[1] token, ARGV[1 + i] the release channel of name i, and last "PUBLISH TTL WAKE_ID_LEN
 -- ARRIVAL LASTS OWN" as in acquire.lua (last, where a cluster's call names SPUBLISH).
--- A name is free for this call as for acquire.lua: its key absent with nobody listening in
--- line ahead of this call (a waiter ahead gets it handed over, or is woken when it too waits
--- for several names), or holding this call's token with OWN '1'. When every name is free,
--- each counter is incremented and every key set to the token with TTL: returns
--- {1, counter of name 1, ..., counter of name n}. Otherwise nothing is written but the
--- queues: with ARRIVAL not 0 the call takes (or keeps) its place in every name's queue, as a
--- waiter of several names ('m' and the TTL: a release wakes it instead of handing it one name
--- alone), and returns {0, PTTL, counter 1, ..., counter n, SAME}: the longest PTTL of the
--- names not free (-1: one has no expiry; -2: none is held, a waiter ahead was served first),
--- and SAME 1 when one is held by this token for another acquisition.
+-- With ARRIVAL not 0 the call first takes (or refreshes) its place in every name's queue,
+-- where its arrival puts it (a waiter whose place expired gets its turn back, whether or not
+-- a sweep had come: as acquire_queued.lua), as a waiter of several names ('m' and the TTL: a
+-- release wakes it instead of handing it one name alone).
+-- A name is then free for this call as for acquire.lua: its key absent with nobody listening
+-- in line ahead of this call (a waiter ahead gets it handed over, or is woken when it too
+-- waits for several names), or holding this call's token with OWN '1'. When every name is
+-- free, each counter is incremented and every key set to the token with TTL, and the call
+-- keeps only the places it had before: returns {1, counter of name 1, ..., counter of name n}.
+-- Otherwise nothing is written but the queues (the places stay), and it returns
+-- {0, PTTL, counter 1, ..., counter n, SAME}: the longest PTTL of the names not free (-1: one
+-- has no expiry; -2: none is held, a waiter ahead was served first), and SAME 1 when one is
+-- held by this token for another acquisition.
 local publish, ttl, wake_id_len, arrival, lasts, own =
   string.match(ARGV[#ARGV], '^(%S+) (%d+) (%d+) (%d+) (%d+) ([01])$')
 wake_id_len = tonumber(wake_id_len)
@@ -21,6 +24,15 @@ local token = ARGV[1]
 local n = #KEYS / 5
 local function key(i, j)
   return KEYS[(i - 1) * 5 + j]
+end
+local placed = {}
+if arrival ~= '0' then
+  local now = now_ms()
+  for i = 1, n do
+    sweep(key(i, 3), key(i, 4), key(i, 5), now)
+    placed[i] = take_place(key(i, 3), key(i, 4), key(i, 5), token, arrival, lasts, 'm' .. ttl,
+      now) == 0
+  end
 end
 local blocked, same, pttl = false, 0, -2
 for i = 1, n do
@@ -40,7 +52,9 @@ for i = 1, n do
     if first == nil or first == token then
       free = true
     else
-      sweep(key(i, 3), key(i, 4), key(i, 5), now_ms())
+      if arrival == '0' then
+        sweep(key(i, 3), key(i, 4), key(i, 5), now_ms()) -- with a place, swept above
+      end
       local handed = hand_over(key(i, 1), key(i, 2), key(i, 3), key(i, 5), publish, ARGV[1 + i],
         wake_id_len, token)
       free = handed == false or handed == 'self'
@@ -61,14 +75,13 @@ if not blocked then
   end
   for i = 1, n do
     redis.call('SET', key(i, 1), token, 'PX', ttl)
+    if arrival ~= '0' and not placed[i] then
+      redis.call('ZREM', key(i, 3), token)
+      redis.call('ZREM', key(i, 4), token)
+      redis.call('HDEL', key(i, 5), token)
+    end
   end
   return granted
-end
-if arrival ~= '0' then
-  local now = now_ms()
-  for i = 1, n do
-    take_place(key(i, 3), key(i, 4), key(i, 5), token, arrival, lasts, 'm' .. ttl, now)
-  end
 end
 local refused = {0, pttl}
 for i = 1, n do

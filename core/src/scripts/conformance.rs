@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use redis::{Connection, Value};
 
+mod many;
 mod permits;
 
 use super::{parse_acquire, AcquireReply, ScriptCall};
@@ -75,15 +76,18 @@ fn replay(trace: &str) -> usize {
     replay.calls
 }
 
-/// The real side of a run: a server, the lock's keys, a subscription per listening client,
-/// and for a semaphore or read-write lock each client's kind of lease.
+/// The real side of a run: a server, the keys of two names (in different hash slots: each
+/// with a counter of its own), a subscription per listening client and name it waits for, for
+/// a lock on several names the names each client takes (a bitmask), and for a semaphore or
+/// read-write lock each client's kind of lease.
 struct Replay {
     client: redis::Client,
     con: Connection,
-    keys: LockKeys,
+    keys: [LockKeys; 2],
     ttl: u64,
     place_life: u64,
-    subs: Vec<Option<Sub>>,
+    subs: Vec<[Option<Sub>; 2]>,
+    wants: Vec<u8>,
     permits: Option<permits::Kinds>,
     calls: usize,
 }
@@ -102,10 +106,11 @@ impl Replay {
         Replay {
             con: client.get_connection().unwrap(),
             client,
-            keys: LockKeys::new(b"conformance:", b"name"),
+            keys: [&b"name"[..], b"other"].map(|name| LockKeys::new(b"conformance:", name)),
             ttl: 0,
             place_life: 0,
             subs: Vec::new(),
+            wants: Vec::new(),
             permits: None,
             calls: 0,
         }
@@ -115,12 +120,20 @@ impl Replay {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["model", clients, ttl, place_life] => self.model(clients, ttl, place_life, None),
+            ["model", "many", clients, ttl, place_life, wants] => {
+                self.model(clients, ttl, place_life, None)?;
+                self.wants = wants
+                    .split(',')
+                    .map(|w| number(w).map(|w| w as u8))
+                    .collect::<Result<_, _>>()?;
+                Ok(())
+            }
             ["model", kind, clients, ttl, place_life, kinds @ ..] => {
                 let kinds = permits::Kinds::parse(kind, kinds)?;
                 self.model(clients, ttl, place_life, Some(kinds))
             }
             ["run", _] => {
-                for sub in &mut self.subs {
+                for sub in self.subs.iter_mut().flatten() {
                     sub.take().map(Sub::close).transpose()?;
                 }
                 redis::cmd("FLUSHALL")
@@ -132,6 +145,10 @@ impl Replay {
                 self.listen(listening)?;
                 self.permit_step(op, number(c)? as usize, arrival, rest)
             }
+            [op, c, arrival, listening, "->", rest @ ..] if !self.wants.is_empty() => {
+                self.listen(listening)?;
+                self.many_step(op, number(c)? as usize, arrival, rest)
+            }
             [op, c, arrival, listening, "->", reply, value, rest @ ..] => {
                 let c = number(c)? as usize;
                 self.listen(listening)?;
@@ -139,15 +156,9 @@ impl Replay {
                 self.calls += 1;
                 let expected = parse_expected(rest)?;
                 self.check_reply(&got, reply, value, &expected)?;
-                self.check_state(&expected)?;
-                let want = match expected.handed {
-                    Some((w, fence)) => {
-                        let place = expected.line.iter().find(|p| p.0 == w);
-                        vec![(w, fence, place.map_or(0, |p| p.1 + 1))]
-                    }
-                    None => Vec::new(),
-                };
-                self.check_messages(&want)
+                self.check_name(0, &expected)?;
+                let want: Vec<_> = expected.handed_message().into_iter().collect();
+                self.check_messages(0, &want)
             }
             _ => Err("not a trace line".to_owned()),
         }
@@ -161,27 +172,33 @@ impl Replay {
         place_life: &str,
         kinds: Option<permits::Kinds>,
     ) -> Result<(), String> {
-        self.subs = (0..number(clients)?).map(|_| None).collect();
+        self.subs = (0..number(clients)?).map(|_| [None, None]).collect();
         (self.ttl, self.place_life) = (number(ttl)?, number(place_life)?);
-        self.permits = kinds;
+        (self.permits, self.wants) = (kinds, Vec::new());
         Ok(())
     }
 
+    /// The names client `c` waits for, as a bitmask.
+    fn wants(&self, c: usize) -> u8 {
+        self.wants.get(c).copied().unwrap_or(1)
+    }
+
     fn tick(&mut self) -> Result<(), String> {
-        let k = &self.keys;
-        redis::cmd("EVAL")
-            .arg(TICK)
-            .arg(6)
-            .arg(&k.lock)
-            .arg(&k.holders)
-            .arg(&k.fence)
-            .arg(&k.queue)
-            .arg(&k.deadlines)
-            .arg(&k.ttls)
-            .arg(TICK_MS)
-            .query::<i64>(&mut self.con)
-            .map(drop)
-            .map_err(|e| e.to_string())
+        for k in &self.keys {
+            redis::cmd("EVAL")
+                .arg(TICK)
+                .arg(6)
+                .arg(&k.lock)
+                .arg(&k.holders)
+                .arg(&k.fence)
+                .arg(&k.queue)
+                .arg(&k.deadlines)
+                .arg(&k.ttls)
+                .arg(TICK_MS)
+                .query::<i64>(&mut self.con)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
 
     /// Subscribes the clients the model has listening, and only them.
@@ -194,10 +211,15 @@ impl Replay {
                 .collect::<Result<_, _>>()?,
         };
         for c in 0..self.subs.len() {
-            match (on.contains(&c), self.subs[c].is_some()) {
-                (true, false) => self.subs[c] = Some(Sub::open(&self.client, &self.channel(c))?),
-                (false, true) => self.subs[c].take().unwrap().close()?,
-                _ => {}
+            for i in 0..2 {
+                let wanted = on.contains(&c) && self.wants(c) & (1 << i) != 0;
+                match (wanted, self.subs[c][i].is_some()) {
+                    (true, false) => {
+                        self.subs[c][i] = Some(Sub::open(&self.client, &self.channel(c, i))?)
+                    }
+                    (false, true) => self.subs[c][i].take().unwrap().close()?,
+                    _ => {}
+                }
             }
         }
         Ok(())
@@ -218,13 +240,13 @@ impl Replay {
         let call = match op {
             "acquire" => {
                 let place = self.place(arrival)?;
-                ScriptCall::acquire(&self.keys, &token, ttl, Some(&place), true)
+                ScriptCall::acquire(&self.keys[0], &token, ttl, Some(&place), true)
             }
-            "extend" => ScriptCall::extend(&self.keys, &token, ttl),
+            "extend" => ScriptCall::extend(&self.keys[0], &token, ttl),
             // Both releases, which must do the same: the lean path's and the one of a holder
             // that waited in line.
-            "release" if self.calls % 2 == 0 => ScriptCall::release(&self.keys, &token, true),
-            "release" => ScriptCall::release_after_waiting(&self.keys, &token),
+            "release" if self.calls % 2 == 0 => ScriptCall::release(&self.keys[0], &token, true),
+            "release" => ScriptCall::release_after_waiting(&self.keys[0], &token),
             _ => return Err(format!("unknown operation {op}")),
         };
         self.run(&call)
@@ -275,12 +297,12 @@ impl Replay {
         }
     }
 
-    /// The key, the counter and the line, read from the server, against the model's.
-    fn check_state(&mut self, expected: &Expected) -> Result<(), String> {
+    /// Name `i`'s key, counter and line, read from the server, against the model's.
+    fn check_name(&mut self, i: usize, expected: &Expected) -> Result<(), String> {
         let q = |cmd: &mut redis::Cmd, con: &mut Connection| {
             cmd.query::<Value>(con).map_err(|e| e.to_string())
         };
-        let k = &self.keys;
+        let k = &self.keys[i];
         let holder = q(redis::cmd("GET").arg(&k.lock), &mut self.con)?;
         let pttl: i64 = redis::cmd("PTTL")
             .arg(&k.lock)
@@ -295,7 +317,7 @@ impl Replay {
             .arg(&k.fence)
             .query(&mut self.con)
             .unwrap();
-        let line = self.line()?;
+        let line = self.line(i)?;
         let got = (key, counter.unwrap_or(0), line);
         let want = (expected.key, expected.counter, expected.line.clone());
         match got == want {
@@ -306,9 +328,9 @@ impl Replay {
         }
     }
 
-    /// The places whose time has not come, as `(client, arrival, ticks left)` in order.
-    fn line(&mut self) -> Result<Vec<(usize, u64, u64)>, String> {
-        let k = &self.keys;
+    /// Name `i`'s places whose time has not come, as `(client, arrival, ticks left)` in order.
+    fn line(&mut self, i: usize) -> Result<Vec<(usize, u64, u64)>, String> {
+        let k = &self.keys[i];
         let (secs, micros): (u64, u64) = redis::cmd("TIME").query(&mut self.con).unwrap();
         let now = secs * 1000 + micros / 1000;
         let places: Vec<(Vec<u8>, u64)> = redis::cmd("ZRANGE")
@@ -333,11 +355,12 @@ impl Replay {
         Ok(line)
     }
 
-    /// The messages every subscribed client got: the hand-offs the model made, as
-    /// `(waiter, token, its place's arrival on the server)`, and no other.
-    fn check_messages(&mut self, handed: &[(usize, u64, u64)]) -> Result<(), String> {
+    /// The messages every client subscribed for name `i` got: the hand-offs (and wake-ups)
+    /// the model made, as `(waiter, token or 0, its place's arrival on the server)`, and no
+    /// other.
+    fn check_messages(&mut self, i: usize, handed: &[(usize, u64, u64)]) -> Result<(), String> {
         for c in 0..self.subs.len() {
-            let Some(sub) = &mut self.subs[c] else {
+            let Some(sub) = &mut self.subs[c][i] else {
                 continue;
             };
             let got = sub.drain()?;
@@ -361,7 +384,7 @@ impl Replay {
                 ));
             }
         }
-        match handed.iter().find(|h| self.subs[h.0].is_none()) {
+        match handed.iter().find(|h| self.subs[h.0][i].is_none()) {
             Some((w, ..)) => Err(format!(
                 "the model handed the lock to client {w}, who does not listen"
             )),
@@ -369,8 +392,9 @@ impl Replay {
         }
     }
 
-    fn channel(&self, c: usize) -> Vec<u8> {
-        [&self.keys.channel[..], b"|", &token(c)[..WAKE_ID_LEN]].concat()
+    /// Client `c`'s wake-up channel for name `i`.
+    fn channel(&self, c: usize, i: usize) -> Vec<u8> {
+        [&self.keys[i].channel[..], b"|", &token(c)[..WAKE_ID_LEN]].concat()
     }
 }
 
@@ -395,6 +419,16 @@ fn ticks(ms: i64) -> u64 {
 fn number(word: &str) -> Result<u64, String> {
     word.parse()
         .map_err(|_| format!("{word:?} is not a number"))
+}
+
+impl Expected {
+    /// The message to the waiter the model handed the lock: `(waiter, token, its place's
+    /// arrival on the server)`.
+    fn handed_message(&self) -> Option<(usize, u64, u64)> {
+        let (w, fence) = self.handed?;
+        let place = self.line.iter().find(|p| p.0 == w);
+        Some((w, fence, place.map_or(0, |p| p.1 + 1)))
+    }
 }
 
 /// `KEY LEFT COUNTER HANDED FENCE LINE...` of a trace line.

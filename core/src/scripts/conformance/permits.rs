@@ -86,12 +86,12 @@ impl Replay {
             h => numbers(&h.split(',').collect::<Vec<_>>())?,
         };
         // Where each waiter stood before the call: a message names its place's arrival.
-        let before = self.line()?;
+        let before = self.line(0)?;
         let got = self.permit_call(op, c, arrival)?;
         self.calls += 1;
         let counter = number(counter)?;
         self.check_permit_reply(&got, reply, value, counter)?;
-        let got = (self.leases()?, counter_of(self)?, self.line()?);
+        let got = (self.leases()?, counter_of(self)?, self.line(0)?);
         let want: (Vec<(usize, u64)>, u64, Vec<(usize, u64, u64)>) = (
             leases.iter().map(|l| (l[0] as usize, l[1])).collect(),
             counter,
@@ -109,7 +109,7 @@ impl Replay {
                 (h[0] as usize, h[1], place.map_or(0, |p| p.1 + 1))
             })
             .collect();
-        self.check_messages(&messages)
+        self.check_messages(0, &messages)
     }
 
     fn permit_call(&mut self, op: &str, c: usize, arrival: &str) -> Result<Value, String> {
@@ -118,7 +118,7 @@ impl Replay {
             token(c),
             std::time::Duration::from_millis(self.ttl * TICK_MS),
         );
-        let keys = &self.keys;
+        let keys = &self.keys[0];
         let call = match op {
             "acquire" => {
                 let place = self.place(arrival)?;
@@ -168,7 +168,7 @@ impl Replay {
     /// The leases that have not ended, as `(client, ticks left)` by client; each with its
     /// client's weight on the name's key, whose weights held are the sum of its holders'.
     fn leases(&mut self) -> Result<Vec<(usize, u64)>, String> {
-        let (name, holders) = (self.keys.lock.clone(), self.keys.holders.clone());
+        let (name, holders) = (self.keys[0].lock.clone(), self.keys[0].holders.clone());
         let (secs, micros): (u64, u64) = query(&mut redis::cmd("TIME"), self)?;
         let now = (secs * 1000 + micros / 1000) as i64;
         let ends: Vec<(Vec<u8>, i64)> = query(
@@ -214,7 +214,7 @@ impl Replay {
 }
 
 fn counter_of(replay: &mut Replay) -> Result<u64, String> {
-    let fence = replay.keys.fence.clone();
+    let fence = replay.keys[0].fence.clone();
     let counter: Option<u64> = query(redis::cmd("GET").arg(fence), replay)?;
     Ok(counter.unwrap_or(0))
 }
