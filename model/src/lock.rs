@@ -49,6 +49,13 @@ pub struct Faults {
     pub pauses: bool,
     /// The server restarts empty (no persistence): key, line and counter forgotten.
     pub restarts: bool,
+    /// A waiter's call ends (its wait limit passed) while its process keeps listening on its
+    /// wake-up channel (another call of the process waits): its place is given up by a
+    /// request that may come late, and meanwhile a release may hand it the lock. As the core
+    /// does with a caller's own token (`opts.token`, not re-entrant), the request leaves a key
+    /// holding the token alone: the call does not know it holds it, and it may be another
+    /// acquisition's with the same token (issue 36's open case; docs/SAFETY.md).
+    pub gives_up: bool,
 }
 
 impl Faults {
@@ -57,6 +64,7 @@ impl Faults {
         crashes: false,
         pauses: false,
         restarts: false,
+        gives_up: false,
     };
     /// Every fault the timing assumptions allow: lost replies and crashes.
     pub const ASSUMED: Faults = Faults {
@@ -64,6 +72,7 @@ impl Faults {
         crashes: true,
         pauses: false,
         restarts: false,
+        gives_up: false,
     };
 }
 
@@ -178,6 +187,8 @@ pub enum Request {
     Release,
     /// A failed Redlock attempt's undo (`release.lua` keeping the place): no reply awaited.
     Undo,
+    /// An ended call's place given up, and nothing else (`release.lua`'s mode 2).
+    Leave,
     /// Redlock's fencing write-back (`raise_fence.lua`).
     Raise {
         fence: u32,
@@ -219,6 +230,8 @@ pub enum Phase {
     Releasing,
     Done,
     Crashed,
+    /// Its call ended while waiting; its process still listens (`Faults::gives_up`).
+    Ended,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -303,6 +316,7 @@ pub enum Action {
     Crash(Client),
     Pause(Client),
     Resume(Client),
+    GiveUp(Client),
     Restart,
 }
 
@@ -350,7 +364,16 @@ impl State {
     /// Whether `c` listens for a hand-off: it is trying to acquire and alive (a paused
     /// process's subscription stays open; a crashed one's is gone).
     pub(crate) fn listening(&self, c: Client) -> bool {
-        matches!(self.clients[c].phase, Phase::Acquiring { .. })
+        matches!(
+            self.clients[c].phase,
+            Phase::Acquiring { .. } | Phase::Ended
+        )
+    }
+
+    /// The client whose call ended, holding name `i`'s key (a hand-off that came too late).
+    pub fn ended_holder(&self, i: usize) -> Option<Key> {
+        let key = self.names[i].key.filter(|k| k.expires > self.now)?;
+        (self.clients[key.holder].phase == Phase::Ended).then_some(key)
     }
 }
 
@@ -437,6 +460,10 @@ impl Model for LockModel {
                 s.clients[c].was_paused = true;
             }
             Action::Resume(c) => s.clients[c].paused_at = None,
+            Action::GiveUp(c) => {
+                s.clients[c].phase = Phase::Ended;
+                s.clients[c].request = Some(Request::Leave);
+            }
         }
         Some(s)
     }
@@ -560,6 +587,10 @@ impl LockModel {
         }
         if client.reply.is_some() {
             actions.push(Action::Deliver(c));
+        }
+        let waiting = matches!(client.phase, Phase::Acquiring { .. });
+        if self.faults.gives_up && waiting && client.request.is_none() {
+            actions.push(Action::GiveUp(c));
         }
         if client.handoff.is_some() {
             actions.push(Action::DeliverHandoff(c));

@@ -47,6 +47,12 @@ pub fn serve(
             release(x, names, want, c, false, &mut served);
             None
         }
+        Request::Leave => {
+            for i in names_in(want) {
+                names[i].line.retain(|p| p.client != c);
+            }
+            Some(Reply::NotHeld { taken: false })
+        }
         Request::Raise { .. } => unreachable!("several names are modelled on one server"),
     };
     (reply, served)

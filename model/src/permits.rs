@@ -107,6 +107,10 @@ impl Run<'_, '_> {
                 self.permits_release(c, false);
                 None
             }
+            Request::Leave => {
+                self.server.line.retain(|p| p.client != c);
+                Some(Reply::NotHeld { taken: false })
+            }
             Request::Raise { fence } => {
                 self.server.counter = self.server.counter.max(fence);
                 Some(Reply::Raised {

@@ -18,6 +18,8 @@ pub const ALL_DONE: &str = "every client acquired and released";
 pub const HANDED_OFF: &str = "a release handed the lock to a waiter";
 pub const HELD_BY_HANDOFF: &str = "a waiter held through a quorum of hand-off messages";
 pub const RESTART_REPEATS_A_TOKEN: &str = "a server restarted empty gives a token again";
+pub const HANDED_TO_AN_ENDED_CALL: &str = "a hand-off reached a call that had ended";
+pub const ENDED_CALL_FREED_IN_TTL: &str = "a lock handed to an ended call is free within its TTL";
 pub const WITHIN_LIMIT: &str = "the permits held never exceed the limit";
 pub const WRITER_ALONE: &str = "never a writer with anyone else";
 pub const SHARED: &str = "two holders at once";
@@ -47,6 +49,12 @@ pub fn lock() -> Vec<Property<LockModel>> {
         Property::sometimes(HANDED_OFF, |_, s: &State| s.history.handed_off),
         Property::sometimes(RESTART_REPEATS_A_TOKEN, |_, s: &State| {
             s.history.restarted && s.history.fence_regressed
+        }),
+        Property::sometimes(HANDED_TO_AN_ENDED_CALL, |_, s: &State| {
+            s.ended_holder(0).is_some()
+        }),
+        Property::always(ENDED_CALL_FREED_IN_TTL, |m: &LockModel, s: &State| {
+            s.ended_holder(0).is_none_or(|k| k.expires <= s.now + m.ttl)
         }),
     ]
 }

@@ -73,6 +73,10 @@ pub fn serve(x: &Ctx, server: &mut Server, c: Client, request: Request) -> Serve
             run.release(c, false);
             None
         }
+        Request::Leave => {
+            run.server.line.retain(|p| p.client != c);
+            Some(Reply::NotHeld { taken: false })
+        }
         Request::Raise { fence } => {
             run.server.counter = run.server.counter.max(fence);
             Some(Reply::Raised {

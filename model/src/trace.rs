@@ -217,7 +217,9 @@ fn call(before: &State, c: usize, request: Request) -> String {
         Request::Acquire { arrival } => ("acquire", arrival.to_string()),
         Request::Extend { .. } => ("extend", "-".to_owned()),
         Request::Release => ("release", "-".to_owned()),
-        Request::Undo | Request::Raise { .. } => unreachable!("Redlock's alone"),
+        Request::Undo | Request::Raise { .. } | Request::Leave => {
+            unreachable!("Redlock's alone, and calls that end (not traced)")
+        }
     };
     let listening: Vec<String> = (0..before.clients.len())
         .filter(|&w| before.listening(w))

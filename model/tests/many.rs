@@ -14,7 +14,7 @@ use fencelock_model::properties::*;
 fn a_lock_on_two_names_is_all_or_none_and_exclusive_under_the_faults_the_assumptions_allow() {
     let m = LockModel {
         wants: vec![1, 3, 2],
-        max_time: 4,
+        max_time: 2,
         ..LockModel::small(3, Faults::ASSUMED)
     };
     let c = m.checker().spawn_bfs().join();

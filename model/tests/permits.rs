@@ -26,7 +26,7 @@ fn model(family: Family, clients: usize, faults: Faults, max_time: u8) -> LockMo
 /// together, the double waits for both, and nobody passes it.
 #[test]
 fn a_semaphore_keeps_its_limit_under_the_faults_the_assumptions_allow() {
-    let m = model(Family::semaphore(2, &[1, 1, 2]), 3, Faults::ASSUMED, 4);
+    let m = model(Family::semaphore(2, &[1, 1, 2]), 3, Faults::ASSUMED, 2);
     let c = check(m);
     c.assert_no_discovery(WITHIN_LIMIT);
     c.assert_no_discovery(FENCING_INCREASES);
@@ -39,7 +39,7 @@ fn a_semaphore_keeps_its_limit_under_the_faults_the_assumptions_allow() {
 /// Two readers and a writer: readers share, the writer holds alone.
 #[test]
 fn a_read_write_lock_never_holds_a_writer_with_anyone_else() {
-    let m = model(Family::rwlock(&[false, false, true]), 3, Faults::ASSUMED, 4);
+    let m = model(Family::rwlock(&[false, false, true]), 3, Faults::ASSUMED, 2);
     let c = check(m);
     c.assert_no_discovery(WRITER_ALONE);
     c.assert_no_discovery(WITHIN_LIMIT);
