@@ -8,6 +8,12 @@
 //! - [`set_latency`](Proxy::set_latency): each chunk is delivered `latency` after it was read,
 //!   in both directions (chunks are timestamped when read, so latency does not cut
 //!   throughput; lowering it releases chunks that are already due);
+//! - [`set_jitter`](Proxy::set_jitter): each chunk is delayed by a further random time up to
+//!   `jitter`, drawn when it is read. A connection is a byte stream, so its chunks still
+//!   arrive in order (one waits behind another delayed longer), but chunks of different
+//!   connections (clients, or one client's several connections) are reordered: a request
+//!   sent later on one connection may reach the server before one sent earlier on another,
+//!   and replies likewise;
 //! - [`stall`](Proxy::stall): one direction stops forwarding; what is read meanwhile is kept,
 //!   in order, and delivered when the stall ends (a partition that heals: TCP would
 //!   retransmit). Reading stops when the buffer is full, so the sender feels backpressure;
@@ -44,6 +50,7 @@ pub enum Direction {
 #[derive(Debug, Clone, Copy, Default)]
 struct Faults {
     latency: Duration,
+    jitter: Duration,
     blackhole: bool,
     stall_c2s: bool,
     stall_s2c: bool,
@@ -151,6 +158,12 @@ impl Proxy {
         self.faults.send_modify(|f| f.latency = latency);
     }
 
+    /// Delays every forwarded chunk by a further random time up to `jitter` (zero: none),
+    /// reordering chunks across connections (see the [module docs](self)).
+    pub fn set_jitter(&self, jitter: Duration) {
+        self.faults.send_modify(|f| f.jitter = jitter);
+    }
+
     /// Closes every connection open now; later connections are accepted as usual.
     pub fn drop_connections(&self) {
         self.faults.send_modify(|f| f.drop_epoch += 1);
@@ -172,11 +185,12 @@ impl Proxy {
         });
     }
 
-    /// Removes every fault (latency, stalls, blackhole); open connections stay open unless
-    /// they lost data to the blackhole.
+    /// Removes every fault (latency, jitter, stalls, blackhole); open connections stay open
+    /// unless they lost data to the blackhole.
     pub fn heal(&self) {
         self.faults.send_modify(|f| {
             f.latency = Duration::ZERO;
+            f.jitter = Duration::ZERO;
             f.blackhole = false;
             f.stall_c2s = false;
             f.stall_s2c = false;
@@ -310,16 +324,23 @@ async fn pipe(
     let read_faults = faults.clone();
     let reading = async move {
         let mut buf = vec![0u8; CHUNK];
+        let mut rng = Jitter::seeded();
         loop {
             let n = match from.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
-            if read_faults.borrow().blackhole {
+            let (blackhole, jitter) = {
+                let f = read_faults.borrow();
+                (f.blackhole, f.jitter)
+            };
+            if blackhole {
                 mark_lost(lost);
                 continue;
             }
-            if tx.send((Instant::now(), buf[..n].to_vec())).await.is_err() {
+            // The chunk's read time, moved on by its jitter: its latency counts from there.
+            let read_at = Instant::now() + rng.up_to(jitter);
+            if tx.send((read_at, buf[..n].to_vec())).await.is_err() {
                 break;
             }
         }
@@ -359,4 +380,31 @@ async fn pipe(
         let _ = to.shutdown().await;
     };
     tokio::join!(reading, writing);
+}
+
+/// Random delays for [`Proxy::set_jitter`] (xorshift64*, seeded from the clock and a counter:
+/// each direction of each connection draws its own).
+struct Jitter(u64);
+
+impl Jitter {
+    fn seeded() -> Jitter {
+        static NEXT: AtomicUsize = AtomicUsize::new(1);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed) as u64;
+        let clock = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Jitter((clock ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1)
+    }
+
+    /// A random time from zero to `max`.
+    fn up_to(&mut self, max: Duration) -> Duration {
+        if max.is_zero() {
+            return Duration::ZERO;
+        }
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let r = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11;
+        max.mul_f64(r as f64 / (1u64 << 53) as f64)
+    }
 }

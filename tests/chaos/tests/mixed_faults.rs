@@ -227,6 +227,50 @@ fn mixed_workers_keep_exclusion_and_progress_through_a_stalled_server() {
     assert_every_language_held(&after, "after the server recovered", &out);
 }
 
+/// Every server is behind a proxy that delays each chunk by a further random 0 to 40 ms, both
+/// ways (`Proxy::set_jitter`): requests and replies of different connections are reordered (a
+/// client's acquire reaching a server before another's release sent earlier, one server's
+/// vote before another's, an undo racing the next attempt's hand-off), while the TTL's
+/// validity still covers a round trip. What must hold: no overlap (the history checker's
+/// verdict), every hold within its validity, failed acquisitions failing cleanly within their
+/// wait limit, and every language holding the lock throughout.
+#[test]
+fn mixed_workers_keep_exclusion_when_requests_and_replies_are_reordered() {
+    let Some(t) = toolchains() else { return };
+    let srv = servers(5);
+    let proxies: Vec<Proxy> = srv.iter().map(|s| Proxy::to_port(s.port())).collect();
+    for p in &proxies {
+        p.set_jitter(ms(40));
+    }
+    let wait = ms(3000);
+    let run = WARM_UP + ms(5000);
+    let spec = Spec {
+        servers: proxies.iter().map(Proxy::url).collect(),
+        names: contended_names(),
+        rounds: 1_000_000,
+        hold_ms: 1,
+        ttl_ms: 1000,
+        wait_ms: wait.as_millis() as u64,
+        server_timeout_ms: 500,
+        duration_ms: Some(run.as_millis() as u64),
+    };
+    let started = Instant::now();
+    let workers = start_every_language(&t, &spec, PER_LANGUAGE);
+    let out = collect(workers, started + run + HANG_LIMIT);
+    println!(
+        "every server behind 0-40 ms of jitter each way, {:?} in all: {}",
+        started.elapsed(),
+        summary(&out)
+    );
+    assert!(
+        proxies.iter().all(|p| p.accepted() >= 8),
+        "the workers went through the proxies"
+    );
+    assert_run_ok(&out, PER_LANGUAGE, wait + ms(1500));
+    let holds = started_within(&out, 0, u64::MAX);
+    assert_every_language_held(&holds, "under jitter", &out);
+}
+
 /// Every server is behind a proxy whose latency is raised near, then past, the TTL. With a
 /// round trip of two thirds of the TTL, locks are still granted, but with the validity that
 /// is left (never more than the TTL minus the round trip, with slack); with a round trip past

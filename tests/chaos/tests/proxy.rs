@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use fencelock_chaos::proxy::{Direction, Proxy};
 use fencelock_chaos::worker::{num, Worker};
-use fencelock_testkit::RedisServer;
+use fencelock_testkit::{RedisServer, Reply};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 const PROXY: &str = env!("CARGO_BIN_EXE_chaos-proxy");
@@ -104,6 +104,45 @@ fn ping_and_commands_go_through_the_proxy() {
     let v: String = redis::cmd("GET").arg("k").query(&mut con).unwrap();
     assert_eq!(v, "through");
     assert_eq!(proxy.accepted(), 2);
+}
+
+/// Jitter reorders across connections, never within one: pairs of `RPUSH` sent 5 ms apart on
+/// two connections land in either order, while one connection's pipelined pushes keep theirs.
+#[test]
+fn jitter_reorders_requests_across_connections_but_not_within_one() {
+    let server = RedisServer::start();
+    let proxy = Proxy::to_port(server.port());
+    let (mut a, mut b) = (Conn::open(&proxy), Conn::open(&proxy));
+    proxy.set_jitter(MS(100));
+    let mut reordered = 0;
+    for i in 0..30 {
+        let list = format!("pair{i}");
+        a.send(&["RPUSH", &list, "first"]);
+        std::thread::sleep(MS(5));
+        b.send(&["RPUSH", &list, "second"]);
+        a.reply().unwrap();
+        b.reply().unwrap();
+        if server.cmd(&[b"LINDEX", list.as_bytes(), b"0"]) == Reply::Bulk(Some(b"second".to_vec()))
+        {
+            reordered += 1;
+        }
+    }
+    for n in 0..20 {
+        a.send(&["RPUSH", "stream", &n.to_string()]);
+    }
+    for _ in 0..20 {
+        a.reply().unwrap();
+    }
+    let Reply::Array(Some(items)) = server.cmd(&[b"LRANGE", b"stream", b"0", b"-1"]) else {
+        panic!("no list")
+    };
+    let expected: Vec<Reply> = (0..20)
+        .map(|n| Reply::Bulk(Some(n.to_string().into_bytes())))
+        .collect();
+    assert_eq!(items, expected, "one connection's requests arrive in order");
+    println!("{reordered} of 30 pairs reordered by 100 ms of jitter");
+    assert!(reordered > 0, "no pair reordered");
+    assert!(reordered < 30, "every pair reordered: not random");
 }
 
 #[test]
