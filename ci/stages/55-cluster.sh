@@ -13,3 +13,6 @@ set -euo pipefail
 cd "$FENCELOCK_ROOT"
 cargo test --locked -p fencelock --test cluster --test cluster_family
 cargo test --locked -p fencelock-chaos --test cluster -- --nocapture
+# A master cut off from the others on the cluster bus (proxies before every node's bus), one
+# way and both ways, while holders contend (issue 36 item 4; docs/SAFETY.md "Network faults").
+cargo test --locked -p fencelock-chaos --test cluster_partitions -- --test-threads=1 --nocapture

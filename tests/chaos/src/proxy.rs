@@ -21,11 +21,14 @@
 //!   forwarded either way and what is read is thrown away. A byte stream never loses bytes in
 //!   the middle, so a connection that lost data is closed when the blackhole is lifted (TCP
 //!   would have timed it out): clients never see a silently corrupted stream;
+//! - [`cut_from`](Proxy::cut_from): the blackhole for the connections from one address only
+//!   (a node of a cluster whose bus connections leave from an address of its own,
+//!   `bind-source-addr`), the others pass;
 //! - [`drop_connections`](Proxy::drop_connections): every open connection is closed now.
 //!
 //! Dropping the proxy stops it and closes every connection.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -54,12 +57,19 @@ struct Faults {
     blackhole: bool,
     stall_c2s: bool,
     stall_s2c: bool,
+    /// Connections from this address are blackholed.
+    cut_from: Option<IpAddr>,
     /// Bumped by `drop_connections`: connections opened under an older epoch close.
     drop_epoch: u64,
     shutdown: bool,
 }
 
 impl Faults {
+    /// Whether a connection from `peer` forwards nothing (and throws away what it reads).
+    fn holed(&self, peer: Option<IpAddr>) -> bool {
+        self.blackhole || (self.cut_from.is_some() && self.cut_from == peer)
+    }
+
     fn stalled(&self, dir: Direction) -> bool {
         match dir {
             Direction::ClientToServer => self.stall_c2s,
@@ -164,6 +174,12 @@ impl Proxy {
         self.faults.send_modify(|f| f.jitter = jitter);
     }
 
+    /// Blackholes the connections from `from` only (`None`: none): see the
+    /// [module docs](self).
+    pub fn cut_from(&self, from: Option<IpAddr>) {
+        self.faults.send_modify(|f| f.cut_from = from);
+    }
+
     /// Closes every connection open now; later connections are accepted as usual.
     pub fn drop_connections(&self) {
         self.faults.send_modify(|f| f.drop_epoch += 1);
@@ -191,6 +207,7 @@ impl Proxy {
         self.faults.send_modify(|f| {
             f.latency = Duration::ZERO;
             f.jitter = Duration::ZERO;
+            f.cut_from = None;
             f.blackhole = false;
             f.stall_c2s = false;
             f.stall_s2c = false;
@@ -260,6 +277,7 @@ async fn connection(
     stats.open.fetch_add(1, Ordering::SeqCst);
     let _open = OpenGuard(stats);
     let epoch = faults.borrow().drop_epoch;
+    let peer = client.peer_addr().ok().map(|a| a.ip());
     // Data thrown away by the blackhole: the connection must close once it is lifted.
     let lost = AtomicBool::new(false);
     let lost_notify = Notify::new();
@@ -273,20 +291,32 @@ async fn connection(
         let (sr, sw) = server.into_split();
         let lost = (&lost, &lost_notify);
         tokio::join!(
-            pipe(cr, sw, Direction::ClientToServer, faults.clone(), lost),
-            pipe(sr, cw, Direction::ServerToClient, faults.clone(), lost),
+            pipe(
+                cr,
+                sw,
+                Direction::ClientToServer,
+                (faults.clone(), peer),
+                lost
+            ),
+            pipe(
+                sr,
+                cw,
+                Direction::ServerToClient,
+                (faults.clone(), peer),
+                lost
+            ),
         );
     };
     tokio::select! {
         () = forward => {}
-        () = until_closed(faults.clone(), epoch, &lost, &lost_notify) => {}
+        () = until_closed((faults.clone(), peer), epoch, &lost, &lost_notify) => {}
     }
 }
 
 /// Completes when the connection must be closed: dropped, proxy shut down, or data lost to a
 /// blackhole that is now lifted.
 async fn until_closed(
-    mut faults: watch::Receiver<Faults>,
+    (mut faults, peer): (watch::Receiver<Faults>, Option<IpAddr>),
     epoch: u64,
     lost: &AtomicBool,
     lost_notify: &Notify,
@@ -294,7 +324,9 @@ async fn until_closed(
     loop {
         {
             let f = faults.borrow_and_update();
-            if f.shutdown || f.drop_epoch != epoch || (!f.blackhole && lost.load(Ordering::SeqCst))
+            if f.shutdown
+                || f.drop_epoch != epoch
+                || (!f.holed(peer) && lost.load(Ordering::SeqCst))
             {
                 return;
             }
@@ -317,7 +349,7 @@ async fn pipe(
     mut from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
     dir: Direction,
-    faults: watch::Receiver<Faults>,
+    (faults, peer): (watch::Receiver<Faults>, Option<IpAddr>),
     lost: (&AtomicBool, &Notify),
 ) {
     let (tx, mut rx) = mpsc::channel::<(Instant, Vec<u8>)>(QUEUE_CHUNKS);
@@ -332,7 +364,7 @@ async fn pipe(
             };
             let (blackhole, jitter) = {
                 let f = read_faults.borrow();
-                (f.blackhole, f.jitter)
+                (f.holed(peer), f.jitter)
             };
             if blackhole {
                 mark_lost(lost);
@@ -351,7 +383,7 @@ async fn pipe(
         while let Some((read_at, chunk)) = rx.recv().await {
             let deliver = loop {
                 let f = *faults.borrow_and_update();
-                if f.blackhole {
+                if f.holed(peer) {
                     break false;
                 }
                 if f.stalled(dir) {

@@ -49,7 +49,19 @@ impl RedisCluster {
     /// As [`start`](Self::start), with extra `redis-server` arguments for every node (the
     /// fixture's own commands use the default user without a password).
     pub fn start_with_args(masters: usize, replicas: usize, extra: &[String]) -> RedisCluster {
-        Self::start_nodes(masters, replicas, extra, None)
+        Self::start_nodes(masters, replicas, extra, None, &|_| Vec::new())
+    }
+
+    /// As [`start`](Self::start), with extra `redis-server` arguments for node `i` (in the
+    /// order `redis-cli --cluster create` is given them: the masters first) from
+    /// `node_args(i)`; arguments naming `--cluster-port` choose the node's bus port (e.g. to
+    /// put a proxy before it, announced with `--cluster-announce-bus-port`).
+    pub fn start_with_node_args(
+        masters: usize,
+        replicas: usize,
+        node_args: &dyn Fn(usize) -> Vec<String>,
+    ) -> RedisCluster {
+        Self::start_nodes(masters, replicas, &[], None, node_args)
     }
 
     /// A cluster whose nodes also listen with TLS (certificates from
@@ -57,7 +69,7 @@ impl RedisCluster {
     /// talk TLS on the cluster bus and to their replicas; clients that connect with TLS are
     /// told the nodes' TLS ports. The plain ports stay on for the fixture's own commands.
     pub fn start_tls(masters: usize, replicas: usize, certs: &std::path::Path) -> RedisCluster {
-        Self::start_nodes(masters, replicas, &[], Some(certs))
+        Self::start_nodes(masters, replicas, &[], Some(certs), &|_| Vec::new())
     }
 
     fn start_nodes(
@@ -65,6 +77,7 @@ impl RedisCluster {
         replicas: usize,
         extra: &[String],
         certs: Option<&std::path::Path>,
+        node_args: &dyn Fn(usize) -> Vec<String>,
     ) -> RedisCluster {
         let count = masters * (1 + replicas);
         let mut args: Vec<String> = [
@@ -88,9 +101,12 @@ impl RedisCluster {
         let own_bus_port = crate::server_version() >= (7, 0);
         let mut tls_ports = Vec::new();
         let nodes: Vec<RedisServer> = (0..count)
-            .map(|_| {
+            .map(|i| {
                 let mut args = args.clone();
-                if own_bus_port {
+                let own = node_args(i);
+                let chosen = own.iter().any(|a| a == "--cluster-port");
+                args.extend(own);
+                if own_bus_port && !chosen {
                     args.extend(["--cluster-port".to_string(), free_port().to_string()]);
                 }
                 if let Some(certs) = certs {
@@ -249,7 +265,13 @@ impl RedisCluster {
 
     /// `CLUSTER NODES`, as one running node sees it.
     pub fn topology(&self) -> Vec<NodeInfo> {
-        let text = match self.any().cmd(&[b"CLUSTER", b"NODES"]) {
+        self.topology_seen_by(self.any().port())
+    }
+
+    /// `CLUSTER NODES`, as the node on `port` sees it (a node cut off from the others keeps
+    /// its own view).
+    pub fn topology_seen_by(&self, port: u16) -> Vec<NodeInfo> {
+        let text = match self.node(port).cmd(&[b"CLUSTER", b"NODES"]) {
             Reply::Bulk(Some(t)) => String::from_utf8_lossy(&t).into_owned(),
             other => panic!("fencelock-testkit: CLUSTER NODES replied {other:?}"),
         };
