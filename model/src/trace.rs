@@ -211,6 +211,21 @@ fn pick(actions: &[Action], rng: &mut Rng) -> Action {
     unreachable!("a pick within the weights")
 }
 
+/// A reply's words in a trace line: `granted` with its token, the others with `-`.
+fn outcome(reply: Reply) -> (&'static str, String) {
+    use crate::lock::Reply::*;
+    let word = match reply {
+        Granted { fence } => return ("granted", fence.to_string()),
+        Refused { .. } => "refused",
+        Extended { .. } => "extended",
+        Released => "released",
+        NotHeld { taken: false } => "gone",
+        NotHeld { taken: true } => "taken",
+        Raised { .. } => unreachable!("the single-server lock raises no counter"),
+    };
+    (word, "-".to_owned())
+}
+
 /// What a step says before `->`: the operation, its client, arrival and who listens.
 fn call(before: &State, c: usize, request: Request) -> String {
     let (op, arrival) = match request {
@@ -242,16 +257,7 @@ fn line(
     served: &Served,
     reply: Reply,
 ) -> String {
-    use crate::lock::Reply::*;
-    let (reply, value) = match reply {
-        Granted { fence } => ("granted", fence.to_string()),
-        Refused { .. } => ("refused", "-".to_owned()),
-        Extended { .. } => ("extended", "-".to_owned()),
-        Released => ("released", "-".to_owned()),
-        NotHeld { taken: false } => ("gone", "-".to_owned()),
-        NotHeld { taken: true } => ("taken", "-".to_owned()),
-        Raised { .. } => unreachable!("the single-server lock raises no counter"),
-    };
+    let (reply, value) = outcome(reply);
     let name = name(after.now, &after.names[0], served, false);
     format!("{} -> {reply} {value} {name}", call(before, c, request))
 }
@@ -290,20 +296,14 @@ fn many_line(
     served: &[Served],
     reply: Reply,
 ) -> String {
-    use crate::lock::Reply::*;
     let (reply, value) = match reply {
-        Granted { .. } => {
+        Reply::Granted { .. } => {
             let fences: Vec<String> = crate::many::names_in(m.wants(c))
                 .map(|i| after.names[i].key.expect("granted").fence.to_string())
                 .collect();
             ("granted", fences.join(","))
         }
-        Refused { .. } => ("refused", "-".to_owned()),
-        Extended { .. } => ("extended", "-".to_owned()),
-        Released => ("released", "-".to_owned()),
-        NotHeld { taken: false } => ("gone", "-".to_owned()),
-        NotHeld { taken: true } => ("taken", "-".to_owned()),
-        Raised { .. } => unreachable!("the single-server lock raises no counter"),
+        reply => outcome(reply),
     };
     let mut text = format!("{} -> {reply} {value}", call(before, c, request));
     for (server, served) in after.names.iter().zip(served) {
@@ -321,20 +321,15 @@ fn permit_line(
     served: &Served,
     reply: Reply,
 ) -> String {
-    use crate::lock::Reply::*;
     let now = after.now;
     let server = &after.names[0];
     let first_end = server.leases.iter().map(|l| l.expires - now).min();
     let (reply, value) = match reply {
-        Granted { fence } => ("granted", fence.to_string()),
-        Refused { .. } => (
+        Reply::Refused { .. } => (
             "refused",
             first_end.map_or("-".to_owned(), |t| t.to_string()),
         ),
-        Extended { .. } => ("extended", "-".to_owned()),
-        Released => ("released", "-".to_owned()),
-        NotHeld { .. } => ("gone", "-".to_owned()),
-        Raised { .. } => unreachable!("the single-server lock raises no counter"),
+        reply => outcome(reply),
     };
     let handed: Vec<String> = served
         .handed

@@ -55,13 +55,29 @@ return 0
 
 #[test]
 fn the_scripts_do_what_the_model_of_the_lock_says() {
-    let trace = match std::env::var("FENCELOCK_CONFORMANCE_TRACE") {
+    replay_runs("FENCELOCK_CONFORMANCE_TRACE", TRACE);
+}
+
+/// Replays the runs in the file the environment variable `env` names, or else `committed`,
+/// and checks that there were many.
+fn replay_runs(env: &str, committed: &str) {
+    let trace = match std::env::var(env) {
         Ok(path) => std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")),
-        Err(_) => TRACE.to_owned(),
+        Err(_) => committed.to_owned(),
     };
     let calls = replay(&trace);
     eprintln!("{calls} script calls matched the model");
     assert!(calls > 1000, "only {calls} script calls");
+}
+
+/// `Ok` when the script's answer `got` was `fine` by the model's `reply` and `value`.
+fn answered(fine: bool, got: &Value, reply: &str, value: &str) -> Result<(), String> {
+    match fine {
+        true => Ok(()),
+        false => Err(format!(
+            "the script answered {got:?}, the model {reply} {value}"
+        )),
+    }
 }
 
 /// Replays `trace` (or the file `FENCELOCK_CONFORMANCE_TRACE` names) on a new server.
@@ -289,12 +305,7 @@ impl Replay {
             ("gone", Value::Int(0)) | ("taken", Value::Int(-1)) => true,
             _ => false,
         };
-        match fine {
-            true => Ok(()),
-            false => Err(format!(
-                "the script answered {got:?}, the model {reply} {value}"
-            )),
-        }
+        answered(fine, got, reply, value)
     }
 
     /// Name `i`'s key, counter and line, read from the server, against the model's.

@@ -19,13 +19,7 @@ const TRACE: &str = include_str!("many.trace");
 
 #[test]
 fn the_scripts_of_several_names_do_what_the_model_of_a_lock_on_two_names_says() {
-    let trace = match std::env::var("FENCELOCK_CONFORMANCE_MANY_TRACE") {
-        Ok(path) => std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")),
-        Err(_) => TRACE.to_owned(),
-    };
-    let calls = super::replay(&trace);
-    eprintln!("{calls} script calls on two names matched the model");
-    assert!(calls > 1000, "only {calls} script calls");
+    super::replay_runs("FENCELOCK_CONFORMANCE_MANY_TRACE", TRACE);
 }
 
 /// What the model says a call left on one name, and the waiter of several names it woke there.
@@ -132,12 +126,7 @@ impl Replay {
             ("gone", Value::Int(0)) | ("taken", Value::Int(-1)) => true,
             _ => false,
         };
-        match fine {
-            true => Ok(()),
-            false => Err(format!(
-                "the script answered {got:?}, the model {reply} {value}"
-            )),
-        }
+        super::answered(fine, got, reply, value)
     }
 }
 

@@ -17,13 +17,7 @@ const TRACE: &str = include_str!("permits.trace");
 
 #[test]
 fn the_permit_scripts_do_what_the_model_of_a_semaphore_and_a_read_write_lock_says() {
-    let trace = match std::env::var("FENCELOCK_CONFORMANCE_PERMITS_TRACE") {
-        Ok(path) => std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")),
-        Err(_) => TRACE.to_owned(),
-    };
-    let calls = super::replay(&trace);
-    eprintln!("{calls} permit script calls matched the model");
-    assert!(calls > 1000, "only {calls} script calls");
+    super::replay_runs("FENCELOCK_CONFORMANCE_PERMITS_TRACE", TRACE);
 }
 
 /// Each client's kind of lease.
@@ -157,12 +151,7 @@ impl Replay {
             ("extended" | "released", Value::Int(1)) | ("gone", Value::Int(0)) => true,
             _ => false,
         };
-        match fine {
-            true => Ok(()),
-            false => Err(format!(
-                "the script answered {got:?}, the model {reply} {value}"
-            )),
-        }
+        super::answered(fine, got, reply, value)
     }
 
     /// The leases that have not ended, as `(client, ticks left)` by client; each with its
