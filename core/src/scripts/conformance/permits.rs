@@ -20,6 +20,9 @@ fn the_permit_scripts_do_what_the_model_of_a_semaphore_and_a_read_write_lock_say
     super::replay_runs("FENCELOCK_CONFORMANCE_PERMITS_TRACE", TRACE);
 }
 
+/// A line as the replay compares it: `(client, arrival, ticks left)` per place.
+type Line = Vec<(usize, u64, u64)>;
+
 /// Each client's kind of lease.
 pub(super) struct Kinds(Vec<LeaseKind>);
 
@@ -86,7 +89,7 @@ impl Replay {
         let counter = number(counter)?;
         self.check_permit_reply(&got, reply, value, counter)?;
         let got = (self.leases()?, counter_of(self)?, self.line(0)?);
-        let want: (Vec<(usize, u64)>, u64, Vec<(usize, u64, u64)>) = (
+        let want: (Vec<(usize, u64)>, u64, Line) = (
             leases.iter().map(|l| (l[0] as usize, l[1])).collect(),
             counter,
             line.iter().map(|p| (p[0] as usize, p[1], p[2])).collect(),
