@@ -91,7 +91,8 @@ enum Stop {
 }
 
 impl Run<'_, '_> {
-    /// Runs `c`'s `request` on a semaphore or read-write lock; the reply (none for an undo).
+    /// Runs `c`'s acquire, extend, release or undo on a semaphore or read-write lock; the
+    /// reply (none for an undo). A leave and a raise are every name's ([`crate::scripts`]).
     pub(crate) fn permits(&mut self, c: Client, request: Request) -> Option<Reply> {
         match request {
             Request::Acquire { arrival } => Some(self.permits_acquire(c, arrival)),
@@ -107,16 +108,7 @@ impl Run<'_, '_> {
                 self.permits_release(c, false);
                 None
             }
-            Request::Leave => {
-                self.server.line.retain(|p| p.client != c);
-                Some(Reply::NotHeld { taken: false })
-            }
-            Request::Raise { fence } => {
-                self.server.counter = self.server.counter.max(fence);
-                Some(Reply::Raised {
-                    counter: self.server.counter,
-                })
-            }
+            Request::Leave | Request::Raise { .. } => unreachable!("served for every name"),
         }
     }
 

@@ -53,11 +53,19 @@ pub(crate) enum Walk {
 pub fn serve(x: &Ctx, server: &mut Server, c: Client, request: Request) -> Served {
     expire(server, x.now);
     let mut run = Run::new(x, server);
-    if x.family.is_permits() {
-        run.served.reply = run.permits(c, request);
-        return run.served;
-    }
     let reply = match request {
+        // The same for every kind of name: a place given up, the counter raised.
+        Request::Leave => {
+            run.server.line.retain(|p| p.client != c);
+            Some(Reply::NotHeld { taken: false })
+        }
+        Request::Raise { fence } => {
+            run.server.counter = run.server.counter.max(fence);
+            Some(Reply::Raised {
+                counter: run.server.counter,
+            })
+        }
+        _ if x.family.is_permits() => run.permits(c, request),
         Request::Acquire { arrival } => Some(run.acquire(c, arrival)),
         Request::Extend { sent } => Some(match &mut run.server.key {
             Some(key) if key.holder == c => {
@@ -72,16 +80,6 @@ pub fn serve(x: &Ctx, server: &mut Server, c: Client, request: Request) -> Serve
         Request::Undo => {
             run.release(c, false);
             None
-        }
-        Request::Leave => {
-            run.server.line.retain(|p| p.client != c);
-            Some(Reply::NotHeld { taken: false })
-        }
-        Request::Raise { fence } => {
-            run.server.counter = run.server.counter.max(fence);
-            Some(Reply::Raised {
-                counter: run.server.counter,
-            })
         }
     };
     Served {

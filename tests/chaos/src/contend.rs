@@ -277,6 +277,17 @@ pub async fn contend_family(
     r
 }
 
+/// A manager of the cluster at `url` as the cluster fault tests use it: writes acknowledged
+/// by one replica (500 ms), a 1 s server timeout, 50 ms between attempts.
+pub fn acknowledged_cluster_manager(url: String) -> LockManager {
+    LockManager::builder([url])
+        .server_timeout(Duration::from_millis(1000))
+        .replica_ack(1, Duration::from_millis(500))
+        .retry_delay(Duration::from_millis(50))
+        .build()
+        .expect("a cluster manager")
+}
+
 /// The runtime the fault tests run their holders on (two worker threads).
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use fencelock::keys::LockKeys;
 use fencelock::{ErrorKind, LockManager};
-use fencelock_chaos::contend::{contend, contend_family, finish, runtime, Contention, Family};
+use fencelock_chaos::contend::{
+    acknowledged_cluster_manager, contend, contend_family, finish, runtime, Contention, Family,
+};
 use fencelock_chaos::history::History;
 use fencelock_testkit::cluster::RedisCluster;
 
@@ -101,12 +103,7 @@ fn a_master_killed_mid_run_with_replica_ack_keeps_a_semaphores_limit() {
 
 fn master_killed_mid_run(family: Family) {
     let mut c = RedisCluster::start(3, 1);
-    let m = LockManager::builder([c.url()])
-        .server_timeout(MS(1000))
-        .replica_ack(1, MS(500))
-        .retry_delay(MS(50))
-        .build()
-        .unwrap();
+    let m = acknowledged_cluster_manager(c.url());
     let history = History::new();
     let until = Instant::now() + Duration::from_secs(15);
     let rt = runtime();

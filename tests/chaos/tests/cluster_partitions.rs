@@ -17,8 +17,10 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use fencelock::keys::LockKeys;
-use fencelock::{ErrorKind, LockManager};
-use fencelock_chaos::contend::{contend, finish, runtime, Contention};
+use fencelock::ErrorKind;
+use fencelock_chaos::contend::{
+    acknowledged_cluster_manager, contend, finish, runtime, Contention,
+};
 use fencelock_chaos::history::History;
 use fencelock_chaos::proxy::Proxy;
 use fencelock_testkit::cluster::RedisCluster;
@@ -108,12 +110,7 @@ fn master_cut_off(both: bool) {
         "node {cut} serves slot {slot}"
     );
     let other = c.port((cut + 1) % 3);
-    let m = LockManager::builder([c.cluster.url()])
-        .server_timeout(MS(1000))
-        .replica_ack(1, MS(500))
-        .retry_delay(MS(50))
-        .build()
-        .unwrap();
+    let m = acknowledged_cluster_manager(c.cluster.url());
     let history = History::new();
     let until = Instant::now() + Duration::from_secs(14);
     let rt = runtime();
