@@ -6,17 +6,23 @@
 # two-minute version (40 s each). Needs root (network namespaces) and builds what the
 # cross-language workers need (tests/chaos/workers/build.sh), as stage 60 does.
 #
-# Usage: ci/soak.sh [--minutes N]   (default 2)
+# Usage: ci/soak.sh [--minutes N | --seconds N]   (default 2 minutes; N in all, a third each)
+# The server binary is $REDIS_SERVER_BIN when set (stage 65 runs a short soak on each server
+# of ci/servers.sh too), else redis-server on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-minutes=2
+seconds=120
 case "${1:-}" in
-  --minutes) minutes=${2:?--minutes needs a number} ;;
+  --minutes | --seconds)
+    n=${2:?$1 needs a number}
+    [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -gt 0 ] \
+      || { echo "ci/soak.sh: $1 takes a whole number, not $n" >&2; exit 2; }
+    if [ "$1" = --minutes ]; then seconds=$(( n * 60 )); else seconds=$n; fi
+    [ "$seconds" -ge 30 ] || { echo "ci/soak.sh: at least 30 seconds (10 a topology)" >&2; exit 2; }
+    ;;
   "") ;;
-  *) echo "usage: ci/soak.sh [--minutes N]" >&2; exit 2 ;;
+  *) echo "usage: ci/soak.sh [--minutes N | --seconds N]" >&2; exit 2 ;;
 esac
-[[ "$minutes" =~ ^[0-9]+$ ]] && [ "$minutes" -gt 0 ] \
-  || { echo "ci/soak.sh: --minutes takes a whole number of minutes, not $minutes" >&2; exit 2; }
 export FENCELOCK_ROOT="$PWD"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 ci/install-redis.sh
@@ -24,7 +30,7 @@ tests/chaos/workers/build.sh
 # shellcheck disable=SC1091
 source target/mixed/env
 export FENCELOCK_MIXED_REQUIRED=1
-export FENCELOCK_SOAK_SECONDS=$(( minutes * 20 ))
+export FENCELOCK_SOAK_SECONDS=$(( seconds / 3 ))
 cargo test --locked -p fencelock-chaos --test soak -- --test-threads=1 --nocapture 2>&1 \
   | tee "$CARGO_TARGET_DIR/soak.log"
 echo "--- report (also in $CARGO_TARGET_DIR/soak.log)"

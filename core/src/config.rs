@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::keys::check_prefix;
 use crate::lane::LoopIo;
 use crate::timing::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, MAX_OPTION_DURATION, MIN_OPTION_DURATION,
+    self, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, MAX_OPTION_DURATION, MIN_OPTION_DURATION,
 };
 use crate::tls::{Pem, TlsSettings};
 use crate::url::{parse_server, redact_url, ServerSpec};
@@ -334,6 +334,11 @@ impl Builder {
                 ));
             }
             check_duration("replica_ack timeout", ack.timeout)?;
+        }
+        let response_timeout =
+            timing::cluster_response_timeout(self.connect_timeout, self.server_timeout);
+        for cluster in servers.iter_mut().filter_map(|s| s.cluster.as_mut()) {
+            cluster.response_timeout = response_timeout;
         }
         Ok(Config {
             servers,

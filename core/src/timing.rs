@@ -98,7 +98,20 @@ pub fn check_ttl(ttl: Duration) -> Result<u64> {
 /// most 1 s. Small against the TTL so that one slow server cannot eat the validity; at least
 /// 10 ms for a round trip on a busy machine.
 pub fn default_server_timeout(ttl: Duration) -> Duration {
-    (ttl / 20).clamp(Duration::from_millis(10), Duration::from_secs(1))
+    (ttl / 20).clamp(Duration::from_millis(10), MAX_DEFAULT_SERVER_TIMEOUT)
+}
+
+/// The longest [`default_server_timeout`].
+pub const MAX_DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long a cluster's nodes have to answer the cluster layer (redis-rs' response timeout):
+/// the connect timeout, or the server timeout when that is longer (no call of ours, `WAIT`
+/// included, waits longer for a reply, so none is cut short). Without one, the layer's own
+/// check of a node (a `PING` to every node it knows, replicas included, when it refreshes
+/// its slot map, while every call waits) waited for ever on a node that was frozen after it
+/// connected: its kernel still holds the connection, its server answers nothing.
+pub fn cluster_response_timeout(connect: Duration, server: Option<Duration>) -> Duration {
+    connect.max(server.unwrap_or(MAX_DEFAULT_SERVER_TIMEOUT))
 }
 
 /// How long a waiter keeps its place in a queue without a new attempt: waiters try at least

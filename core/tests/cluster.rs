@@ -21,6 +21,15 @@ fn manager(c: &RedisCluster) -> LockManager {
     LockManager::new([c.url()]).unwrap()
 }
 
+/// A master of `c` other than the one on `port`.
+fn another_master(c: &RedisCluster, port: u16) -> u16 {
+    let other = c
+        .topology()
+        .into_iter()
+        .find(|n| n.master && n.port != port);
+    other.expect("a cluster of several masters").port
+}
+
 /// How many waiters hold a place in the queue of `name`, on the master of its slot.
 fn queued(c: &RedisCluster, name: &[u8]) -> i64 {
     let keys = LockKeys::new(b"", name);
@@ -288,7 +297,9 @@ async fn waiters_are_woken_through_pubsub_in_the_order_they_came() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_lock_survives_its_slot_moving_to_another_master() {
-    let c = cluster();
+    // No failover belongs in this test: a node timeout longer than the tests' 1 s keeps a
+    // node slowed by a busy machine from being failed over mid-test (as one once was).
+    let c = RedisCluster::start_with_args(3, 1, &["--cluster-node-timeout".into(), "5000".into()]);
     let m = manager(&c);
     let other = manager(&c);
     let name = b"moving";
@@ -296,12 +307,7 @@ async fn a_held_lock_survives_its_slot_moving_to_another_master() {
     let lock = m.acquire("moving", MS(30_000), None).await.unwrap();
     let first = lock.fencing_token();
     let from = c.master_of_slot(keys.slot).port();
-    let to = c
-        .topology()
-        .into_iter()
-        .find(|n| n.master && n.port != from)
-        .unwrap()
-        .port;
+    let to = another_master(&c, from);
     let rt = tokio::runtime::Handle::current();
     // While the slot is half moved (its keys on the target, the slot still the source's), a
     // script whose keys are not all in one place is refused by Redis itself (ASK, then
@@ -340,6 +346,67 @@ async fn a_held_lock_survives_its_slot_moving_to_another_master() {
         .unwrap();
     assert!(next.fencing_token() > first);
     next.release().await.unwrap();
+}
+
+/// A replica frozen after the manager connected to it (a paused VM: its kernel still holds
+/// the connection, its server answers nothing) does not stall the calls of a manager that
+/// never uses it. The cluster layer checks every node it knows, replicas included, when it
+/// refreshes its slot map (here after a slot moved: a MOVED reply), and every call waits for
+/// that; the check used to wait for ever, so every call after the move failed on its server
+/// timeout. (The cluster's node timeout is long here, so that it does not drop the frozen
+/// replica from its slot map during the test.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_replica_does_not_stall_calls_when_the_slot_map_is_refreshed() {
+    let mut c =
+        RedisCluster::start_with_args(3, 1, &["--cluster-node-timeout".into(), "60000".into()]);
+    let m = LockManager::builder([c.url()])
+        .server_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let keys = LockKeys::new(b"", b"frozen");
+    let from = c.master_of_slot(keys.slot).port();
+    let to = another_master(&c, from);
+    let replica = c.replicas_of(from)[0];
+    // The first call connects to every node of the slot map the seeds give, replicas
+    // included, once they list the replica (gossip may still be settling).
+    let seeds = [c.nodes[0].port(), c.nodes[1].port()];
+    wait_until_async(
+        Duration::from_secs(20),
+        "the seeds list the replica in CLUSTER SLOTS",
+        || {
+            seeds.iter().all(|&p| {
+                let slots = c.node(p).cmd(&[b"CLUSTER", b"SLOTS"]);
+                format!("{slots:?}").contains(&format!("Int({replica})"))
+            })
+        },
+    )
+    .await;
+    let lock = m.acquire("frozen", MS(10_000), None).await.unwrap();
+    lock.release().await.unwrap();
+    // The slot moved (the manager does not know yet), then the replica frozen: the move
+    // happens first because Valkey 8 replicates CLUSTER SETSLOT to a master's replicas
+    // before it answers.
+    c.migrate_slot(keys.slot, to, || {});
+    c.node_mut(replica).stop();
+    let started = Instant::now();
+    let lock = m
+        .acquire("frozen", MS(10_000), Some(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    lock.extend(MS(10_000)).await.unwrap();
+    let first = lock.fencing_token();
+    lock.release().await.unwrap();
+    let again = m.acquire("frozen", MS(10_000), None).await.unwrap();
+    assert!(again.fencing_token() > first);
+    again.release().await.unwrap();
+    // A hang check, not a speed one: the first refresh gives up on the replica after the
+    // response timeout (2 s here).
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    c.node_mut(replica).cont();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -481,6 +548,19 @@ async fn replicas_that_do_not_acknowledge_fail_the_acquire_and_without_ack_a_fai
     let keys = LockKeys::new(b"", b"fragile");
     let master = c.master_of_slot(keys.slot).port();
     let replica = c.replicas_of(master)[0];
+    // Connected (to every node, the replica too) while all answer: a new connection would
+    // first wait out the cluster layer's connect timeout (1 s) on the paused replica, which
+    // with this 2 s server timeout and the 500 ms WAIT left the first call no time on a busy
+    // machine (docs/SAFETY.md "Servers").
+    let acked = acked(&c);
+    c.wait_acknowledged(master, b"{fragile}ack", 1, Duration::from_secs(30));
+    acked
+        .acquire("fragile", MS(60_000), Some(Duration::from_secs(5)))
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
     c.node_mut(replica).stop();
     wait_until_async(
         Duration::from_secs(20),
@@ -495,7 +575,7 @@ async fn replicas_that_do_not_acknowledge_fail_the_acquire_and_without_ack_a_fai
     .await;
     // With acknowledgment: the write reaches no replica, so the server's vote does not count,
     // and the acquire says why; nothing is left behind.
-    let e = acked(&c)
+    let e = acked
         .acquire("fragile", MS(60_000), Some(Duration::from_secs(2)))
         .await
         .unwrap_err();

@@ -71,22 +71,16 @@ fn main() {
         if weights.len() != m.clients {
             usage("--semaphore and --rwlock name one lease per client (--clients)");
         }
-        if servers > 1 {
-            usage("a semaphore and a read-write lock are modelled on one server");
-        }
     }
     if servers > 1 {
-        let r = RedlockModel {
-            clients: m.clients,
-            servers,
-            ttl: m.ttl,
-            margin: m.margin,
-            place_life: m.place_life,
-            max_time: m.max_time,
-            max_grants: m.max_grants,
-            max_faults,
-            faults: m.faults,
-        };
+        if !m.wants.is_empty() {
+            usage("a lock on several names is modelled on one server");
+        }
+        let mut r = RedlockModel::family(m.clients, m.faults, m.family.clone());
+        r.servers = servers;
+        r.quorum = r.kind_quorum();
+        (r.ttl, r.margin, r.place_life) = (m.ttl, m.margin, m.place_life);
+        (r.max_time, r.max_grants, r.max_faults) = (m.max_time, m.max_grants, max_faults);
         let names = fencelock_model::properties::redlock();
         let symmetry: fn(&_) -> _ = stateright::Representative::representative;
         return report(&r, names.iter().map(|p| p.name), Some(symmetry));

@@ -129,11 +129,24 @@ pub fn permits() -> Vec<Property<LockModel>> {
 
 /// What the checker holds Redlock to: the lock's properties across three servers, and a
 /// hold taken through a quorum of hand-off messages as the scenario that makes them matter.
+/// Of a semaphore or read-write lock ([`RedlockModel::family`]): the permits in critical
+/// sections within the limit and a writer alone (instead of one holder), and a lease's token
+/// larger than every lease released before its call started (leases that overlap may be
+/// granted in either order).
 pub fn redlock() -> Vec<Property<RedlockModel>> {
     type S = crate::redlock::State;
     vec![
-        Property::always(MUTUAL_EXCLUSION, |_, s: &S| {
-            s.any_paused() || s.history.restarted || s.in_cs() <= 1
+        Property::always(MUTUAL_EXCLUSION, |m: &RedlockModel, s: &S| {
+            !s.assumptions_hold() || m.family.is_permits() || s.in_cs() <= 1
+        }),
+        Property::always(WITHIN_LIMIT, |m: &RedlockModel, s: &S| {
+            let (limit, _) = m.family.weight(0);
+            !s.assumptions_hold() || s.weight_in_cs(&m.family) <= limit
+        }),
+        Property::always(WRITER_ALONE, |m: &RedlockModel, s: &S| {
+            let in_cs = s.clients_in_cs();
+            let writer = in_cs.iter().any(|&c| m.family.writes(c));
+            !s.assumptions_hold() || in_cs.len() <= 1 || !writer
         }),
         Property::always(FENCING_INCREASES, |_, s: &S| {
             s.history.restarted || !s.history.fence_regressed
@@ -147,5 +160,6 @@ pub fn redlock() -> Vec<Property<RedlockModel>> {
                 .all(|c| c.phase == crate::redlock::Phase::Done)
         }),
         Property::sometimes(HELD_BY_HANDOFF, |_, s: &S| s.history.held_by_handoff),
+        Property::sometimes(SHARED, |_, s: &S| s.in_cs() >= 2),
     ]
 }

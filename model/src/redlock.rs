@@ -19,6 +19,11 @@
 //!
 //! Time, the timing assumptions and the faults are the single-server model's
 //! ([`crate::lock`]); a restart empties one server, once.
+//!
+//! The name may also be a semaphore or a read-write lock ([`RedlockModel::family`]): the
+//! servers run the permits scripts, and a lease counts on the quorum the core asks of its kind
+//! (`LeaseKind::quorum`, core/src/kind.rs): a majority, but for a semaphore of limit `k > 1`
+//! `floor(k n / (k + 1)) + 1` of `n` servers.
 
 use stateright::{Model, Property, Representative};
 
@@ -40,6 +45,12 @@ pub struct RedlockModel {
     /// lost, crashes): the bound that keeps three servers' interleavings checkable.
     pub max_faults: u8,
     pub faults: Faults,
+    /// What the name is: a lock, a semaphore, a read-write lock.
+    pub family: Family,
+    /// How many servers must grant (and hold the token): a majority for a lock
+    /// ([`RedlockModel::small`]), the core's quorum of the kind for the family
+    /// ([`RedlockModel::family`]); a test lowers it to show what a smaller one breaks.
+    pub quorum: usize,
 }
 
 impl RedlockModel {
@@ -56,11 +67,38 @@ impl RedlockModel {
             max_grants: 3,
             max_faults: 2,
             faults,
+            family: Family::Lock,
+            quorum: 2,
+        }
+    }
+
+    /// The same bounds for a semaphore or a read-write lock, on the quorum the core asks of
+    /// its kind (`LeaseKind::quorum`): a majority, but for a semaphore of limit `k > 1`
+    /// `floor(k n / (k + 1)) + 1` of the `n` servers (all three once `k >= 2`), since
+    /// holders of `k + 1` permits through different majorities fit on every server.
+    pub fn family(clients: usize, faults: Faults, family: Family) -> RedlockModel {
+        let mut m = RedlockModel::small(clients, faults);
+        m.family = family;
+        m.quorum = m.kind_quorum();
+        m
+    }
+
+    /// The core's quorum for the family on [`servers`](Self::servers).
+    pub fn kind_quorum(&self) -> usize {
+        let n = self.servers;
+        match self.family {
+            Family::Permits {
+                rw: false, limit, ..
+            } if limit > 1 => {
+                let k = usize::from(limit);
+                (k * n / (k + 1) + 1).min(n)
+            }
+            _ => n / 2 + 1,
         }
     }
 
     fn quorum(&self) -> usize {
-        self.servers / 2 + 1
+        self.quorum
     }
 }
 
@@ -113,13 +151,21 @@ pub struct ClientState {
     pub handed: Vec<Option<u32>>,
     pub paused_at: Option<u8>,
     pub was_paused: bool,
+    /// Of a semaphore or read-write lock: the largest token of a lease released before this
+    /// client's acquire call started, which the lease it gets must exceed (every grant and
+    /// hand-out for the call comes later, on a quorum that meets the released lease's).
+    pub floor: u32,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct History {
     /// The token of the latest hold taken by a client never paused.
     pub last_hold: u32,
-    /// A hold's token was not larger than an earlier hold's.
+    /// Of a semaphore or read-write lock (whose leases overlap, so that two may be granted
+    /// in either order): the largest token of a lease released so far.
+    pub last_released: u32,
+    /// A hold's token was not larger than an earlier hold's (a lock), or than a lease's that
+    /// was released before the hold's acquire call started (a semaphore, a read-write lock).
     pub fence_regressed: bool,
     /// A script granted past a listening waiter ahead in its line.
     pub passed_a_waiter: bool,
@@ -169,14 +215,29 @@ impl State {
     }
 
     pub fn in_cs(&self) -> usize {
-        self.clients
-            .iter()
-            .filter(|c| matches!(c.phase, Phase::Holding(h) if h.in_cs))
-            .count()
+        self.clients_in_cs().len()
+    }
+
+    /// Clients in their critical section.
+    pub fn clients_in_cs(&self) -> Vec<Client> {
+        (0..self.clients.len())
+            .filter(|&c| matches!(self.clients[c].phase, Phase::Holding(h) if h.in_cs))
+            .collect()
+    }
+
+    /// The permits (or, with a lock, holders) in critical sections.
+    pub fn weight_in_cs(&self, family: &Family) -> u8 {
+        let weights = self.clients_in_cs().into_iter().map(|c| family.weight(c).1);
+        weights.sum()
     }
 
     pub fn any_paused(&self) -> bool {
         self.clients.iter().any(|c| c.was_paused)
+    }
+
+    /// No client was paused and no server restarted: what exclusion and limits rest on.
+    pub fn assumptions_hold(&self) -> bool {
+        !self.any_paused() && !self.history.restarted
     }
 
     fn listening(&self) -> Vec<bool> {
@@ -207,6 +268,7 @@ impl Model for RedlockModel {
             handed: vec![None; n],
             paused_at: None,
             was_paused: false,
+            floor: 0,
         };
         vec![State {
             now: 0,
@@ -264,6 +326,9 @@ impl Model for RedlockModel {
             }
             Action::Leave(c) => s.hold(c)?.in_cs = false,
             Action::Release(c) => {
+                if let (Phase::Holding(h), true) = (s.clients[c].phase, self.family.is_permits()) {
+                    s.history.last_released = s.history.last_released.max(h.fence);
+                }
                 let round = s.clients[c].round;
                 for q in &mut s.clients[c].requests {
                     q.push((round, Request::Release));
@@ -394,10 +459,14 @@ impl RedlockModel {
     /// A new attempt: the acquire script on every server, its votes awaited.
     fn attempt(&self, s: &mut State, c: Client) {
         let clock = s.clock(c);
+        let released = s.history.last_released;
         let client = &mut s.clients[c];
         let started = match client.phase {
             Phase::Acquiring { started, .. } => started,
-            _ => clock,
+            _ => {
+                client.floor = released;
+                clock
+            }
         };
         client.phase = Phase::Acquiring {
             started,
@@ -423,7 +492,7 @@ impl RedlockModel {
             place_life: self.place_life,
             listening: &listening,
             many: &vec![false; listening.len()],
-            family: &Family::Lock,
+            family: &self.family,
         };
         let served = scripts::serve(&x, &mut s.servers[i], c, request);
         s.history.passed_a_waiter |= served.passed_a_waiter;
@@ -555,7 +624,9 @@ impl RedlockModel {
             extends: 0,
         });
         client.votes.iter_mut().for_each(|v| *v = None);
-        if !client.was_paused {
+        if self.family.is_permits() {
+            s.history.fence_regressed |= fence <= client.floor;
+        } else if !client.was_paused {
             s.history.fence_regressed |= fence <= s.history.last_hold;
             s.history.last_hold = s.history.last_hold.max(fence);
         }

@@ -14,6 +14,9 @@ pub(crate) struct ClusterSpec {
     pub nodes: Vec<redis::ConnectionInfo>,
     /// The TLS certificates (CA, client identity) of a `rediss+cluster://` entry.
     pub certificates: Option<redis::TlsCertificates>,
+    /// How long the cluster layer waits for any node's reply (its own checks of nodes
+    /// included) before giving up on it: see [`crate::timing::cluster_response_timeout`].
+    pub response_timeout: std::time::Duration,
 }
 
 impl ClusterSpec {
@@ -40,7 +43,8 @@ impl ClusterSpec {
             .retries(3)
             .min_retry_wait(2)
             .max_retry_wait(100)
-            .retry_wait_formula(10, 2);
+            .retry_wait_formula(10, 2)
+            .response_timeout(self.response_timeout);
         if let Some(certs) = &self.certificates {
             builder = builder.certs(certs.clone());
         }
@@ -115,6 +119,11 @@ pub(super) fn parse_cluster(
     let cluster = ClusterSpec {
         nodes,
         certificates: tls.certificates.clone(),
+        // The manager's options set it (`Builder::config`).
+        response_timeout: crate::timing::cluster_response_timeout(
+            crate::timing::DEFAULT_CONNECT_TIMEOUT,
+            None,
+        ),
     };
     // The cluster layer checks the seeds' settings against each other: fail here, not at the
     // first call.

@@ -9,7 +9,8 @@ use std::time::Duration;
 use crate::history::{Hold, Verdict};
 
 /// How long each topology of the soak runs: `FENCELOCK_SOAK_SECONDS` (CI: the default, 40 s,
-/// two minutes for the three topologies; `ci/soak.sh --minutes N` sets N × 20 s).
+/// two minutes for the three topologies; `ci/soak.sh --minutes N` sets N × 20 s, `--seconds N`
+/// a third of N).
 pub fn length() -> Duration {
     let secs = std::env::var("FENCELOCK_SOAK_SECONDS")
         .ok()

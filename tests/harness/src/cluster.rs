@@ -193,8 +193,10 @@ impl RedisCluster {
     }
 
     /// Waits until every running node says `cluster_state:ok` and sees every slot served,
-    /// every running replica is in sync with its master (`master_link_status:up`), and every
-    /// master sees each of its replicas online.
+    /// every running replica is in sync with its master (`master_link_status:up`), every
+    /// master sees each of its replicas online, and the running nodes agree on who is whose
+    /// replica (gossip spreads a role slowly with a long node timeout; before Redis 7.0 a node
+    /// could still call a replica a master a while after the others knew better).
     pub fn wait_ready(&self, limit: Duration) {
         let text = |n: &RedisServer, args: &[&[u8]]| match n
             .cmd_with_timeout(args, Duration::from_millis(500))
@@ -202,7 +204,25 @@ impl RedisCluster {
             Ok(Reply::Bulk(Some(t))) => String::from_utf8_lossy(&t).into_owned(),
             _ => String::new(),
         };
+        // Each node's view of the roles: (address, master or not, master id), sorted.
+        let roles = |n: &RedisServer| {
+            let nodes = text(n, &[b"CLUSTER", b"NODES"]);
+            let mut view: Vec<(String, bool, String)> = nodes
+                .lines()
+                .filter_map(|l| {
+                    let f: Vec<&str> = l.split(' ').collect();
+                    (f.len() > 3)
+                        .then(|| (f[1].to_owned(), f[2].contains("master"), f[3].to_owned()))
+                })
+                .collect();
+            view.sort();
+            view
+        };
         wait_until(limit, "every node of the cluster is ok", || {
+            let views: Vec<_> = self.running().map(roles).collect();
+            if views.windows(2).any(|w| w[0] != w[1]) {
+                return false;
+            }
             self.running().all(|n| {
                 let info = text(n, &[b"CLUSTER", b"INFO"]);
                 let replication = text(n, &[b"INFO", b"replication"]);
