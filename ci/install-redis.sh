@@ -16,11 +16,6 @@ ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing+=(libfaketime
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
-echo "installing with apt-get: ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+"$(dirname "$0")/apt-install.sh" "${missing[@]}"
 command -v redis-server >/dev/null
 redis-server --version

@@ -1038,6 +1038,16 @@ void fl_rwlock_free(struct fl_rwlock *rwlock);
 fl_status fl_rwlock_acquire(const struct fl_rwlock *rwlock, uint32_t mode, const char *token, uint64_t ttl_ms, int64_t wait_ms, uint32_t flags, struct fl_lock **out);
 
 /**
+ * As `fl_rwlock_acquire` (flags 0), giving up when `interrupted(user_data)`, asked about every
+ * 50 ms on the calling thread, returns true (`FL_CANCELLED`), as
+ * `fl_lock_acquire_interruptible`.
+ *
+ * Errors: as `fl_rwlock_acquire`; `FL_CANCELLED` when interrupted; `FL_INVALID_ARGUMENT` also
+ * for a NULL `interrupted`.
+ */
+fl_status fl_rwlock_acquire_interruptible(const struct fl_rwlock *rwlock, uint32_t mode, const char *token, uint64_t ttl_ms, int64_t wait_ms, fl_interrupt_callback interrupted, void *user_data, struct fl_lock **out);
+
+/**
  * One try at `mode`: `FL_NOT_ACQUIRED` (and `*out` untouched) when it is not free (a writer
  * holds or waits, or for a write, anyone).
  *

@@ -449,6 +449,34 @@ pub unsafe extern "C" fn fl_rwlock_acquire(
     })
 }
 
+/// As `fl_rwlock_acquire` (flags 0), giving up when `interrupted(user_data)`, asked about every
+/// 50 ms on the calling thread, returns true (`FL_CANCELLED`), as
+/// `fl_lock_acquire_interruptible`.
+///
+/// Errors: as `fl_rwlock_acquire`; `FL_CANCELLED` when interrupted; `FL_INVALID_ARGUMENT` also
+/// for a NULL `interrupted`.
+#[no_mangle]
+pub unsafe extern "C" fn fl_rwlock_acquire_interruptible(
+    rwlock: *const fl_rwlock,
+    mode: u32,
+    token: *const c_char,
+    ttl_ms: u64,
+    wait_ms: i64,
+    interrupted: fl_interrupt_callback,
+    user_data: *mut c_void,
+    out: *mut *mut fl_lock,
+) -> fl_status {
+    boundary(|| {
+        let out = ffi::out(out, "out")?;
+        let interrupted = interrupted.ok_or_else(|| ffi::invalid("interrupted is NULL"))?;
+        let lease = self::rwlock(rwlock)?.lease(mode)?;
+        let how = How::Wait(Some((interrupted, user_data)));
+        // SAFETY: forwarded under the caller's contract.
+        let lease = unsafe { acquire(lease, token, (ttl_ms, wait_ms, 0), how) }?;
+        hand_out(lease, out)
+    })
+}
+
 /// One try at `mode`: `FL_NOT_ACQUIRED` (and `*out` untouched) when it is not free (a writer
 /// holds or waits, or for a write, anyone).
 ///

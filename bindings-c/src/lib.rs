@@ -56,11 +56,12 @@ pub use error::{
 pub use events::{fl_event_callback, fl_event_level, fl_set_event_callback};
 pub use family::{
     fl_lease_kind, fl_lock_kind, fl_rw_mode, fl_rwlock, fl_rwlock_acquire,
-    fl_rwlock_extend_by_token, fl_rwlock_free, fl_rwlock_new, fl_rwlock_occupancy,
-    fl_rwlock_release_by_token, fl_rwlock_state, fl_rwlock_try_acquire, fl_semaphore,
-    fl_semaphore_acquire, fl_semaphore_acquire_interruptible, fl_semaphore_extend_by_token,
-    fl_semaphore_free, fl_semaphore_new, fl_semaphore_occupancy, fl_semaphore_release_by_token,
-    fl_semaphore_state, fl_semaphore_try_acquire, fl_with_rwlock, fl_with_semaphore,
+    fl_rwlock_acquire_interruptible, fl_rwlock_extend_by_token, fl_rwlock_free, fl_rwlock_new,
+    fl_rwlock_occupancy, fl_rwlock_release_by_token, fl_rwlock_state, fl_rwlock_try_acquire,
+    fl_semaphore, fl_semaphore_acquire, fl_semaphore_acquire_interruptible,
+    fl_semaphore_extend_by_token, fl_semaphore_free, fl_semaphore_new, fl_semaphore_occupancy,
+    fl_semaphore_release_by_token, fl_semaphore_state, fl_semaphore_try_acquire, fl_with_rwlock,
+    fl_with_semaphore,
 };
 pub use lock::{
     fl_interrupt_callback, fl_lock, fl_lock_acquire, fl_lock_acquire_interruptible,

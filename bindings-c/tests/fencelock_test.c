@@ -1859,7 +1859,24 @@ static void test_rwlock_readers_writer_and_upgrade(void) {
     CHECK_ST(fl_rwlock_state(rw, &st), FL_OK);
     CHECK(st.readers == 0 && st.writer);
     CHECK_ST(fl_rwlock_try_acquire(rw, FL_RW_READ, 10000, &none), FL_NOT_ACQUIRED);
+    /* A reader's forever-wait behind the writer, stopped by the caller's callback. */
+    {
+        int calls = 0;
+        CHECK_INVALID(fl_rwlock_acquire_interruptible(rw, FL_RW_READ, NULL, 10000, -1, NULL, NULL, &none),
+                      "interrupted");
+        CHECK_ST(fl_rwlock_acquire_interruptible(rw, FL_RW_READ, NULL, 10000, -1, interrupt_after_calls, &calls,
+                                                 &none),
+                 FL_CANCELLED);
+        CHECK(calls >= 4 && none == SENTINEL);
+    }
     CHECK_ST(fl_lock_release(w), FL_OK);
+    {
+        fl_lock *r3 = NULL;
+        CHECK_ST(fl_rwlock_acquire_interruptible(rw, FL_RW_READ, NULL, 10000, -1, never_interrupt, NULL, &r3),
+                 FL_OK);
+        CHECK_ST(fl_lock_release(r3), FL_OK);
+        fl_lock_free(r3);
+    }
     fl_lock_free(r1);
     fl_lock_free(r2);
     fl_lock_free(w);

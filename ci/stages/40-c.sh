@@ -11,16 +11,11 @@ for tool in gcc pkg-config valgrind make redis-cli; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing missing tools: ${missing[*]}"
   pkgs=()
   for tool in "${missing[@]}"; do
     case "$tool" in redis-cli) pkgs+=(redis-tools) ;; *) pkgs+=("$tool") ;; esac
   done
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+  ci/apt-install.sh "${pkgs[@]}"
 fi
 
 cargo test --locked -p fencelock-c

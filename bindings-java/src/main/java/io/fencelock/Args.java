@@ -1,0 +1,41 @@
+package io.fencelock;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/** Checks of a call's arguments that belong to Java (nulls, durations), before any native call. */
+final class Args {
+    private Args() {}
+
+    /** A duration in whole milliseconds: not null, not negative, at most {@code Long.MAX_VALUE} ms. */
+    static long millis(String what, Duration d) {
+        Objects.requireNonNull(d, what);
+        if (d.isNegative()) {
+            throw new InvalidArgumentException(what + " must not be negative, got " + d);
+        }
+        try {
+            return d.toMillis();
+        } catch (ArithmeticException e) {
+            throw new InvalidArgumentException(what + " is too long: " + d);
+        }
+    }
+
+    /** A TTL: at least 1 ms (the library names the real minimum). */
+    static long ttl(Duration ttl) {
+        long ms = millis("ttl", ttl);
+        if (ms == 0) {
+            throw new InvalidArgumentException("ttl must be at least 1 ms, got " + ttl);
+        }
+        return ms;
+    }
+
+    /** A wait limit: {@code null} waits until acquired (-1), zero tries once. */
+    static long waitLimit(Duration wait) {
+        return wait == null ? -1 : millis("wait", wait);
+    }
+
+    static String name(String name) {
+        Objects.requireNonNull(name, "name");
+        return name;
+    }
+}
