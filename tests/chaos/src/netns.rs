@@ -140,7 +140,8 @@ impl Netns {
     /// Extra `redis-server` arguments: listen on loopback (the test's own commands) and on
     /// the pair's host address.
     pub fn server_args(&self) -> Vec<String> {
-        vec!["--bind".into(), format!("127.0.0.1 {}", self.host_addr)]
+        // Separate arguments: before 7.0, one argument "A B" was one (unknown) address.
+        vec!["--bind".into(), "127.0.0.1".into(), self.host_addr.clone()]
     }
 
     /// `redis://HOST_ADDR:PORT` for each port: the servers as the workers reach them.

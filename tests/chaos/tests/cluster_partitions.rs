@@ -55,7 +55,8 @@ impl Cluster {
             if i == cut {
                 args.extend([
                     "--bind".into(),
-                    format!("{SOURCE} 127.0.0.1"),
+                    SOURCE.to_string(),
+                    "127.0.0.1".into(),
                     "--bind-source-addr".into(),
                     SOURCE.to_string(),
                 ]);
