@@ -94,6 +94,14 @@ enum How {
     Scoped,
 }
 
+impl How {
+    /// Waiting, giving up when the caller's `interrupted(user_data)` says so; NULL is invalid.
+    fn interruptible(interrupted: fl_interrupt_callback, user_data: *mut c_void) -> Result<How> {
+        let interrupted = interrupted.ok_or_else(|| ffi::invalid("interrupted is NULL"))?;
+        Ok(How::Wait(Some((interrupted, user_data))))
+    }
+}
+
 /// Acquires a lease of `kind` on `name`, its options checked first.
 ///
 /// # Safety
@@ -247,9 +255,8 @@ pub unsafe extern "C" fn fl_semaphore_acquire_interruptible(
 ) -> fl_status {
     boundary(|| {
         let out = ffi::out(out, "out")?;
-        let interrupted = interrupted.ok_or_else(|| ffi::invalid("interrupted is NULL"))?;
+        let how = How::interruptible(interrupted, user_data)?;
         let s = self::semaphore(semaphore)?;
-        let how = How::Wait(Some((interrupted, user_data)));
         // SAFETY: forwarded under the caller's contract.
         let lease = unsafe { acquire(s.lease(count), token, (ttl_ms, wait_ms, 0), how) }?;
         hand_out(lease, out)
@@ -468,9 +475,8 @@ pub unsafe extern "C" fn fl_rwlock_acquire_interruptible(
 ) -> fl_status {
     boundary(|| {
         let out = ffi::out(out, "out")?;
-        let interrupted = interrupted.ok_or_else(|| ffi::invalid("interrupted is NULL"))?;
+        let how = How::interruptible(interrupted, user_data)?;
         let lease = self::rwlock(rwlock)?.lease(mode)?;
-        let how = How::Wait(Some((interrupted, user_data)));
         // SAFETY: forwarded under the caller's contract.
         let lease = unsafe { acquire(lease, token, (ttl_ms, wait_ms, 0), how) }?;
         hand_out(lease, out)

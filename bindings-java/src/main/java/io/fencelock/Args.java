@@ -20,13 +20,9 @@ final class Args {
         }
     }
 
-    /** A TTL: at least 1 ms (the library names the real minimum). */
+    /** A TTL in milliseconds; its minimum is the library's to check (it names it). */
     static long ttl(Duration ttl) {
-        long ms = millis("ttl", ttl);
-        if (ms == 0) {
-            throw new InvalidArgumentException("ttl must be at least 1 ms, got " + ttl);
-        }
-        return ms;
+        return millis("ttl", ttl);
     }
 
     /** A wait limit: {@code null} waits until acquired (-1), zero tries once. */

@@ -101,8 +101,8 @@ public final class LockManager implements AutoCloseable {
     }
 
     /**
-     * One try with the caller's token ({@code null}: random), as {@code SET name token NX PX ttl}
-     * is: the lock, or empty when another owner (or another holder of this token) holds it.
+     * One try with the caller's token ({@code null}: random), as the classic request-id lock
+     * tries: the lock, or empty when another owner (or another holder of this token) holds it.
      */
     public Optional<FencedLock> tryAcquireWithToken(String name, String token, Duration ttl) {
         byte[] n = Native.cString("name", Args.name(name));
@@ -173,7 +173,7 @@ public final class LockManager implements AutoCloseable {
      */
     public FencedSemaphore semaphore(String name, int limit) {
         byte[] n = Native.cString("name", Args.name(name));
-        if (limit < 1) {
+        if (limit < 0) { // an int crosses as unsigned: say it as given
             throw new InvalidArgumentException("a semaphore's limit must be at least 1, got " + limit);
         }
         PointerByReference out = new PointerByReference();
@@ -273,7 +273,7 @@ public final class LockManager implements AutoCloseable {
             return this;
         }
 
-        /** A grant counts only once {@code replicas} replicas acknowledged it within {@code timeout} (WAIT). */
+        /** A grant counts only once {@code replicas} replicas acknowledged it within {@code timeout}. */
         public Builder replicaAck(int replicas, Duration timeout) {
             this.ackReplicas = replicas;
             this.ackTimeout = Objects.requireNonNull(timeout, "timeout");
