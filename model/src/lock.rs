@@ -289,6 +289,11 @@ pub struct History {
     pub handed_off: bool,
     /// A waiter of several names was woken.
     pub woke: bool,
+    /// A script left a listening waiter untold that the name could go to
+    /// ([`scripts::left_untold`]).
+    pub lost_wakeup: bool,
+    /// A script refreshed or moved a place in line other than its caller's.
+    pub moved_a_place: bool,
     pub restarted: bool,
 }
 
@@ -355,6 +360,18 @@ impl State {
         (0..self.clients.len())
             .filter(|&c| matches!(self.clients[c].phase, Phase::Holding(h) if h.in_cs))
             .collect()
+    }
+
+    /// Whether a crashed client's place (not yet ended) is ahead of a listening waiter's in
+    /// some line.
+    pub fn dead_place_ahead(&self) -> bool {
+        let live = |p: &&Place| p.expires > self.now;
+        self.names.iter().any(|n| {
+            let mut places = n.line.iter().filter(live).map(|p| p.client);
+            places
+                .position(|c| matches!(self.clients[c].phase, Phase::Crashed))
+                .is_some_and(|_| places.any(|w| self.listening(w)))
+        })
     }
 
     pub fn any_paused(&self) -> bool {
@@ -499,17 +516,16 @@ impl LockModel {
         c: Client,
         request: Request,
     ) -> (Vec<Served>, Option<Reply>) {
-        let listening: Vec<bool> = (0..s.clients.len()).map(|w| s.listening(w)).collect();
-        let many: Vec<bool> = (0..s.clients.len()).map(|w| self.many(w)).collect();
-        let x = Ctx {
-            now: s.now,
-            ttl: self.ttl,
-            place_life: self.place_life,
-            listening: &listening,
-            many: &many,
-            family: &self.family,
-        };
+        let (listening, many) = self.who_listens(s);
+        let x = self.ctx(s, &listening, &many);
         let want = self.wants(c);
+        let before: Vec<_> = s.names.iter().map(|n| scripts::untold(&x, n)).collect();
+        let had: Vec<_> = s
+            .names
+            .iter()
+            .map(|n| scripts::holds(n, c, x.now))
+            .collect();
+        let lines: Vec<_> = s.names.iter().map(|n| n.line.clone()).collect();
         let (reply, served) = if many[c] {
             many::serve(&x, &mut s.names, want, c, request)
         } else {
@@ -522,6 +538,10 @@ impl LockModel {
             s.clients[c].reply = reply;
         }
         for (i, served) in served.iter().enumerate() {
+            let freed = had[i] && !scripts::holds(&s.names[i], c, x.now);
+            let after = scripts::untold(&x, &s.names[i]);
+            s.history.lost_wakeup |= scripts::left_untold(before[i], after, c, freed);
+            s.history.moved_a_place |= scripts::moved_a_place(&lines[i], &s.names[i], c);
             for &(w, fence) in &served.handed {
                 s.clients[w].handoff = Some(fence);
                 s.history.handed_off = true;
@@ -535,6 +555,45 @@ impl LockModel {
             s.history.passed_a_waiter |= served.passed_a_waiter;
         }
         (served, reply)
+    }
+
+    /// Which clients listen, and which wait for several names.
+    fn who_listens(&self, s: &State) -> (Vec<bool>, Vec<bool>) {
+        let listening = (0..s.clients.len()).map(|w| s.listening(w)).collect();
+        let many = (0..s.clients.len()).map(|w| self.many(w)).collect();
+        (listening, many)
+    }
+
+    fn ctx<'a>(&'a self, s: &State, listening: &'a [bool], many: &'a [bool]) -> Ctx<'a> {
+        Ctx {
+            now: s.now,
+            ttl: self.ttl,
+            place_life: self.place_life,
+            listening,
+            many,
+            family: &self.family,
+        }
+    }
+
+    /// Whether a lock's line goes on past the places of crashed clients as if they were not
+    /// there (the walk passes a place whose client does not listen). A semaphore's waiter
+    /// that does not fit beside the leases held stops the line, listening or not (first come,
+    /// first served), until its place ends: a place's life after its client's last request,
+    /// since no script refreshes a place but its caller's ([`History::moved_a_place`]).
+    pub fn passes_the_dead(&self, s: &State) -> bool {
+        let dead = |p: &Place| s.clients[p.client].phase == Phase::Crashed;
+        if self.family.is_permits() || !s.names.iter().flat_map(|n| &n.line).any(dead) {
+            return true;
+        }
+        let (listening, many) = self.who_listens(s);
+        let x = self.ctx(s, &listening, &many);
+        s.names.iter().all(|n| {
+            let mut alive = n.clone();
+            alive
+                .line
+                .retain(|p| s.clients[p.client].phase != Phase::Crashed);
+            scripts::untold(&x, n) == scripts::untold(&x, &alive)
+        })
     }
 
     /// Time passes unless that would break a timing assumption: a client that is not paused

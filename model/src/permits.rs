@@ -81,7 +81,7 @@ impl Family {
 
 /// Where a hand-out stopped.
 #[derive(PartialEq, Eq)]
-enum Stop {
+pub(crate) enum Stop {
     /// At the caller's own place.
     Caller,
     /// At a waiter whose weight does not fit.
@@ -159,7 +159,7 @@ impl Run<'_, '_> {
 
     /// Hands the freed weight to the waiters at the head of the line, in order, until one does
     /// not fit or `caller` is reached (`permits.lua`'s `hand_out`).
-    fn hand_out(&mut self, caller: Option<Client>) -> Stop {
+    pub(crate) fn hand_out(&mut self, caller: Option<Client>) -> Stop {
         let mut fence = None;
         let mut at = 0;
         while let Some(p) = self.server.line.get(at).copied() {

@@ -27,9 +27,29 @@ pub const PAUSE_EXCEEDS: &str = "a pause past validity lets the holders exceed t
 pub const ALL_OR_NONE: &str = "a lock on several names holds all of them or none";
 pub const WOKE_A_WAITER_OF_MANY: &str = "a release woke a waiter of several names";
 pub const HELD_MANY: &str = "a holder of several names in its critical section";
+pub const NO_LOST_WAKEUP: &str = "no script leaves a listening waiter untold that could go";
+pub const CRASHED_WAITER_BOUNDED: &str =
+    "a crashed waiter holds the line up no longer than its place's life";
+pub const UNDO_LEAVES_NO_KEY: &str = "an attempt given up leaves no key behind";
+pub const DEAD_PLACE_AHEAD: &str = "a crashed waiter's place ahead of a listening waiter";
+pub const UNDID_A_GRANT: &str = "an undo took back what a server had granted";
+
+/// The line's liveness as safety (stateright checks `eventually` only where a path ends, and
+/// bounded runs end everywhere): no script leaves a waiter untold that it owed a word; a
+/// crashed waiter's place ends a place's life after its last request (no script refreshes or
+/// moves a place but its caller's), and a lock's line passes it.
+fn liveness() -> Vec<Property<LockModel>> {
+    vec![
+        Property::always(NO_LOST_WAKEUP, |_, s: &State| !s.history.lost_wakeup),
+        Property::always(CRASHED_WAITER_BOUNDED, |m: &LockModel, s: &State| {
+            !s.history.moved_a_place && m.passes_the_dead(s)
+        }),
+        Property::sometimes(DEAD_PLACE_AHEAD, |_, s: &State| s.dead_place_ahead()),
+    ]
+}
 
 pub fn lock() -> Vec<Property<LockModel>> {
-    vec![
+    let mut properties = vec![
         Property::always(MUTUAL_EXCLUSION, |_, s: &State| {
             s.any_paused() || s.history.restarted || s.in_cs().len() <= 1
         }),
@@ -56,7 +76,9 @@ pub fn lock() -> Vec<Property<LockModel>> {
         Property::always(ENDED_CALL_FREED_IN_TTL, |m: &LockModel, s: &State| {
             s.ended_holder(0).is_none_or(|k| k.expires <= s.now + m.ttl)
         }),
-    ]
+    ];
+    properties.extend(liveness());
+    properties
 }
 
 /// What the checker holds a lock on several names to (one server, names in different slots):
@@ -65,7 +87,7 @@ pub fn lock() -> Vec<Property<LockModel>> {
 /// keys (never handed one alone) under every fault; a release waking such a waiter, and such a
 /// holder in its critical section, as the scenarios reached.
 pub fn many() -> Vec<Property<LockModel>> {
-    vec![
+    let mut properties = vec![
         Property::always(MUTUAL_EXCLUSION, |m: &LockModel, s: &State| {
             s.any_paused() || s.history.restarted || s.exclusive(m)
         }),
@@ -89,7 +111,9 @@ pub fn many() -> Vec<Property<LockModel>> {
         Property::sometimes(ALL_DONE, |_, s: &State| {
             s.clients.iter().all(|c| c.phase == Phase::Done)
         }),
-    ]
+    ];
+    properties.extend(liveness());
+    properties
 }
 
 /// What the checker holds a semaphore or read-write lock to (one server): the permits in
@@ -97,7 +121,7 @@ pub fn many() -> Vec<Property<LockModel>> {
 /// timing assumptions hold, tokens and the line as for the lock, and holders sharing the name
 /// as the scenario that makes the limit matter.
 pub fn permits() -> Vec<Property<LockModel>> {
-    vec![
+    let mut properties = vec![
         Property::always(WITHIN_LIMIT, |m: &LockModel, s: &State| {
             let (limit, _) = m.family.weight(0);
             s.any_paused() || s.history.restarted || s.weight_in_cs(&m.family) <= limit
@@ -124,7 +148,9 @@ pub fn permits() -> Vec<Property<LockModel>> {
             s.clients.iter().all(|c| c.phase == Phase::Done)
         }),
         Property::sometimes(HANDED_OFF, |_, s: &State| s.history.handed_off),
-    ]
+    ];
+    properties.extend(liveness());
+    properties
 }
 
 /// What the checker holds Redlock to: the lock's properties across three servers, and a
@@ -152,6 +178,9 @@ pub fn redlock() -> Vec<Property<RedlockModel>> {
             s.history.restarted || !s.history.fence_regressed
         }),
         Property::always(NEVER_PASSES_A_WAITER, |_, s: &S| !s.history.passed_a_waiter),
+        Property::always(NO_LOST_WAKEUP, |_, s: &S| !s.history.lost_wakeup),
+        Property::always(UNDO_LEAVES_NO_KEY, |_, s: &S| !s.history.left_behind),
+        Property::sometimes(UNDID_A_GRANT, |_, s: &S| s.history.undid),
         Property::sometimes(PAUSE_OVERLAPS, |_, s: &S| s.any_paused() && s.in_cs() >= 2),
         Property::sometimes(STALE_WRITE_REJECTED, |_, s: &S| s.store.rejected),
         Property::sometimes(ALL_DONE, |_, s: &S| {

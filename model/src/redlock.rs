@@ -171,6 +171,14 @@ pub struct History {
     pub passed_a_waiter: bool,
     /// A client held through a quorum of hand-off messages.
     pub held_by_handoff: bool,
+    /// A script left a listening waiter untold that the name could go to
+    /// ([`scripts::left_untold`]).
+    pub lost_wakeup: bool,
+    /// A server granted a key or lease to an attempt that was given up, and no undo (or later
+    /// request of the client) was on its way there to take it back.
+    pub left_behind: bool,
+    /// An undo took back a key or lease a server had granted.
+    pub undid: bool,
     /// Faults injected so far.
     pub faults: u8,
     pub restarted: bool,
@@ -494,7 +502,14 @@ impl RedlockModel {
             many: &vec![false; listening.len()],
             family: &self.family,
         };
+        let before = scripts::untold(&x, &s.servers[i]);
+        let had = scripts::holds(&s.servers[i], c, s.now);
         let served = scripts::serve(&x, &mut s.servers[i], c, request);
+        let holds = scripts::holds(&s.servers[i], c, s.now);
+        let after = scripts::untold(&x, &s.servers[i]);
+        s.history.lost_wakeup |= scripts::left_untold(before, after, c, had && !holds);
+        s.history.left_behind |= !had && holds && self.given_up(&s.clients[c], i);
+        s.history.undid |= had && request == Request::Undo;
         s.history.passed_a_waiter |= served.passed_a_waiter;
         for &(w, fence) in &served.handed {
             if !matches!(s.clients[w].phase, Phase::Crashed) {
@@ -508,6 +523,21 @@ impl RedlockModel {
                 _ => Some(Vote::Lost),
             };
         }
+    }
+
+    /// Whether `client`'s attempt was given up with nothing on its way to server `i` that
+    /// would take back what the server just granted it: between attempts (an undone attempt),
+    /// with no undo, new attempt or release queued there. (A grant read by the current round,
+    /// or one a hold or a write-back round goes on from, is the client's to release.)
+    fn given_up(&self, client: &ClientState, i: usize) -> bool {
+        let between = matches!(
+            client.phase,
+            Phase::Acquiring {
+                stage: Stage::Between,
+                ..
+            }
+        );
+        between && client.requests[i].is_empty()
     }
 
     /// Every vote of the round is in.

@@ -88,6 +88,61 @@ pub fn serve(x: &Ctx, server: &mut Server, c: Client, request: Request) -> Serve
     }
 }
 
+/// The listening waiter of a single name whom the name could go to now and who has not been
+/// told: the first listening waiter in line while the name's key is free (a lock), or the
+/// first that fits beside the leases held (a semaphore, a read-write lock), after what is due
+/// has expired. A waiter of several names is woken for all of them, never handed one, so it
+/// is not counted here. Nobody in a name whose line cannot move.
+pub fn untold(x: &Ctx, server: &Server) -> Option<Client> {
+    let mut server = server.clone();
+    expire(&mut server, x.now);
+    let mut run = Run::new(x, &mut server);
+    if x.family.is_permits() {
+        run.hand_out(None);
+        return run.served.handed.first().map(|&(w, _)| w);
+    }
+    match run.server.key {
+        None => match run.walk_line(None) {
+            Walk::Handed(w) => Some(w),
+            _ => None,
+        },
+        Some(_) => None,
+    }
+}
+
+/// Whether a script on a name left a waiter untold that it owed a word: after it ran, the
+/// name could go to a listening waiter who was not told (`after`), and the script made that
+/// room itself (nobody could go before it ran, `before`, or it freed the caller's key or
+/// lease, `freed`), or that waiter was its caller (refused while the name could be its). A
+/// name that fell free by expiry is not a script's to tell: its waiters find it at their next
+/// attempt, before their places expire.
+pub fn left_untold(
+    before: Option<Client>,
+    after: Option<Client>,
+    caller: Client,
+    freed: bool,
+) -> bool {
+    after.is_some_and(|w| w == caller || before.is_none() || freed)
+}
+
+/// Whether a script run by `caller` refreshed or moved a place in `line` (the line before it
+/// ran) other than the caller's: every other place must end when it did, or be gone.
+pub fn moved_a_place(line: &[Place], server: &Server, caller: Client) -> bool {
+    line.iter().filter(|p| p.client != caller).any(|p| {
+        let now = server.line.iter().find(|q| q.client == p.client);
+        now.is_some_and(|q| q != p)
+    })
+}
+
+/// Whether `c` holds the name's key or a lease of it (that has not ended by `now`).
+pub fn holds(server: &Server, c: Client, now: u8) -> bool {
+    server.key.is_some_and(|k| k.holder == c && k.expires > now)
+        || server
+            .leases
+            .iter()
+            .any(|l| l.client == c && l.expires > now)
+}
+
 /// Redis expires a key, and a lease ends and a place is forgotten, once its time has come.
 pub(crate) fn expire(server: &mut Server, now: u8) {
     if server.key.is_some_and(|k| k.expires <= now) {

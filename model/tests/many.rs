@@ -21,6 +21,8 @@ fn a_lock_on_two_names_is_all_or_none_and_exclusive_under_the_faults_the_assumpt
     c.assert_no_discovery(MUTUAL_EXCLUSION);
     c.assert_no_discovery(FENCING_INCREASES);
     c.assert_no_discovery(NEVER_PASSES_A_WAITER);
+    c.assert_no_discovery(NO_LOST_WAKEUP);
+    c.assert_no_discovery(CRASHED_WAITER_BOUNDED);
     c.assert_no_discovery(ALL_OR_NONE);
     c.assert_any_discovery(WOKE_A_WAITER_OF_MANY);
     c.assert_any_discovery(HELD_MANY);

@@ -31,8 +31,11 @@ fn a_semaphore_keeps_its_limit_under_the_faults_the_assumptions_allow() {
     c.assert_no_discovery(WITHIN_LIMIT);
     c.assert_no_discovery(FENCING_INCREASES);
     c.assert_no_discovery(NEVER_PASSES_A_WAITER);
+    c.assert_no_discovery(NO_LOST_WAKEUP);
+    c.assert_no_discovery(CRASHED_WAITER_BOUNDED);
     c.assert_any_discovery(SHARED);
     c.assert_any_discovery(HANDED_OFF);
+    c.assert_any_discovery(DEAD_PLACE_AHEAD);
     eprintln!("semaphore: {} unique states", c.unique_state_count());
 }
 
@@ -45,6 +48,8 @@ fn a_read_write_lock_never_holds_a_writer_with_anyone_else() {
     c.assert_no_discovery(WITHIN_LIMIT);
     c.assert_no_discovery(FENCING_INCREASES);
     c.assert_no_discovery(NEVER_PASSES_A_WAITER);
+    c.assert_no_discovery(NO_LOST_WAKEUP);
+    c.assert_no_discovery(CRASHED_WAITER_BOUNDED);
     c.assert_any_discovery(SHARED);
     c.assert_any_discovery(HANDED_OFF);
     eprintln!("read-write lock: {} unique states", c.unique_state_count());

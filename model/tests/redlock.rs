@@ -20,6 +20,8 @@ fn assert_safe(c: &impl Checker<RedlockModel>) {
     c.assert_no_discovery(MUTUAL_EXCLUSION);
     c.assert_no_discovery(FENCING_INCREASES);
     c.assert_no_discovery(NEVER_PASSES_A_WAITER);
+    c.assert_no_discovery(NO_LOST_WAKEUP);
+    c.assert_no_discovery(UNDO_LEAVES_NO_KEY);
     c.assert_any_discovery(ALL_DONE);
     c.assert_any_discovery(HELD_BY_HANDOFF);
 }
@@ -43,6 +45,7 @@ fn redlock_is_safe_under_any_one_fault() {
     (m.max_time, m.max_faults) = (1, 1);
     let c = check(m);
     assert_safe(&c);
+    c.assert_any_discovery(UNDID_A_GRANT);
     eprintln!(
         "Redlock, one fault: {} unique states",
         c.unique_state_count()
@@ -64,6 +67,8 @@ fn a_semaphore_on_redlock_keeps_its_limit_on_its_quorum_and_not_on_a_majority() 
     c.assert_no_discovery(WITHIN_LIMIT);
     c.assert_no_discovery(FENCING_INCREASES);
     c.assert_no_discovery(NEVER_PASSES_A_WAITER);
+    c.assert_no_discovery(NO_LOST_WAKEUP);
+    c.assert_no_discovery(UNDO_LEAVES_NO_KEY);
     c.assert_any_discovery(SHARED);
     c.assert_any_discovery(ALL_DONE);
     eprintln!(
@@ -89,6 +94,8 @@ fn a_rwlock_on_redlock_keeps_its_writer_alone() {
     c.assert_no_discovery(WITHIN_LIMIT);
     c.assert_no_discovery(FENCING_INCREASES);
     c.assert_no_discovery(NEVER_PASSES_A_WAITER);
+    c.assert_no_discovery(NO_LOST_WAKEUP);
+    c.assert_no_discovery(UNDO_LEAVES_NO_KEY);
     c.assert_any_discovery(SHARED);
     c.assert_any_discovery(ALL_DONE);
     eprintln!(
