@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The main demonstration: three local redis-server processes, worker processes in Rust,
-# Python, Node and C (two of each) contending for one lock through Redlock, one server killed
-# in the middle, kept down longer than the TTL and restarted; prints the timeline of holders
-# (with their language) and fencing tokens, and the history checker's verdict (exit status 1
-# on any violation).
+# Python, Node, C and Java (two of each) contending for one lock through Redlock, one server
+# killed in the middle, kept down longer than the TTL and restarted; prints the timeline of
+# holders (with their language) and fencing tokens, and the history checker's verdict (exit
+# status 1 on any violation).
 #
 #   ci/demo.sh [--seconds N] [--per-language N] [--hold-ms N] [--ttl-ms N] [--quiet]
 #   ci/demo.sh --rust-only [--workers N] [--rounds N] [--hold-ms N]   # Rust processes only
 #
 # It builds what it needs first (debug builds; the first run takes a few minutes): the chaos
-# binaries, libfencelock installed into target/mixed/c-prefix, the Node addon, and a
-# virtualenv with the Python wheel (tests/chaos/workers/build.sh).
+# binaries, libfencelock installed into target/mixed/c-prefix, the Node addon, a virtualenv
+# with the Python wheel, and the Java jar with its worker (tests/chaos/workers/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(ci/out-dir.sh debug)
@@ -20,7 +20,7 @@ if [ "${1:-}" = --rust-only ]; then
   cargo build --quiet --locked -p fencelock --example demo
   exec "$out/examples/demo" "$@"
 fi
-echo "building the workers (Rust, C, Node, Python)..."
+echo "building the workers (Rust, C, Node, Python, Java)..."
 tests/chaos/workers/build.sh
 # shellcheck disable=SC1091
 source target/mixed/env

@@ -12,6 +12,9 @@
 #                                             libfencelock.a, relocatable fencelock.pc, and the
 #                                             fencelock command in bin/ (the wheel and the npm
 #                                             package carry it too, as an entry point)
+#   fencelock-V.jar, -sources.jar, -javadoc.jar, fencelock-V.pom
+#                                             Java (Maven io.fencelock:fencelock): the jar
+#                                             carries libfencelock for linux-x86-64, glibc 2.17
 #   SHA256SUMS                                over all of the above
 #
 # Linux x86-64 binaries are linked against glibc 2.17 with zig (ziglang and cargo-zigbuild
@@ -42,6 +45,8 @@ grep -q '^dynamic = \["version"\]' bindings-python/pyproject.toml \
   || drift+=("bindings-python/pyproject.toml must take its version from Cargo.toml (dynamic)")
 header_version=$(sed -n 's/^#define FENCELOCK_VERSION "\(.*\)"/\1/p' bindings-c/include/fencelock.h)
 [ "$header_version" = "$version" ] || drift+=("bindings-c/include/fencelock.h has FENCELOCK_VERSION $header_version")
+pom_version=$(sed -n 's|^  <version>\(.*\)</version>|\1|p' bindings-java/pom.xml | head -n 1)
+[ "$pom_version" = "$version" ] || drift+=("bindings-java/pom.xml has version $pom_version")
 for crate in core cli bindings-python bindings-node bindings-c; do
   grep -q '^version.workspace = true' "$crate/Cargo.toml" || drift+=("$crate/Cargo.toml does not use the workspace version")
 done
@@ -104,6 +109,17 @@ done
 cp LICENSE* "$stage/c/$name/" 2>/dev/null || true
 cp bindings-c/RELEASE-README.md "$stage/c/$name/README.md"
 tar -C "$stage/c" --owner=0 --group=0 --numeric-owner -czf "$OUT/$name.tar.gz" "$name"
+
+# --- Java: the jar with the glibc 2.17 library inside, its sources and javadoc jars, the POM
+echo "--- Java jars"
+mkdir -p "$stage/java/native/linux-x86-64"
+cp -L "$stage/c/$name/lib/libfencelock.so" "$stage/java/native/linux-x86-64/libfencelock.so"
+ci/maven.sh -f bindings-java/pom.xml -Dfencelock.native="$stage/java/native" \
+  -Dfencelock.build="$stage/java/build" package
+for jar in "" -sources -javadoc; do
+  cp "$stage/java/build/fencelock-$version$jar.jar" "$OUT/"
+done
+cp bindings-java/pom.xml "$OUT/fencelock-$version.pom"
 
 # --- checksums
 (cd "$OUT" && sha256sum -- * > SHA256SUMS)

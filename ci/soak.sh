@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The soak run (issue 36, docs/SAFETY.md "The soak run"): tests/chaos/tests/soak.rs for
 # --minutes N in all (a third each on a single server, a Redlock of five and a Cluster of three
-# masters), workers in Rust, Python, Node and C under rolling faults, ending with the history
+# masters), workers in Rust, Python, Node, C and Java under rolling faults, ending with the history
 # checker's verdict and one `SOAK ...` report line per topology. CI's stage 65-soak runs the
 # two-minute version (40 s each). Needs root (network namespaces) and builds what the
 # cross-language workers need (tests/chaos/workers/build.sh), as stage 60 does.

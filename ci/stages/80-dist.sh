@@ -10,6 +10,8 @@
 #     `tsc --noEmit` on a typed file;
 #   - the C archive unpacked to a temporary prefix: an example compiled with pkg-config,
 #     shared and static, and run;
+#   - the Java jars deployed to a file:// Maven repository, and a consumer project that
+#     depends on io.fencelock:fencelock by its coordinates, built and run with Maven;
 #   - the fencelock command from each: the wheel's console script, the npm package's bin, the
 #     archive's bin/fencelock, and `cargo install --path cli`: its version, `run` passing the
 #     command's exit code, the lock released;
@@ -281,6 +283,30 @@ fi
 echo "c: shared and static builds from the archive run"
 cli_check c-archive "$prefix/bin/fencelock"
 ldd "$prefix/bin/fencelock" | grep -q 'not found' && { echo "bin/fencelock misses a library" >&2; exit 1; }
+
+echo "--- Java: deployed to a file:// Maven repository, used by a consumer project"
+# The jars and POM of dist/ deployed as a release is (maven-deploy-plugin into a file://
+# repository this stage makes); a separate project (ci/java-consumer) depends on
+# io.fencelock:fencelock by its coordinates only, resolved from that repository into an empty
+# local one, built and run on the clean PATH: the library comes out of the jar.
+unzip -l "$dist/fencelock-$version.jar" | grep -q ' linux-x86-64/libfencelock.so$' \
+  || { echo "the jar does not carry linux-x86-64/libfencelock.so" >&2; exit 1; }
+maven_repo="$work/maven-repo"
+ci/maven.sh deploy:deploy-file -Durl="file://$maven_repo" -DrepositoryId=dist \
+  -Dfile="$dist/fencelock-$version.jar" -DpomFile="$dist/fencelock-$version.pom" \
+  -Dsources="$dist/fencelock-$version-sources.jar" -Djavadoc="$dist/fencelock-$version-javadoc.jar"
+for f in "" -sources -javadoc; do
+  [ -f "$maven_repo/io/fencelock/fencelock/$version/fencelock-$version$f.jar" ] \
+    || { echo "the repository lacks fencelock-$version$f.jar" >&2; exit 1; }
+done
+out=$(PATH="$clean_path" MAVEN_REPO_LOCAL="$work/m2-consumer" ci/maven.sh -f ci/java-consumer/pom.xml \
+  -Dfencelock.repo="file://$maven_repo" -Dfencelock.version="$version" \
+  -Dfencelock.build="$work/java-consumer" package exec:java -Dexec.args="$url")
+echo "$out"
+echo "$out" | grep -q '^java consumer: acquired and released, fencing token [0-9]' \
+  || { echo "the Java consumer did not take and release its lock" >&2; exit 1; }
+[ -f "$work/m2-consumer/io/fencelock/fencelock/$version/fencelock-$version.jar" ] \
+  || { echo "the consumer did not resolve io.fencelock:fencelock from the repository" >&2; exit 1; }
 
 echo "--- Rust: cargo install of the fencelock command"
 cargo install --quiet --locked --debug --path cli --root "$work/cargo-root"

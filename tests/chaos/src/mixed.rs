@@ -1,11 +1,11 @@
-//! Cross-language contention: worker processes in Rust, Python, Node and C contend for the
+//! Cross-language contention: worker processes in Rust, Python, Node, C and Java contend for the
 //! same lock names on the same servers, and report their holds as `HOLD` lines that the
 //! [history checker](crate::history) judges together.
 //!
-//! The workers are `chaos-worker contend` (Rust, this crate) and the three programs in
+//! The workers are `chaos-worker contend` (Rust, this crate) and the four programs in
 //! `tests/chaos/workers/`: `worker.py` (the installed `fencelock` wheel), `worker.mjs`
-//! (`bindings-node`) and `worker.c` (compiled here against the *installed* `libfencelock`
-//! header and library, through pkg-config). They share one command line
+//! (`bindings-node`), `worker.c` (compiled here against the *installed* `libfencelock`
+//! header and library, through pkg-config) and `Worker.java` (on `fencelock.jar`). They share one command line
 //! (`--servers --names --rounds --hold-ms --holder --ttl-ms --wait-ms --server-timeout-ms
 //! --duration-ms`) and one output protocol (`HOLD ...`, `FAIL kind=K took_ms=N`,
 //! `RFAIL kind=K`, `SHORT name=.. validity_us=..` for a lock released unused because its
@@ -22,7 +22,9 @@
 //!   `$FENCELOCK_NODE_PACKAGE`), i.e. with its addon built;
 //! - C: an install prefix made by `make -C bindings-c install PREFIX=...`:
 //!   `$FENCELOCK_C_PREFIX`, else `target/mixed/c-prefix`; `worker.c` is compiled against it
-//!   with `$CC` (default `cc`) into `target/mixed/worker-c`.
+//!   with `$CC` (default `cc`) into `target/mixed/worker-c`;
+//! - Java: `java` on the PATH, and `$FENCELOCK_JAVA_CLASSPATH` (else `target/mixed/java`'s
+//!   compiled worker and `fencelock.jar`, with Debian's `jna.jar`).
 //!
 //! `ci/stages/60-mixed.sh` (and `ci/demo.sh`) build all of them.
 
@@ -46,15 +48,18 @@ pub enum Language {
     Node,
     /// `tests/chaos/workers/worker.c`.
     C,
+    /// `tests/chaos/workers/Worker.java`.
+    Java,
 }
 
 impl Language {
     /// Every language, in a fixed order.
-    pub const ALL: [Language; 4] = [
+    pub const ALL: [Language; 5] = [
         Language::Rust,
         Language::Python,
         Language::Node,
         Language::C,
+        Language::Java,
     ];
 
     /// The lowercase name, also the prefix of its workers' holder ids (`python-2`).
@@ -64,6 +69,7 @@ impl Language {
             Language::Python => "python",
             Language::Node => "node",
             Language::C => "c",
+            Language::Java => "java",
         }
     }
 
@@ -171,6 +177,7 @@ impl Toolchains {
         add(find_python(&root, &workers));
         add(find_node(&root, &workers));
         add(find_c(&root, &workers));
+        add(find_java(&root, &workers));
         t
     }
 
@@ -238,6 +245,42 @@ fn find_node(root: &Path, workers: &Path) -> Result<Launcher, String> {
             node.display()
         ))
     }
+}
+
+fn find_java(root: &Path, workers: &Path) -> Result<Launcher, String> {
+    let classpath = std::env::var("FENCELOCK_JAVA_CLASSPATH").unwrap_or_else(|_| {
+        let java = root.join("target/mixed/java");
+        format!(
+            "{}:{}:/usr/share/java/jna.jar",
+            java.join("worker").display(),
+            java.join("fencelock.jar").display()
+        )
+    });
+    let missing: Vec<&str> = classpath
+        .split(':')
+        .filter(|p| !Path::new(p).exists())
+        .collect();
+    if !missing.is_empty() || !succeeds(Command::new("java").arg("-version")) {
+        return Err(format!(
+            "java: no `java` on the PATH, or the class path lacks {missing:?} (built by \
+             tests/chaos/workers/build.sh; or set FENCELOCK_JAVA_CLASSPATH)"
+        ));
+    }
+    // A short-lived JVM: the serial collector and the first compiler tier start soonest.
+    let leading = [
+        "-XX:+UseSerialGC".to_string(),
+        "-XX:TieredStopAtLevel=1".into(),
+        format!("-Dfencelock.workers={}", workers.display()),
+        "-cp".into(),
+        classpath,
+        "Worker".into(),
+    ];
+    Ok(Launcher {
+        language: Language::Java,
+        program: PathBuf::from("java"),
+        leading_args: leading.to_vec(),
+        env: Vec::new(),
+    })
 }
 
 fn find_c(root: &Path, workers: &Path) -> Result<Launcher, String> {

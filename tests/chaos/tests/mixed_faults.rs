@@ -500,3 +500,10 @@ fn a_paused_node_holder_is_fenced_off_when_it_resumes_after_a_c_holder_took_over
 fn a_paused_c_holder_is_fenced_off_when_it_resumes_after_a_python_holder_took_over() {
     paused_holder_is_fenced_off(Language::C, Language::Python);
 }
+
+/// A Java holder paused past its TTL, a Rust holder takes over: the Java holder's late write is
+/// rejected by the fenced store and corrupts the unfenced one.
+#[test]
+fn a_paused_java_holder_is_fenced_off_when_it_resumes_after_a_rust_holder_took_over() {
+    paused_holder_is_fenced_off(Language::Java, Language::Rust);
+}

@@ -3,8 +3,8 @@
 //! [`soak::length`] (CI: 40 s each), ending with the history checker's verdict and a `SOAK`
 //! report line (holds, hand-offs, faults by kind, overlaps, stale writes rejected).
 //!
-//! On the single server and the Redlock, workers in Rust, Python, Node and C (two of each) run
-//! in a network namespace of the test's own ([`fencelock_chaos::netns`]); the faults roll
+//! On the single server and the Redlock, workers in Rust, Python, Node, C and Java (two of
+//! each) run in a network namespace of the test's own ([`fencelock_chaos::netns`]); the faults roll
 //! every 2.5 s: a server frozen (SIGSTOP) for 700 ms, partitioned for 1 s, its replies lost for
 //! 1 s, 5 % of packets dropped for 1.5 s, and on the Redlock a server killed and restarted
 //! empty (down longer than the TTL, as the persistence rule of docs/SAFETY.md asks). Each run

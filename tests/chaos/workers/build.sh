@@ -9,11 +9,14 @@
 #           addon (the one ci/stages/30-node.sh built when it is fresh, else napi build --output-dir
 #           after npm ci if bindings-node/node_modules is missing); nothing is written into
 #           bindings-node/ but its node_modules
+#   Java:   fencelock.jar (bindings-java/build.sh, over the same installed library) and
+#           Worker.java compiled against it, in target/mixed/java
 #   Python: a virtualenv with the fencelock WHEEL installed: target/venv-ci-python (made by
 #           ci/stages/20-python.sh) when it is fresh, else target/venv-mixed (maturin build +
 #           pip install of the wheel)
 #
-# Writes target/mixed/env (FENCELOCK_PYTHON, FENCELOCK_C_PREFIX, FENCELOCK_NODE_PACKAGE) for
+# Writes target/mixed/env (FENCELOCK_PYTHON, FENCELOCK_C_PREFIX, FENCELOCK_NODE_PACKAGE,
+# FENCELOCK_JAVA_CLASSPATH) for
 # `source`: ci/stages/60-mixed.sh and ci/demo.sh read it. Progress goes to stderr.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../../.." && pwd)"
@@ -85,9 +88,17 @@ if [ -z "$python" ]; then
   python="$venv/bin/python"
 fi
 
+say "java: fencelock.jar and Worker.java into target/mixed/java"
+# The jar over the library installed above (make reuses it), and the worker compiled against it.
+bindings-java/build.sh "$out/java"
+rm -rf "$out/java/worker"
+javac --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$out/java/fencelock.jar:/usr/share/java/jna.jar" \
+  -d "$out/java/worker" tests/chaos/workers/Worker.java
+
 cat > "$out/env" <<ENV
 export FENCELOCK_PYTHON="$python"
 export FENCELOCK_C_PREFIX="$out/c-prefix"
 export FENCELOCK_NODE_PACKAGE="$pkg"
+export FENCELOCK_JAVA_CLASSPATH="$out/java/worker:$out/java/fencelock.jar:/usr/share/java/jna.jar"
 ENV
 say "ready (target/mixed/env)"

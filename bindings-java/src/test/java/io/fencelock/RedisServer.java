@@ -24,12 +24,24 @@ final class RedisServer implements AutoCloseable {
     private final Path dir;
     final int port;
 
+    private static final String BIN = System.getenv().getOrDefault("REDIS_SERVER_BIN", "redis-server");
+
     private RedisServer(int port, List<String> extra) throws IOException {
+        this(port, Files.createTempDirectory("fencelock-java-redis"), null, extra);
+    }
+
+    /** A server (or, with {@code config}, a process reading that file first: a sentinel). */
+    private RedisServer(int port, Path dir, Path config, List<String> extra) throws IOException {
         this.port = port;
-        this.dir = Files.createTempDirectory("fencelock-java-redis");
-        String bin = System.getenv().getOrDefault("REDIS_SERVER_BIN", "redis-server");
-        List<String> args = new ArrayList<>(List.of(bin, "--port", Integer.toString(port), "--bind", "127.0.0.1",
-                "--save", "", "--appendonly", "no", "--dir", dir.toString()));
+        this.dir = dir;
+        List<String> args = new ArrayList<>(List.of(BIN));
+        if (config != null) {
+            args.add(config.toString());
+        }
+        args.addAll(List.of("--port", Integer.toString(port), "--bind", "127.0.0.1", "--dir", dir.toString()));
+        if (config == null) {
+            args.addAll(List.of("--save", "", "--appendonly", "no"));
+        }
         args.addAll(extra);
         this.process = new ProcessBuilder(args).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("server.log").toFile()).start();
@@ -40,10 +52,13 @@ final class RedisServer implements AutoCloseable {
                     return;
                 }
             } catch (IOException e) {
+                if (String.valueOf(e.getMessage()).contains("NOAUTH")) {
+                    return; // up, and asking for its password
+                }
                 if (!process.isAlive() || Instant.now().isAfter(deadline)) {
+                    String log = Files.readString(dir.resolve("server.log"));
                     close();
-                    throw new IOException("redis-server on port " + port + " did not start: "
-                            + Files.readString(dir.resolve("server.log")), e);
+                    throw new IOException("redis-server on port " + port + " did not start: " + log, e);
                 }
             }
             try {
@@ -57,6 +72,15 @@ final class RedisServer implements AutoCloseable {
 
     static RedisServer start(String... extra) throws IOException {
         return new RedisServer(freePort(), List.of(extra));
+    }
+
+    /** A sentinel watching the master on {@code masterPort} as {@code mymaster} (quorum 1). */
+    static RedisServer sentinel(int masterPort) throws IOException {
+        Path dir = Files.createTempDirectory("fencelock-java-sentinel");
+        Path config = dir.resolve("sentinel.conf");
+        Files.writeString(config, "sentinel monitor mymaster 127.0.0.1 " + masterPort + " 1\n"
+                + "sentinel down-after-milliseconds mymaster 5000\n");
+        return new RedisServer(freePort(), dir, config, List.of("--sentinel"));
     }
 
     static int freePort() throws IOException {
@@ -81,35 +105,47 @@ final class RedisServer implements AutoCloseable {
 
     /** Sends one command; its reply as text (a status, a bulk string, an integer; null for nil). */
     String command(String... words) throws IOException {
+        return commandAuthed(null, words);
+    }
+
+    /** The same on a connection that first authenticates with {@code password} (unless null). */
+    String commandAuthed(String password, String... words) throws IOException {
         try (Socket s = new Socket()) {
             s.connect(new InetSocketAddress("127.0.0.1", port), 1000);
             s.setSoTimeout(5000);
-            StringBuilder req = new StringBuilder("*" + words.length + "\r\n");
-            for (String w : words) {
-                req.append('$').append(w.getBytes(StandardCharsets.UTF_8).length).append("\r\n").append(w).append("\r\n");
+            if (password != null) {
+                exchange(s, "AUTH", password);
             }
-            OutputStream out = s.getOutputStream();
-            out.write(req.toString().getBytes(StandardCharsets.UTF_8));
-            out.flush();
-            InputStream in = s.getInputStream();
-            String line = readLine(in);
-            switch (line.charAt(0)) {
-                case '+':
-                case ':':
-                    return line.substring(1);
-                case '-':
-                    throw new IOException("redis error: " + line.substring(1));
-                case '$': {
-                    int n = Integer.parseInt(line.substring(1));
-                    if (n < 0) {
-                        return null;
-                    }
-                    byte[] body = in.readNBytes(n + 2);
-                    return new String(body, 0, n, StandardCharsets.UTF_8);
+            return exchange(s, words);
+        }
+    }
+
+    private static String exchange(Socket s, String... words) throws IOException {
+        StringBuilder req = new StringBuilder("*" + words.length + "\r\n");
+        for (String w : words) {
+            req.append('$').append(w.getBytes(StandardCharsets.UTF_8).length).append("\r\n").append(w).append("\r\n");
+        }
+        OutputStream out = s.getOutputStream();
+        out.write(req.toString().getBytes(StandardCharsets.UTF_8));
+        out.flush();
+        InputStream in = s.getInputStream();
+        String line = readLine(in);
+        switch (line.charAt(0)) {
+            case '+':
+            case ':':
+                return line.substring(1);
+            case '-':
+                throw new IOException("redis error: " + line.substring(1));
+            case '$': {
+                int n = Integer.parseInt(line.substring(1));
+                if (n < 0) {
+                    return null;
                 }
-                default:
-                    throw new IOException("unexpected reply " + line);
+                byte[] body = in.readNBytes(n + 2);
+                return new String(body, 0, n, StandardCharsets.UTF_8);
             }
+            default:
+                throw new IOException("unexpected reply " + line);
         }
     }
 
