@@ -385,12 +385,7 @@ async fn a_caller_token_is_exclusive_unless_reentry_is_asked_for() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_lock_returns_the_result_and_reports_a_loss() {
     let server = RedisServer::start();
-    // The default server timeout for a 300 ms ttl is 15 ms, which a busy test machine can
-    // exceed (a release failed so in CI); the timeout is not what this test is about.
-    let m = LockManager::builder([server.url()])
-        .server_timeout(MS(100))
-        .build()
-        .unwrap();
+    let m = manager(&server);
     let out = m
         .with_lock("scoped", MS(300), async |lock: &fencelock::Lock| {
             tokio::time::sleep(MS(700)).await; // longer than the ttl: auto-extension holds it

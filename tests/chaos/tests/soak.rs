@@ -196,11 +196,7 @@ fn soak_a_redlock_of_five() {
 /// master back as the new one's replica), then one is frozen for 500 ms, in turn.
 #[test]
 fn soak_a_cluster_of_three_masters() {
-    // With replica acknowledgment a new master grants nothing until its replica is in sync;
-    // Redis 7 and Valkey 8 would wait 5 s before they sync it (docs/SAFETY.md, "Replica
-    // acknowledgment"), which left most of a short run without locks after each failover.
-    let no_delay = ["--repl-diskless-sync-delay".to_string(), "0".to_string()];
-    let mut c = RedisCluster::start_with_args(3, 1, &no_delay);
+    let mut c = RedisCluster::start(3, 1);
     let m = LockManager::builder([c.url()])
         .server_timeout(ms(1000))
         .replica_ack(1, ms(500))

@@ -89,8 +89,8 @@ if [ -z "$python" ]; then
 fi
 
 say "java: fencelock.jar and Worker.java into target/mixed/java"
-# The jar over the library installed above (make reuses it), and the worker compiled against it.
-bindings-java/build.sh "$out/java"
+# The jar over the library installed above, and the worker compiled against it.
+bindings-java/build.sh "$out/java" "$out/c-prefix"
 rm -rf "$out/java/worker"
 javac --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$out/java/fencelock.jar:/usr/share/java/jna.jar" \
   -d "$out/java/worker" tests/chaos/workers/Worker.java

@@ -90,6 +90,11 @@ impl RedisCluster {
             // A replica with stale data may still be promoted: the tests kill masters.
             "--cluster-replica-validity-factor",
             "0",
+            // A replica (back) under a new master syncs at once. Redis 7 and Valkey 8 would
+            // wait 5 s for more replicas first, and with replica acknowledgment the master
+            // grants nothing until then (docs/SAFETY.md, "Replica acknowledgment").
+            "--repl-diskless-sync-delay",
+            "0",
         ]
         .iter()
         .map(|s| s.to_string())

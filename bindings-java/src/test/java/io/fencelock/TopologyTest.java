@@ -90,7 +90,7 @@ class TopologyTest {
                 LockManager.Builder verified = LockManager.builder("rediss://127.0.0.1:" + tlsPort)
                         .tlsCaFile(certs.resolve("ca.crt")).password(password);
                 try (LockManager manager = verified.build(); FencedLock lock = manager.acquire("tls-orders", TTL)) {
-                    assertEquals(lock.token(), authedGet(tls, password, "tls-orders"));
+                    assertEquals(lock.token(), tls.commandAuthed(password, "GET", "tls-orders"));
                 }
                 // A CA nobody signed the server's certificate with: refused, and the password
                 // is in no message.
@@ -108,7 +108,7 @@ class TopologyTest {
                         .tlsCaFile(certs.resolve("ca.crt")).password(password)
                         .tlsClientCert(certs.resolve("client.crt"), certs.resolve("client.key"));
                 try (LockManager manager = withCert.build(); FencedLock lock = manager.acquire("mtls-orders", TTL)) {
-                    assertEquals(lock.token(), authedGet(mtls, password, "mtls-orders"));
+                    assertEquals(lock.token(), mtls.commandAuthed(password, "GET", "mtls-orders"));
                 }
                 LockManager.Builder noCert = LockManager.builder("rediss://127.0.0.1:" + mtlsPort)
                         .tlsCaFile(certs.resolve("ca.crt")).password(password)
@@ -124,11 +124,6 @@ class TopologyTest {
                 files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
             }
         }
-    }
-
-    /** GET on a server whose plain port asks for the password (one connection each). */
-    private static String authedGet(RedisServer server, String password, String key) throws IOException {
-        return server.commandAuthed(password, "GET", key);
     }
 
     private static RedisServer tlsServer(Path certs, int tlsPort, boolean clientCerts, String password)
