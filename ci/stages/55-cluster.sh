@@ -7,11 +7,12 @@
 # then faults while holders contend, judged by the history checker (slots migrated mid-run; a
 # master killed mid-run with replica acknowledgment). Semaphores and read-write locks on a
 # cluster (core/tests/cluster_family.rs): one slot, sharded handoffs, a failover with
-# replica acknowledgment. The Python, Node and C cluster tests run
+# replica acknowledgment. Scripts never run half on a migrating slot (core/tests/
+# cluster_migrating.rs: the slot guard). The Python, Node and C cluster tests run
 # in their binding's stage, the cross-language one in 60-mixed.
 set -euo pipefail
 cd "$FENCELOCK_ROOT"
-cargo test --locked -p fencelock --test cluster --test cluster_family
+cargo test --locked -p fencelock --test cluster --test cluster_family --test cluster_migrating
 cargo test --locked -p fencelock-chaos --test cluster -- --nocapture
 # A master cut off from the others on the cluster bus (proxies before every node's bus), one
 # way and both ways, while holders contend (issue 36 item 4; docs/SAFETY.md "Network faults").

@@ -20,6 +20,14 @@ pub(crate) enum Conn {
 /// lock's slot) rather than PUBLISH.
 pub(crate) type Sharded = bool;
 
+/// How a connection takes a script call (`ScriptCall::cmd_for`): as it is, or as a cluster
+/// does (declaring the slot guard, see `keys.rs`), with sharded pub/sub or not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    Single,
+    Cluster(Sharded),
+}
+
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, Value> {
         match self {
@@ -52,6 +60,14 @@ impl Conn {
     /// Whether its scripts publish wake-ups with SPUBLISH: a cluster's that has it.
     pub fn sharded(&self) -> Sharded {
         matches!(self, Conn::Cluster(_, true))
+    }
+
+    /// How it takes a script call.
+    pub fn route(&self) -> Route {
+        match self {
+            Conn::Single(_) => Route::Single,
+            Conn::Cluster(_, sharded) => Route::Cluster(*sharded),
+        }
     }
 
     /// The same connection, its scripts publishing with PUBLISH.

@@ -16,6 +16,7 @@
 //! | the waiters' TTLs (token → ms) | `P fencelock:{T}:ttls: name` |
 //! | the release channel | `P fencelock:{T}:released: name` |
 //! | a waiter's wake-up channel | the release channel, `|`, the first [`WAKE_ID_LEN`] bytes of its token |
+//! | the slot guard: never written (see below) | `P fencelock:{T}:guard` |
 //!
 //! The lock key is the name itself (with the prefix), so the classic `SET name value NX PX`
 //! of other clients excludes fencelock and the other way round, on a cluster too. Every other
@@ -26,6 +27,14 @@
 //! everything still lands together. A prefix whose first `{` is not closed inside the prefix by
 //! a non-empty tag cannot (the tag would run on into the name) and is refused
 //! ([`check_prefix`]).
+//!
+//! The slot guard is a key that never exists. On a cluster, the scripts that can delete a key
+//! declare it besides their own ([`crate::scripts`]): a node runs a script of a slot being
+//! migrated only when it has every key the script declares, so with the guard declared it runs
+//! none (ASK, then TRYAGAIN on the importing node), and the call is sent again until the slot
+//! is settled. Without it a script whose keys were all still there ran on the migrating node,
+//! and stopped half done, its writes so far kept, at its first command on a key it had just
+//! emptied (`Script attempted to access a non local key`).
 //!
 //! One fencing counter per slot (at most 16,384 keys, no single hot key): a name always maps
 //! to the same slot, so its tokens strictly increase, as fencing requires.
@@ -71,6 +80,9 @@ pub struct LockKeys {
     /// The release channel; a waiter's wake-up channel is built from it
     /// ([`wake_channel`](Self::wake_channel)).
     pub channel: Vec<u8>,
+    /// The slot guard: never written; declared on a cluster by the scripts that can delete a
+    /// key, so that they never run while their slot is being migrated (see the module doc).
+    pub guard: Vec<u8>,
     /// The hash slot every key and channel above is in.
     pub slot: u16,
 }
@@ -92,6 +104,7 @@ impl LockKeys {
             ttls: own(b"ttls:", name),
             holders: own(b"holders:", name),
             channel: own(b"released:", name),
+            guard: own(b"guard", b""),
             lock,
             slot,
         }

@@ -6,7 +6,10 @@
 //! [`crate::keys::LockKeys`]). ARGV is packed here: a command may have at most
 //! [`MAX_PARTS`] parts (EVALSHA, the hash, the key count, the keys and the arguments), because
 //! a server refuses longer ones from a client that has not authenticated with a protocol error
-//! instead of its NOAUTH reply, which names the real problem.
+//! instead of its NOAUTH reply, which names the real problem. On a cluster the scripts that can
+//! delete a key declare one key more, the slot guard (see [`crate::keys`]), so that they never
+//! run while their slot is being migrated: those calls follow the connection's preflight, which
+//! declares none.
 //!
 //! Scripts run with EVALSHA (`Server::eval`) and are loaded with SCRIPT LOAD when a server
 //! does not know them yet (a new server, a restart, a SCRIPT FLUSH).
@@ -16,6 +19,7 @@ use std::time::Duration;
 
 use redis::Script;
 
+use crate::conn::Route;
 use crate::keys::LockKeys;
 use crate::queue::Place;
 use crate::token::WAKE_ID_LEN;
@@ -109,8 +113,14 @@ pub(crate) struct ScriptCall {
     /// Whether the script publishes wake-ups: then its last argument starts with
     /// [`PUBLISH`], and [`cmd_for`](Self::cmd_for) a sharded connection makes it `SPUBLISH`.
     publishes: bool,
-    /// The call for a sharded connection, made the first time one asks.
-    sharded: OnceLock<redis::Cmd>,
+    /// How many keys `cmd` declares.
+    keys: usize,
+    /// The slot guard ([`LockKeys::guard`]), which the call declares on a cluster after its
+    /// own keys: set for the scripts that can delete a key, so that none of them runs while
+    /// its slot is being migrated (see [`crate::keys`]).
+    guard: Option<Vec<u8>>,
+    /// The call for a cluster, without and with sharded pub/sub, made the first time one asks.
+    routed: [OnceLock<redis::Cmd>; 2],
     /// Whether its write must be acknowledged by replicas when the manager asks for it
     /// (acquire, extend, fencing write-back; not release, whose loss in a failover only
     /// leaves a key to expire).
@@ -148,7 +158,9 @@ impl ScriptCall {
             source,
             cmd,
             publishes,
-            sharded: OnceLock::new(),
+            keys: keys.len(),
+            guard: None,
+            routed: Default::default(),
             acked: false,
         }
     }
@@ -156,6 +168,15 @@ impl ScriptCall {
     fn acked(self) -> Self {
         ScriptCall {
             acked: true,
+            ..self
+        }
+    }
+
+    /// The call, declaring `keys`' slot guard on a cluster: for the scripts that can delete a
+    /// key.
+    fn guarded(self, keys: &LockKeys) -> Self {
+        ScriptCall {
+            guard: Some(keys.guard.clone()),
             ..self
         }
     }
@@ -194,11 +215,12 @@ impl ScriptCall {
             &[&k.lock, &k.fence, &k.queue, &k.deadlines, &k.ttls],
             (&[token, &arg], true),
         )
+        .guarded(k)
         .acked()
     }
 
     /// [`acquire`](Self::acquire) of several names at once, all or none: `keys` holds each
-    /// name's keys. Reply: [`parse_acquire`] with `keys.len()` names.
+    /// name's keys (at least one name; on a cluster all in one slot, whose guard it declares). Reply: [`parse_acquire`] with `keys.len()` names.
     pub fn acquire_many(
         keys: &[&LockKeys],
         token: &[u8],
@@ -214,7 +236,9 @@ impl ScriptCall {
         );
         let (all, mut args) = Self::many_parts(keys, token);
         args.push(&arg);
-        ScriptCall::unbounded((&ACQUIRE_MANY, ACQUIRE_MANY_SRC), &all, (&args, true)).acked()
+        ScriptCall::unbounded((&ACQUIRE_MANY, ACQUIRE_MANY_SRC), &all, (&args, true))
+            .guarded(keys[0])
+            .acked()
     }
 
     /// [`release`](Self::release) of several names at once (`mode`: 0 keep the place, 1 leave
@@ -224,6 +248,7 @@ impl ScriptCall {
         let (all, mut args) = Self::many_parts(keys, token);
         args.push(&arg);
         ScriptCall::unbounded((&RELEASE_MANY, RELEASE_MANY_SRC), &all, (&args, true))
+            .guarded(keys[0])
     }
 
     /// [`extend`](Self::extend) (or, with `add`, [`extend_by`](Self::extend_by)) of several
@@ -276,6 +301,7 @@ impl ScriptCall {
             &[&k.lock, &k.fence, &k.queue, &k.deadlines, &k.ttls],
             (&[token, &arg], true),
         )
+        .guarded(k)
     }
 
     /// Extend: compare-and-PEXPIRE by `token` to `ttl`. Reply: [`Compared`].
@@ -346,13 +372,18 @@ impl ScriptCall {
         self.source
     }
 
-    /// The EVALSHA command for a connection, `sharded` or not: on a cluster with sharded
-    /// pub/sub, a script that publishes wake-ups does it with `SPUBLISH` (in the lock's slot).
-    pub fn cmd_for(&self, sharded: bool) -> &redis::Cmd {
-        if !sharded || !self.publishes {
+    /// The EVALSHA command for a connection that takes it by `route`. On a cluster, a script
+    /// that can delete a key declares the slot guard after its own keys, and with sharded
+    /// pub/sub a script that publishes wake-ups does it with `SPUBLISH` (in the lock's slot).
+    pub fn cmd_for(&self, route: Route) -> &redis::Cmd {
+        let Route::Cluster(sharded) = route else {
+            return &self.cmd;
+        };
+        let respell = sharded && self.publishes;
+        if self.guard.is_none() && !respell {
             return &self.cmd;
         }
-        self.sharded.get_or_init(|| {
+        self.routed[usize::from(sharded)].get_or_init(|| {
             let args: Vec<&[u8]> = self
                 .cmd
                 .args_iter()
@@ -361,12 +392,19 @@ impl ScriptCall {
                     _ => None,
                 })
                 .collect();
-            let mut cmd = redis::Cmd::with_capacity(args.len(), 0);
-            let (last, first) = args.split_last().expect("EVALSHA has arguments");
-            for a in first {
+            let (head, rest) = args.split_at(3 + self.keys);
+            let (last, argv) = rest.split_last().expect("every script takes arguments");
+            let mut cmd = redis::Cmd::with_capacity(args.len() + 1, 0);
+            let guard = self.guard.as_deref();
+            cmd.arg(head[0]).arg(head[1]);
+            cmd.arg(self.keys + usize::from(guard.is_some()));
+            for a in head[3..].iter().chain(&guard).chain(argv) {
                 cmd.arg(*a);
             }
-            cmd.arg([b"S", *last].concat());
+            match respell {
+                true => cmd.arg([b"S", *last].concat()),
+                false => cmd.arg(*last),
+            };
             cmd
         })
     }
@@ -378,7 +416,7 @@ pub(crate) mod tests {
 
     /// Every part of `call`'s command (the plain one, not a cluster's).
     pub(crate) fn parts(call: &ScriptCall) -> Vec<Vec<u8>> {
-        call.cmd_for(false)
+        call.cmd_for(Route::Single)
             .args_iter()
             .map(|a| match a {
                 redis::Arg::Simple(b) => b.to_vec(),
@@ -457,25 +495,41 @@ pub(crate) mod tests {
             parts(&calls[5])[9],
             format!("PUBLISH 3 16 {channel}").as_bytes()
         );
-        // On a cluster the scripts that wake waiters do it with SPUBLISH; the others are the
-        // same calls.
+        // On a cluster the scripts that can delete a key declare the slot guard after their
+        // keys, and with sharded pub/sub the scripts that wake waiters do it with SPUBLISH; on
+        // one server every call is as it is.
         for (i, call) in calls.iter().enumerate() {
             let plain = parts(call);
-            let sharded: Vec<Vec<u8>> = call
-                .cmd_for(true)
-                .args_iter()
-                .map(|a| match a {
-                    redis::Arg::Simple(b) => b.to_vec(),
-                    _ => Vec::new(),
-                })
-                .collect();
-            let last = plain.len() - 1;
-            assert_eq!(sharded[..last], plain[..last]);
-            if [0, 1, 2, 5, 6].contains(&i) {
-                assert_eq!(sharded[last], [b"S", &plain[last][..]].concat());
-            } else {
-                assert_eq!(sharded[last], plain[last]);
+            let guarded = [0, 1, 2, 5].contains(&i);
+            for sharded in [false, true] {
+                let mut want = plain.clone();
+                if guarded {
+                    let n: usize = std::str::from_utf8(&plain[2]).unwrap().parse().unwrap();
+                    want[2] = (n + 1).to_string().into_bytes();
+                    want.insert(3 + n, keys.guard.clone());
+                }
+                if sharded && [0, 1, 2, 5, 6].contains(&i) {
+                    let last = want.len() - 1;
+                    want[last] = [b"S", &want[last][..]].concat();
+                }
+                assert_eq!(
+                    cluster_parts(call, sharded),
+                    want,
+                    "call {i}, sharded {sharded}"
+                );
             }
+            assert_eq!(call.cmd_for(Route::Single).args_iter().count(), plain.len());
         }
+    }
+
+    /// Every part of `call`'s command for a cluster.
+    pub(crate) fn cluster_parts(call: &ScriptCall, sharded: bool) -> Vec<Vec<u8>> {
+        call.cmd_for(Route::Cluster(sharded))
+            .args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => b.to_vec(),
+                _ => Vec::new(),
+            })
+            .collect()
     }
 }

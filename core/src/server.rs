@@ -435,7 +435,7 @@ async fn run_script_acked<T: FromRedisValue>(
     (replicas, within): (u32, Duration),
 ) -> redis::RedisResult<(T, i64)> {
     let mut pipe = redis::pipe();
-    pipe.add_command(call.cmd_for(conn.sharded()).clone())
+    pipe.add_command(call.cmd_for(conn.route()).clone())
         .cmd("WAIT")
         .arg(replicas)
         .arg(within.as_millis() as u64);
@@ -447,7 +447,7 @@ async fn run_script<T: FromRedisValue>(
     conn: &mut Conn,
     call: &ScriptCall,
 ) -> redis::RedisResult<T> {
-    let cmd = call.cmd_for(conn.sharded());
+    let cmd = call.cmd_for(conn.route());
     run_loaded(conn, call, Request::Cmd(cmd)).await
 }
 

@@ -146,6 +146,8 @@ fn every_key_of_any_name_is_in_the_slot_the_cluster_gives_the_lock_key() {
                 &keys.queue,
                 &keys.deadlines,
                 &keys.ttls,
+                &keys.holders,
+                &keys.guard,
                 &keys.channel,
             ] {
                 prop_assert_eq!(c.keyslot(key), slot, "{:?}", String::from_utf8_lossy(key));

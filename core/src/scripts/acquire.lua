@@ -4,7 +4,7 @@
 -- KEYS (the order of keys.rs and scripts.rs): [1] lock key, [2] fencing counter, [3] wait
 -- queue (token -> arrival), [4] queue deadlines (token -> server time in ms after which the
 -- place is forgotten), [5] the waiters' TTLs (token -> ttl in ms, for the release that hands
--- the lock over).
+-- the lock over); on a cluster [6] the slot guard (keys.rs), never read.
 -- ARGV[1] token, ARGV[2] "PUBLISH TTL WAKE_ID_LEN ARRIVAL LASTS OWN CHANNEL" (packed by
 -- scripts.rs; see acquire_queued.lua).
 -- Returns {1, counter} when granted, else {0, PTTL, counter, SAME} (acquire_queued.lua).

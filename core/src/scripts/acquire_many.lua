@@ -1,6 +1,7 @@
 -- Acquire one server's vote for several names at once, all or none (run after queue.lua).
 -- KEYS: for each name, the five keys of acquire.lua in their order ([lock, fencing counter,
 -- wait queue, queue deadlines, waiters' TTLs]), name after name.
+-- On a cluster the slot guard follows (keys.rs), never read.
 -- ARGV[1] token, ARGV[1 + i] the release channel of name i, and last "PUBLISH TTL WAKE_ID_LEN
 -- ARRIVAL LASTS OWN" as in acquire.lua (last, where a cluster's call names SPUBLISH).
 -- With ARRIVAL not 0 the call first takes (or refreshes) its place in every name's queue,
@@ -21,7 +22,7 @@ local publish, ttl, wake_id_len, arrival, lasts, own =
 wake_id_len = tonumber(wake_id_len)
 lasts = tonumber(lasts)
 local token = ARGV[1]
-local n = #KEYS / 5
+local n = math.floor(#KEYS / 5)
 local function key(i, j)
   return KEYS[(i - 1) * 5 + j]
 end

@@ -270,7 +270,7 @@ impl Replay {
 
     /// Runs `call` (loading its script when the server does not have it).
     fn run(&mut self, call: &ScriptCall) -> Result<Value, String> {
-        let cmd = call.cmd_for(false);
+        let cmd = call.cmd_for(crate::conn::Route::Single);
         match cmd.query::<Value>(&mut self.con) {
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
                 redis::cmd("SCRIPT")

@@ -4,7 +4,9 @@
 -- or 'rwlock'), 'limit' (the capacity), 'held' (the weights held), and '=' .. token -> the
 -- weight each holder holds; [2] the holders' leases, a sorted set: token -> server time in ms
 -- at which the lease ends; [3] the fencing counter; [4] wait queue (token -> arrival);
--- [5] queue deadlines; [6] the waiters' entries (token -> 'p' .. WEIGHT .. ' ' .. TTL).
+-- [5] queue deadlines; [6] the waiters' entries (token -> 'p' .. WEIGHT .. ' ' .. TTL); on a
+-- cluster, after the keys of the acquire, release and extend, the slot guard (keys.rs), never
+-- read.
 -- The name's key is the name itself, so a lock (a string) and a semaphore or read-write lock
 -- (a hash) on one name exclude each other, and a classic SET NX fails on it.
 -- Both keys outlive the last lease (by at most twice its TTL: upkeep), and the name's key the

@@ -85,7 +85,9 @@ impl ScriptCall {
             ),
             &keys.channel,
         );
-        ScriptCall::unbounded((&ACQUIRE, ACQUIRE_SRC), &all(keys), (&[token, &arg], true)).acked()
+        ScriptCall::unbounded((&ACQUIRE, ACQUIRE_SRC), &all(keys), (&[token, &arg], true))
+            .guarded(keys)
+            .acked()
     }
 
     /// Release of a permit lease (`mode` as [`Target::release_call`]'s). Reply:
@@ -95,6 +97,7 @@ impl ScriptCall {
     pub fn permits_release(keys: &LockKeys, token: &[u8], mode: u8) -> Self {
         let arg = Self::packed(format!("{mode} {WAKE_ID_LEN} "), &keys.channel);
         ScriptCall::unbounded((&RELEASE, RELEASE_SRC), &all(keys), (&[token, &arg], true))
+            .guarded(keys)
     }
 
     /// Extend of a permit lease to `ttl` (with `add`: by `ttl`). Reply: as
@@ -107,6 +110,7 @@ impl ScriptCall {
             &all(keys)[..2],
             (&[token, ttl_ms.as_bytes(), mode], false),
         )
+        .guarded(keys)
         .acked()
     }
 
@@ -120,7 +124,7 @@ impl ScriptCall {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::parts;
+    use super::super::tests::{cluster_parts, parts};
     use super::*;
 
     #[test]
@@ -169,5 +173,24 @@ mod tests {
         let inspect = parts(&ScriptCall::permits_inspect(&keys, None));
         assert_eq!(inspect[2], b"4");
         assert!(inspect.len() <= super::super::MAX_PARTS);
+        // On a cluster the acquire, release and extend declare the slot guard after their
+        // keys; the read-only inspect does not.
+        let calls = [
+            ScriptCall::permits_acquire(&keys, b"tok", (ttl, sem), None, false),
+            ScriptCall::permits_release(&keys, b"tok", 1),
+            ScriptCall::permits_extend(&keys, b"tok", ttl, false),
+            ScriptCall::permits_inspect(&keys, None),
+        ];
+        for (i, call) in calls.iter().enumerate() {
+            let plain = parts(call);
+            let n = usize::from(plain[2][0] - b'0');
+            let routed = cluster_parts(call, false);
+            if i < 3 {
+                assert_eq!(routed[2], (n + 1).to_string().as_bytes());
+                assert_eq!(routed[3 + n], keys.guard);
+            } else {
+                assert_eq!(routed, plain);
+            }
+        }
     }
 }

@@ -2,7 +2,8 @@
 -- file, queue.lua, then release_queued.lua (scripts.rs): this first part is the path where
 -- nobody is in line, which returns before the queue's helpers are even defined.
 -- KEYS (the order of keys.rs and scripts.rs): [1] lock key, [2] fencing counter, [3] wait
--- queue, [4] queue deadlines, [5] the waiters' TTLs.
+-- queue, [4] queue deadlines, [5] the waiters' TTLs; on a cluster [6] the slot guard (keys.rs),
+-- never read.
 -- ARGV[1] token; ARGV[2] "PUBLISH LEAVE WAKE_ID_LEN CHANNEL" (packed by scripts.rs; see
 -- release_queued.lua).
 -- Returns 1 when released, 0 when the key was gone (or left alone), -1 when another token

@@ -1,6 +1,7 @@
 -- Compare-and-delete of several names held with one token, each handed to the first waiter
 -- in its line as release.lua does (run after queue.lua).
 -- KEYS: for each name, the five keys of release.lua in their order, name after name.
+-- On a cluster the slot guard follows (keys.rs), never read.
 -- ARGV[1] token; ARGV[1 + i] the release channel of name i; last "PUBLISH LEAVE WAKE_ID_LEN"
 -- as in release.lua.
 -- Returns 1 when every name was released, else -1 when another token holds one of them, else
@@ -8,7 +9,7 @@
 local publish, mode, wake_id_len = string.match(ARGV[#ARGV], '^(%S+) ([012]) (%d+)$')
 wake_id_len = tonumber(wake_id_len)
 local token = ARGV[1]
-local n = #KEYS / 5
+local n = math.floor(#KEYS / 5)
 local function key(i, j)
   return KEYS[(i - 1) * 5 + j]
 end

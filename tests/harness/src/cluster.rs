@@ -438,19 +438,53 @@ impl RedisCluster {
         new
     }
 
+    /// Opens the move of `slot` from the master that serves it to the master on `to`, moving
+    /// no key: IMPORTING on the target, then MIGRATING on the source. Returns the source's port.
+    pub fn open_migration(&self, slot: u16, to: u16) -> u16 {
+        let from = self.master_of_slot(slot).port();
+        assert_ne!(
+            from, to,
+            "fencelock-testkit: slot {slot} is already on {to}"
+        );
+        let s = slot.to_string();
+        for (port, state, other) in [(to, &b"IMPORTING"[..], from), (from, b"MIGRATING", to)] {
+            let id = self.id_of(other);
+            let r =
+                self.node(port)
+                    .cmd(&[b"CLUSTER", b"SETSLOT", s.as_bytes(), state, id.as_bytes()]);
+            assert!(
+                matches!(r, Reply::Status(_)),
+                "fencelock-testkit: SETSLOT {}: {r:?}",
+                String::from_utf8_lossy(state)
+            );
+        }
+        from
+    }
+
+    /// Closes a move [opened](Self::open_migration) from `from` to `to` without finishing it:
+    /// the slot STABLE on both, still served by `from`, with whatever keys each holds.
+    pub fn cancel_migration(&self, slot: u16, from: u16, to: u16) {
+        let s = slot.to_string();
+        for port in [from, to] {
+            let r = self
+                .node(port)
+                .cmd(&[b"CLUSTER", b"SETSLOT", s.as_bytes(), b"STABLE"]);
+            assert!(
+                matches!(r, Reply::Status(_)),
+                "fencelock-testkit: SETSLOT STABLE: {r:?}"
+            );
+        }
+    }
+
     /// Moves `slot` (and its keys) from the master that serves it to the master on `to`, the
     /// way `redis-cli --cluster reshard` does: IMPORTING on the target, MIGRATING on the
     /// source, MIGRATE of every key, then the slot assigned to the target on every master.
     /// Between the steps a client sees ASK redirections; `between` runs after the keys moved
     /// and before the slot is reassigned (to act while the slot is half moved).
     pub fn migrate_slot(&self, slot: u16, to: u16, between: impl FnOnce()) {
-        let from = self.master_of_slot(slot).port();
-        assert_ne!(
-            from, to,
-            "fencelock-testkit: slot {slot} is already on {to}"
-        );
-        let (source, target) = (self.node(from), self.node(to));
-        let (from_id, to_id) = (self.id_of(from), self.id_of(to));
+        let from = self.open_migration(slot, to);
+        let source = self.node(from);
+        let to_id = self.id_of(to);
         let s = slot.to_string();
         let ok = |r: Reply, what: &str| {
             assert!(
@@ -458,26 +492,6 @@ impl RedisCluster {
                 "fencelock-testkit: {what}: {r:?}"
             );
         };
-        ok(
-            target.cmd(&[
-                b"CLUSTER",
-                b"SETSLOT",
-                s.as_bytes(),
-                b"IMPORTING",
-                from_id.as_bytes(),
-            ]),
-            "SETSLOT IMPORTING",
-        );
-        ok(
-            source.cmd(&[
-                b"CLUSTER",
-                b"SETSLOT",
-                s.as_bytes(),
-                b"MIGRATING",
-                to_id.as_bytes(),
-            ]),
-            "SETSLOT MIGRATING",
-        );
         loop {
             let keys = match source.cmd(&[b"CLUSTER", b"GETKEYSINSLOT", s.as_bytes(), b"100"]) {
                 Reply::Array(Some(k)) => k,
