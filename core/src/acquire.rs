@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::{join_all, select_all};
 use futures_util::FutureExt;
+use tracing::Instrument;
 
 use crate::attempt::{attempt, Attempt, Own, Refusal};
 use crate::engine::{Acquired, Engine, Target};
@@ -18,6 +19,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{check_name, display_name, MAX_NAMES};
 use crate::kind::LeaseKind;
 use crate::lock::Lock;
+use crate::measure::{self, AcquireWatch};
 use crate::pubsub::Subscription;
 use crate::queue::{judge_handoffs, Place, Verdict};
 use crate::timing::{self, MIN_SUBSCRIBE_TIME, PARTIAL_HANDOFF_WAIT, WAIT_WARNING_EVERY};
@@ -121,7 +123,8 @@ pub(crate) struct AcquireCall {
     /// The wake-up subscriptions, once listening (see [`AcquireCall::wait_for_turn`]), each
     /// with the index of its server.
     subscriptions: Option<Vec<(usize, Subscription)>>,
-    attempts: u32,
+    /// Its measurements, and its attempts so far (`watch.attempts`).
+    watch: AcquireWatch,
     /// When the call last warned that it keeps waiting for unreachable servers.
     warned: Instant,
     /// Handoffs are taken on the messages' word until an attempt of this call is undone: the
@@ -205,6 +208,8 @@ impl AcquireCall {
             None
         };
         let deadline = opts.wait.and_then(|w| started.checked_add(w));
+        let names = &engine.config.metric_names;
+        let watch = AcquireWatch::new(measure::kind(target.kind), names.label(&target.name), waits);
         Ok(AcquireCall {
             engine: Arc::clone(engine),
             target,
@@ -217,7 +222,7 @@ impl AcquireCall {
             leave_queue,
             own,
             subscriptions,
-            attempts: 0,
+            watch,
             warned: started,
             // With replica acknowledgment a handoff is confirmed by an attempt, whose write
             // the replicas acknowledge.
@@ -232,7 +237,20 @@ impl AcquireCall {
     /// As [`run`](Self::run).
     pub async fn lock(self, opts: &AcquireOptions) -> Result<Lock> {
         let engine = Arc::clone(&self.engine);
-        let (target, ttl, acquired) = self.run().await?;
+        let span = tracing::info_span!(
+            target: "fencelock",
+            "fencelock.acquire",
+            lock = %self.target.label(),
+            kind = %self.target.kind,
+            servers = engine.n(),
+            quorum = self.target.quorum(engine.n()),
+            outcome = tracing::field::Empty,
+            attempts = tracing::field::Empty,
+            handed_over = tracing::field::Empty,
+            fencing_token = tracing::field::Empty,
+            waited_ms = tracing::field::Empty,
+        );
+        let (target, ttl, acquired) = self.run().instrument(span).await?;
         let lock = Lock::new(engine, target, ttl, acquired);
         if opts.auto_extend {
             lock.auto_extend(opts.max_hold);
@@ -274,7 +292,7 @@ impl AcquireCall {
         for (_, s) in self.subscriptions.iter_mut().flatten() {
             s.mark_seen();
         }
-        self.attempts += 1;
+        self.watch.attempts += 1;
         let own = self.own.as_deref().map_or(Own::All, Own::Only);
         let times = (self.ttl, self.timeout);
         let place = self.place.as_ref();
@@ -290,10 +308,12 @@ impl AcquireCall {
     }
 
     fn acquired(mut self, a: Acquired, handed_over: bool) -> (Arc<Target>, Duration, Acquired) {
+        self.watch.finish("acquired", handed_over);
+        self.trace_end("acquired", Some(a.fencing_token), handed_over);
         tracing::debug!(
             target: "fencelock",
             lock = %self.target.label(),
-            attempts = self.attempts,
+            attempts = self.watch.attempts,
             handed_over,
             elapsed_ms = self.started.elapsed().as_millis() as u64,
             fencing_token = a.fencing_token,
@@ -305,10 +325,25 @@ impl AcquireCall {
         }
         // Refused before (with a place: it waited in line), the lock's release goes straight to
         // the queue's code.
-        if self.place.is_some() && (handed_over || self.attempts > 1) {
+        if self.place.is_some() && (handed_over || self.watch.attempts > 1) {
             self.target.note_waited();
         }
         (Arc::clone(&self.target), self.ttl, a)
+    }
+
+    /// Fills the call's `fencelock.acquire` span (the current one: [`lock`](Self::lock)).
+    fn trace_end(&self, outcome: &'static str, fencing_token: Option<u64>, handed_over: bool) {
+        let span = tracing::Span::current();
+        if span.is_disabled() {
+            return;
+        }
+        span.record("outcome", outcome);
+        span.record("attempts", self.watch.attempts);
+        span.record("handed_over", handed_over);
+        span.record("waited_ms", self.started.elapsed().as_millis() as u64);
+        if let Some(token) = fencing_token {
+            span.record("fencing_token", token);
+        }
     }
 
     /// After a refused attempt: runs its undo and returns the time left, or the error when
@@ -340,11 +375,19 @@ impl AcquireCall {
         tracing::debug!(
             target: "fencelock",
             lock = %self.target.label(),
-            attempts = self.attempts,
+            attempts = self.watch.attempts,
             elapsed_ms = self.started.elapsed().as_millis() as u64,
             error = %error,
             "acquire failed"
         );
+        let outcome = match error.kind() {
+            ErrorKind::NotAcquired if self.place.is_none() => "not_acquired",
+            ErrorKind::NotAcquired => "wait_limit",
+            ErrorKind::Cancelled => "cancelled",
+            _ => "error",
+        };
+        self.watch.finish(outcome, false);
+        self.trace_end(outcome, None, false);
         // Give the place in the queue up before returning, so that a caller's next try-once
         // (or anyone else's) is not refused on its account; leaving also undoes the attempt's
         // votes. What a hung server keeps from finishing by the hard stop goes on in the
@@ -364,7 +407,7 @@ impl AcquireCall {
         if fatal {
             return Err(error);
         }
-        let attempts = self.attempts;
+        let attempts = self.watch.attempts;
         let message = format!(
             "{} (gave up after {attempts} attempt{} in {} ms)",
             error.message(),
@@ -423,7 +466,7 @@ impl AcquireCall {
         tracing::warn!(
             target: "fencelock",
             lock = %self.target.label(),
-            attempts = self.attempts,
+            attempts = self.watch.attempts,
             waited_ms = self.started.elapsed().as_millis() as u64,
             error = %error,
             "acquire still waiting: too few servers answer"

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::keys::check_prefix;
 use crate::lane::LoopIo;
+use crate::measure::MetricNames;
 use crate::timing::{
     self, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, MAX_OPTION_DURATION, MIN_OPTION_DURATION,
 };
@@ -44,6 +45,8 @@ pub struct Config {
     tls: Option<String>,
     /// Where the calls polled on an event loop's thread get their connections.
     pub(crate) loop_io: Option<Arc<dyn LoopIo>>,
+    /// Which lock names the measurements carry (`crate::measure`).
+    pub(crate) metric_names: MetricNames,
 }
 
 impl Config {
@@ -93,6 +96,7 @@ impl std::fmt::Debug for Config {
             .field("connect_timeout", &self.connect_timeout)
             .field("replica_ack", &self.replica_ack)
             .field("tls", &self.tls)
+            .field("metric_names", &self.metric_names)
             .finish()
     }
 }
@@ -113,6 +117,7 @@ pub struct Builder {
     replica_ack: Option<ReplicaAck>,
     tls: TlsSettings,
     loop_io: Option<Arc<dyn LoopIo>>,
+    metric_names: MetricNames,
     /// Never printed (the Debug form leaves it out).
     password: Option<String>,
 }
@@ -147,6 +152,7 @@ impl Builder {
             replica_ack: None,
             tls: TlsSettings::default(),
             loop_io: None,
+            metric_names: MetricNames::Hidden,
             password: None,
         }
     }
@@ -266,6 +272,13 @@ impl Builder {
         self
     }
 
+    /// Which lock names the measurements ([`crate::measure`]) carry in their `name` label:
+    /// by default none (the label is empty), since names are often unbounded.
+    pub fn metric_names(mut self, names: MetricNames) -> Builder {
+        self.metric_names = names;
+        self
+    }
+
     /// Checks every option and returns the configuration.
     ///
     /// # Errors
@@ -351,6 +364,7 @@ impl Builder {
             replica_ack: self.replica_ack,
             tls: self.tls.is_set().then(|| self.tls.describe()),
             loop_io: self.loop_io.clone(),
+            metric_names: self.metric_names.clone(),
         })
     }
 

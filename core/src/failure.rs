@@ -60,6 +60,21 @@ pub(crate) enum ServerFailure {
 }
 
 impl ServerFailure {
+    /// The failure's kind in one word (the `error` label of
+    /// [`SERVER_ERRORS`](crate::measure::SERVER_ERRORS)), never its message.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ServerFailure::Timeout(_) => "timeout",
+            ServerFailure::Connection(_) => "connection",
+            ServerFailure::Unready(_) => "unready",
+            ServerFailure::Config(_) => "config",
+            ServerFailure::Reply(_) => "reply",
+            ServerFailure::Refused(..) => "refused",
+            ServerFailure::SlotMoving(_) => "slot_moving",
+            ServerFailure::NotReplicated(_) => "not_replicated",
+        }
+    }
+
     /// Failures that retrying will not cure.
     pub fn is_permanent(&self) -> bool {
         matches!(

@@ -11,6 +11,7 @@ use crate::engine::{Acquired, Engine, Target};
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::display_name;
 use crate::lost::LostReason;
+use crate::measure::{self, HoldWatch};
 use crate::timing::{self, BACKGROUND_CLEANUP_TIMEOUT};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +33,8 @@ struct Holding {
     runtime: Option<tokio::runtime::Handle>,
     state: StdMutex<State>,
     status: watch::Sender<Status>,
+    /// Its measurements: counted as held, its end and its extensions.
+    measured: HoldWatch,
 }
 
 struct State {
@@ -101,13 +104,20 @@ impl Holding {
                 reason = why.as_str(),
                 "lock lost"
             );
+            self.measured.lost(why.as_str());
             true
         })
     }
 
-    /// Marks the lock released and stops auto-extension; returns the status before.
-    fn mark_released(&self) -> Status {
+    /// Marks the lock released (the end of its hold: `how`, or `lost` when it was lost
+    /// before) and stops auto-extension; returns the status before.
+    fn mark_released(&self, how: &'static str) -> Status {
         let before = self.status.send_replace(Status::Released);
+        match before {
+            Status::Held => self.measured.end(how),
+            Status::Lost(_) => self.measured.end("lost"),
+            Status::Released => {}
+        }
         if let Some(task) = self.state().auto_extend.take() {
             task.abort();
         }
@@ -132,6 +142,7 @@ impl Holding {
         &self,
         extended: std::result::Result<Instant, crate::engine::Failed>,
     ) -> Result<()> {
+        self.measured.extended(extended.is_ok());
         match extended {
             Ok(valid_until) => {
                 let mut st = self.state();
@@ -181,6 +192,19 @@ impl Lock {
         ttl: Duration,
         acquired: Acquired,
     ) -> Lock {
+        let span = tracing::info_span!(
+            target: "fencelock",
+            "fencelock.hold",
+            lock = %target.label(),
+            fencing_token = acquired.fencing_token,
+            outcome = tracing::field::Empty,
+            held_ms = tracing::field::Empty,
+        );
+        let labels = (
+            measure::kind(target.kind),
+            engine.config.metric_names.label(&target.name),
+        );
+        let measured = HoldWatch::new(labels, span);
         Lock {
             shared: Arc::new(Holding {
                 engine,
@@ -198,6 +222,7 @@ impl Lock {
                     released_lost: None,
                 }),
                 status: watch::channel(Status::Held).0,
+                measured,
             }),
         }
     }
@@ -378,7 +403,7 @@ impl Lock {
     async fn release_inner(&self) -> Result<()> {
         let s = &self.shared;
         let known = s.lost_reason();
-        s.mark_released();
+        s.mark_released("released");
         s.state().released_lost = known;
         let timeout = s.engine.server_timeout(s.state().ttl);
         let released = s.engine.release_reporting(&s.target, timeout, true).await;
@@ -463,7 +488,7 @@ impl Lock {
     /// with its token (the classic "request id" pattern, or a lock handed to another process).
     /// Auto-extension stops; dropping the handle afterwards releases nothing.
     pub fn detach(self) {
-        self.shared.mark_released();
+        self.shared.mark_released("detached");
     }
 }
 
@@ -533,7 +558,7 @@ async fn auto_extend_loop(shared: Arc<Holding>, max_hold: Option<Duration>) {
 impl Drop for Lock {
     fn drop(&mut self) {
         let s = &self.shared;
-        if s.mark_released() == Status::Released {
+        if s.mark_released("dropped") == Status::Released {
             return;
         }
         let Some(runtime) = &s.runtime else {

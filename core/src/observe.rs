@@ -152,7 +152,9 @@ struct ListenerLayer;
 
 impl<S: Subscriber> Layer<S> for ListenerLayer {
     fn enabled(&self, metadata: &tracing::Metadata<'_>, _: Context<'_, S>) -> bool {
-        metadata.target().starts_with("fencelock") && {
+        // Events only: the spans (`fencelock.acquire`, `fencelock.hold`) are for a Rust
+        // application's own subscriber; the bindings make their own from the measurements.
+        metadata.is_event() && metadata.target().starts_with("fencelock") && {
             let level = EventLevel::from_tracing(metadata.level());
             let reg = registry().read().unwrap_or_else(|e| e.into_inner());
             reg.listeners.iter().any(|(_, min, _)| level >= *min)

@@ -388,10 +388,14 @@ impl Server {
                 }
             }
         };
-        match crate::deadline::within(&self.clock, timeout, run).await {
+        let result = match crate::deadline::within(&self.clock, timeout, run).await {
             Ok(result) => result,
             Err(_) => Err(ServerFailure::Timeout(timeout)),
+        };
+        if let Err(failure) = &result {
+            crate::measure::server_error(failure.label());
         }
+        result
     }
 
     /// Joins a release channel this server's subscriber already listens to, without a network
