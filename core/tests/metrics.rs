@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fencelock::measure::{self, Instrument, MetricNames, Sample, MEASURES};
+use fencelock::measure::{self, Instrument, MetricNames, Sample, Total, MEASURES};
 use fencelock::{ErrorKind, LockManager};
 use fencelock_testkit::{free_port, RedisServer};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
@@ -131,6 +131,8 @@ fn measurements_and_spans_are_recorded_as_documented() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     recorder.install().unwrap();
+    let totals = measure::totals();
+    totals.keep_observations();
     let received: Received = Arc::default();
     let sink = {
         let received = Arc::clone(&received);
@@ -288,6 +290,49 @@ fn measurements_and_spans_are_recorded_as_documented() {
         .filter(|r| r.0 == "fencelock_acquire_wait_seconds" && r.1[2] == "orders")
         .count();
     assert_eq!(sunk, 7);
+    // The totals (what a scrape reads) agree: a histogram's cumulative buckets, count and
+    // sum; a counter's sum; every gauge back at zero. The kept observations are the sink's.
+    let snapshot = totals.snapshot();
+    let total = |name: &str, labels: &[&str]| {
+        snapshot
+            .iter()
+            .find(|((m, l), _)| m.name == name && l == labels)
+            .map(|(_, t)| t.clone())
+    };
+    match total(
+        "fencelock_acquire_wait_seconds",
+        &["mutex", "acquired", "orders"],
+    ) {
+        Some(Total::Histogram {
+            buckets,
+            count,
+            sum,
+        }) => {
+            assert_eq!(count, 4);
+            assert!(buckets.windows(2).all(|w| w[0] <= w[1]) && buckets[buckets.len() - 1] <= 4);
+            assert!((sum - acquired.iter().sum::<f64>()).abs() < 1e-9, "{sum}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        total("fencelock_handoffs_total", &["mutex", "orders"]),
+        Some(Total::Counter(1.0))
+    );
+    assert_eq!(
+        total("fencelock_locks_held", &["mutex"]),
+        Some(Total::Gauge(0.0))
+    );
+    let kept = totals.take_observations();
+    let histograms = received
+        .iter()
+        .filter(|r| {
+            MEASURES
+                .iter()
+                .any(|m| m.name == r.0 && m.instrument == Instrument::Histogram)
+        })
+        .count();
+    assert_eq!(kept.len(), histograms);
+    assert!(totals.take_observations().is_empty());
     // No label anywhere holds a token or the password.
     for (_, labels) in s.keys() {
         for (_, v) in labels {
