@@ -26,7 +26,8 @@ use crate::options::{is_exception, Options, ScopeArgs};
 /// ``LockManager(servers, *, key_prefix="", retry_delay=0.2, retry_jitter=None,
 /// drift_factor=0.01, server_timeout=None, connect_timeout=None, replica_ack=None,
 /// replica_ack_timeout=None, tls_ca_file=None,
-/// tls_client_cert=None, tls_client_key=None, tls_insecure=False, password=None)``; see
+/// tls_client_cert=None, tls_client_key=None, tls_insecure=False, password=None,
+/// metric_names=None)``; see
 /// ``fencelock.LockManager`` for the options (TLS files, timeouts in seconds).
 /// The waits run on a small runtime thread of the manager, never blocking the event loop.
 /// Cancelling a task that waits in ``acquire`` (``asyncio.wait_for``, ``task.cancel()``)

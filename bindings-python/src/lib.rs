@@ -17,6 +17,7 @@ mod events;
 mod family;
 mod lost;
 mod managed;
+mod metrics;
 mod options;
 mod shutdown;
 mod sync;
@@ -36,6 +37,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(events::_event_level, m)?)?;
     m.add_function(wrap_pyfunction!(events::_next_events, m)?)?;
     m.add_function(wrap_pyfunction!(events::_take_events, m)?)?;
+    m.add_function(wrap_pyfunction!(metrics::_metric_measures, m)?)?;
+    m.add_function(wrap_pyfunction!(metrics::_metric_start, m)?)?;
+    m.add_function(wrap_pyfunction!(metrics::_metric_totals, m)?)?;
+    m.add_function(wrap_pyfunction!(metrics::_metric_observations, m)?)?;
     m.add_class::<sync::PyLockManager>()?;
     m.add_class::<sync_lock::PyLock>()?;
     m.add_class::<sync::PyLockScope>()?;

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use fencelock::{Builder, LeaseKind};
+use fencelock::{Builder, LeaseKind, MetricNames};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -17,9 +17,10 @@ use crate::convert::{
 };
 use crate::lost::Keep;
 use crate::managed::py_repr;
+use crate::metrics::metric_names_arg;
 
 /// The manager constructors' keyword arguments, in the order the docs list them.
-pub const MANAGER_KEYWORDS: [&str; 13] = [
+pub const MANAGER_KEYWORDS: [&str; 14] = [
     "key_prefix",
     "retry_delay",
     "retry_jitter",
@@ -33,6 +34,7 @@ pub const MANAGER_KEYWORDS: [&str; 13] = [
     "tls_client_key",
     "tls_insecure",
     "password",
+    "metric_names",
 ];
 
 /// `replica_ack_timeout` when only `replica_ack` is given, in seconds.
@@ -55,6 +57,8 @@ pub struct Options {
     pub tls_insecure: bool,
     /// For servers whose URL has none; never shown.
     pub password: Option<String>,
+    /// Which names the measurements carry (`fencelock/metrics.py`).
+    pub metric_names: MetricNames,
 }
 
 impl Options {
@@ -64,7 +68,8 @@ impl Options {
             .key_prefix(self.key_prefix.as_bytes())
             .retry_delay(positive_seconds("retry_delay", self.retry_delay)?)
             .drift_factor(self.drift_factor)
-            .tls_insecure(self.tls_insecure);
+            .tls_insecure(self.tls_insecure)
+            .metric_names(self.metric_names);
         if let Some(p) = self.password {
             b = b.password(p);
         }
@@ -138,6 +143,7 @@ impl Options {
             tls_client_key: None,
             tls_insecure: false,
             password: None,
+            metric_names: MetricNames::Hidden,
         };
         for (key, value) in kwargs.into_iter().flatten() {
             let key: String = key.extract()?;
@@ -155,6 +161,7 @@ impl Options {
                 "tls_client_key" => o.tls_client_key = tls_client_key_arg(&value)?,
                 "tls_insecure" => o.tls_insecure = tls_insecure_arg(&value)?,
                 "password" => o.password = password_arg(&value)?,
+                "metric_names" => o.metric_names = metric_names_arg(&value)?,
                 other => {
                     return Err(PyTypeError::new_err(format!(
                     "{class}() got an unexpected keyword argument {other:?}; the options are {}",

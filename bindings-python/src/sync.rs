@@ -85,7 +85,8 @@ fn acquire_blocking(
 /// ``LockManager(servers, *, key_prefix="", retry_delay=0.2, retry_jitter=None,
 /// drift_factor=0.01, server_timeout=None, connect_timeout=None, replica_ack=None,
 /// replica_ack_timeout=None, tls_ca_file=None,
-/// tls_client_cert=None, tls_client_key=None, tls_insecure=False, password=None)``
+/// tls_client_cert=None, tls_client_key=None, tls_insecure=False, password=None,
+/// metric_names=None)``
 ///
 /// ``servers`` is a ``redis://[user:password@]host[:port][/db]`` URL or a list of them (one
 /// for the single-server lock, several independent servers for Redlock with quorum N/2+1);
@@ -113,6 +114,11 @@ fn acquire_blocking(
 /// ``password`` is the password of every server whose URL has none (with the URL's user, if
 /// any; a Sentinel entry's master, a cluster's nodes), for passwords kept out of URLs: read it
 /// from the environment or a secret file. A URL's own password wins; never shown.
+///
+/// ``metric_names`` lets lock names into the ``name`` label of fencelock's measurements
+/// (``fencelock.metrics``; empty by default, since names are often unbounded): a list of names
+/// shown as they are, or a function of a name (a ``str``) that returns its label or ``None``
+/// (it runs on fencelock's threads; when it raises, the label is empty).
 ///
 /// Nothing is contacted here: a server that is down does not make this fail; bad options
 /// raise ``ValueError`` or ``TypeError``. Thread-safe; usable as a context manager (which

@@ -3,7 +3,8 @@
 # install THE WHEEL into a fresh virtualenv, then run the pytest suite (which also runs
 # examples/python) against the installed package, mypy --strict over the package and the
 # examples, mypy.stubtest of the stubs against the compiled module, and redis-py's own lock
-# tests against the drop-in fencelock.compat.redis_py (pytest-asyncio and packaging are theirs).
+# tests against the drop-in fencelock.compat.redis_py (pytest-asyncio and packaging are theirs);
+# prometheus-client and OpenTelemetry's SDK for fencelock.metrics' exporters (test_metrics.py).
 set -euo pipefail
 cd "$FENCELOCK_ROOT"
 
@@ -15,7 +16,8 @@ rm -rf "$venv" "$wheels"
 "$PYTHON" -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check \
   "maturin==1.16.0" "pytest==9.2.0" "pytest-timeout==2.4.0" "mypy==2.4.1" "redis==8.1.0" \
-  "pytest-asyncio==1.5.0" "packaging==26.4"
+  "pytest-asyncio==1.5.0" "packaging==26.4" \
+  "prometheus-client==0.26.0" "opentelemetry-api==1.45.2" "opentelemetry-sdk==1.45.2"
 
 (cd bindings-python && "$venv/bin/maturin" build --locked --out "$wheels")
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "$wheels"/fencelock-*.whl

@@ -40,6 +40,10 @@ __all__ = [
     "_event_level",
     "_next_events",
     "_take_events",
+    "_metric_measures",
+    "_metric_start",
+    "_metric_totals",
+    "_metric_observations",
     "LockManager",
     "Lock",
     "LockScope",
@@ -115,6 +119,7 @@ class LockManager:
         tls_client_key: Optional[_Path] = None,
         tls_insecure: bool = False,
         password: Optional[str] = None,
+        metric_names: Union[None, Iterable[_Text], Callable[[str], Optional[str]]] = None,
     ) -> Self: ...
     def acquire(
         self,
@@ -276,6 +281,7 @@ class AsyncLockManager:
         tls_client_key: Optional[_Path] = None,
         tls_insecure: bool = False,
         password: Optional[str] = None,
+        metric_names: Union[None, Iterable[_Text], Callable[[str], Optional[str]]] = None,
     ) -> Self: ...
     def acquire(
         self,
@@ -442,3 +448,15 @@ def _next_events() -> Optional[tuple[list[_Event], int]]:
 
 def _take_events() -> tuple[list[_Event], int]:
     """The queued events, without waiting."""
+
+def _metric_measures() -> list[tuple[str, str, str, list[str], list[float], str]]:
+    """The measures: (name, instrument, unit, labels, buckets, help) each."""
+
+def _metric_start(observations: bool = False) -> None:
+    """Keeps the totals (and with ``observations`` the histograms' observations) from now on."""
+
+def _metric_totals() -> list[tuple[str, list[str], Union[float, tuple[list[int], int, float]]]]:
+    """Every series' total: a float, or a histogram's (cumulative buckets, count, sum)."""
+
+def _metric_observations() -> list[tuple[str, list[str], float]]:
+    """The histogram observations kept since the last call, oldest first."""
