@@ -241,6 +241,45 @@ export interface LockManagerOptions {
    * `process.env.REDIS_PASSWORD`. A URL's own password wins; never shown.
    */
   password?: string
+  /**
+   * Lock names shown in the `name` label of fencelock's measurements (the
+   * `fencelock/metrics` exporters); others have an empty label, the default for all,
+   * since names are often unbounded.
+   */
+  metricNames?: Array<string>
+}
+
+/** One measurement, as the core defines it. */
+export interface MetricMeasure {
+  name: string
+  /** `counter`, `histogram` or `gauge` (reported as +1/-1 changes). */
+  instrument: 'counter' | 'histogram' | 'gauge'
+  /** `seconds`, or `1` for a count. */
+  unit: string
+  labels: Array<string>
+  /** Histogram bucket upper bounds (empty for the others). */
+  buckets: Array<number>
+  help: string
+}
+
+/** One histogram observation. */
+export interface MetricObservation {
+  name: string
+  labels: Array<string>
+  value: number
+}
+
+/**
+ * One series' total: `value` for a counter or a gauge; `buckets` (cumulative counts, one
+ * per bound), `count` and `sum` for a histogram.
+ */
+export interface MetricTotal {
+  name: string
+  labels: Array<string>
+  value?: number
+  buckets?: Array<number>
+  count?: number
+  sum?: number
 }
 
 /** A server's answer in a failed acquisition, as `error.servers` shows it. */

@@ -280,20 +280,42 @@ pub(crate) fn field<'e>(env: &'e Env, obj: &Option<Object<'e>>, key: &str) -> Ch
 /// The names of a lock on several names: an array of strings or Buffers (the core checks
 /// each name, duplicates and the count).
 pub(crate) fn names(v: &Unknown) -> Checked<Vec<Vec<u8>>> {
+    let max = fencelock::keys::MAX_NAMES;
+    byte_strings(
+        "names",
+        v,
+        max,
+        &format!("a lock on several names takes 1 to {max} names"),
+    )
+}
+
+/// Most names of the `metricNames` option.
+const MAX_METRIC_NAMES: usize = 10_000;
+
+/// The `metricNames` option: an array of strings or Buffers.
+pub(crate) fn metric_names(v: &Unknown) -> Checked<Vec<Vec<u8>>> {
+    let max = MAX_METRIC_NAMES;
+    byte_strings(
+        "metricNames",
+        v,
+        max,
+        &format!("metricNames takes at most {max} names"),
+    )
+}
+
+/// An array of at most `max` strings or Buffers (`too_many` says so otherwise).
+fn byte_strings(what: &str, v: &Unknown, max: usize, too_many: &str) -> Checked<Vec<Vec<u8>>> {
     if !matches!(v.get_type(), Ok(ValueType::Object)) || !v.is_array().unwrap_or(false) {
         return Err(invalid(format!(
-            "names must be an array of strings or Buffers, got {}",
+            "{what} must be an array of strings or Buffers, got {}",
             type_name(v)
         )));
     }
-    let arr = unsafe { v.cast::<Array>() }.map_err(|_| invalid("names cannot be read"))?;
+    let arr =
+        unsafe { v.cast::<Array>() }.map_err(|_| invalid(format!("{what} cannot be read")))?;
     // Bounded before anything is allocated for it: a sparse array can claim 2^32 - 1 entries.
-    let max = fencelock::keys::MAX_NAMES;
     if arr.len() as usize > max {
-        return Err(invalid(format!(
-            "a lock on several names takes 1 to {max} names, got {}",
-            arr.len()
-        )));
+        return Err(invalid(format!("{too_many}, got {}", arr.len())));
     }
     (0..arr.len())
         .map(|i| {
@@ -301,8 +323,8 @@ pub(crate) fn names(v: &Unknown) -> Checked<Vec<Vec<u8>>> {
                 .get(i)
                 .ok()
                 .flatten()
-                .ok_or_else(|| invalid(format!("names[{i}] cannot be read")))?;
-            bytes(&format!("names[{i}]"), &item)
+                .ok_or_else(|| invalid(format!("{what}[{i}] cannot be read")))?;
+            bytes(&format!("{what}[{i}]"), &item)
         })
         .collect()
 }

@@ -17,6 +17,7 @@ pub mod error;
 mod event_loop;
 pub mod events;
 mod family;
+pub mod metrics;
 mod options;
 mod promise;
 mod types;

@@ -51,6 +51,11 @@ pub(crate) fn manager(
     if !args::is_nullish(&v) {
         builder = builder.password(args::secret("password", &v)?);
     }
+    let v = field("metricNames")?;
+    if !args::is_nullish(&v) {
+        let names = args::metric_names(&v)?;
+        builder = builder.metric_names(fencelock::MetricNames::listed(names));
+    }
     builder = replica_ack(builder, &fields)?;
     builder = tls(builder, &fields)?;
     // Calls polled on this thread ride connections its event loop drives.

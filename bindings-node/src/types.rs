@@ -74,6 +74,10 @@ js_options! {
         #[doc = " a Sentinel entry's master, a cluster's nodes), to keep it out of URLs: pass"]
         #[doc = " `process.env.REDIS_PASSWORD`. A URL's own password wins; never shown."]
         password / "password": Option<String>,
+        #[doc = " Lock names shown in the `name` label of fencelock's measurements (the"]
+        #[doc = " `fencelock/metrics` exporters); others have an empty label, the default for all,"]
+        #[doc = " since names are often unbounded."]
+        metric_names / "metricNames": Option<Vec<String>>,
     }
 }
 

@@ -1,0 +1,46 @@
+// fencelock/metrics: the core's measurements in prom-client and OpenTelemetry
+// (docs/observability.md).
+
+/** One measurement, as the core defines it. */
+export interface MetricMeasure {
+  readonly name: string
+  /** Gauges are reported as +1/-1 changes (an OpenTelemetry up-down counter). */
+  readonly instrument: 'counter' | 'histogram' | 'gauge'
+  /** `seconds`, or `1` for a count. */
+  readonly unit: string
+  readonly labels: readonly string[]
+  /** Histogram bucket upper bounds (empty for the others). */
+  readonly buckets: readonly number[]
+  readonly help: string
+}
+
+/** Every measure, in the order of docs/observability.md's table. */
+export declare const MEASURES: readonly MetricMeasure[]
+
+/** A prom-client registry, as far as fencelock uses it. */
+export interface PromRegistry {
+  registerMetric(metric: object): void
+}
+
+/**
+ * Registers fencelock's metrics with a prom-client registry (default: prom-client's global
+ * `register`), read from the core's running totals at each scrape; returns them.
+ */
+export declare function registerPromClient(registry?: PromRegistry): object[]
+
+/** An OpenTelemetry MeterProvider, as far as fencelock uses it. */
+export interface MeterProviderLike {
+  getMeter(name: string, version?: string): unknown
+}
+
+/**
+ * Creates fencelock's instruments on the meter "fencelock" of `meterProvider` (default: the
+ * global one of @opentelemetry/api): observable counters, observable up-down counters for the
+ * gauges, and histograms that record at each collection the observations made since the
+ * previous one. Call it once per process.
+ */
+export declare function instrumentOpenTelemetry(meterProvider?: MeterProviderLike): {
+  meter: unknown
+  histograms: Map<string, unknown>
+  observables: unknown[]
+}
