@@ -171,6 +171,35 @@ typedef uint32_t fl_event_level;
 #endif // __cplusplus
 
 /**
+ * How a measurement is reported. The numbers are stable.
+ */
+enum fl_metric_instrument
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * A count that only grows: the value is the amount added.
+   */
+  FL_METRIC_COUNTER = 0,
+  /**
+   * A distribution: the value is one observation (seconds, or a count of attempts).
+   */
+  FL_METRIC_HISTOGRAM = 1,
+  /**
+   * A level that goes up and down: the value is a change, +1 or -1.
+   */
+  FL_METRIC_GAUGE = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum fl_metric_instrument fl_metric_instrument;
+#else
+typedef uint32_t fl_metric_instrument;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * What one server answered in the last attempt of a failed acquisition
  * (`fl_last_error_server`). The numbers are stable and never reused; read it as an integer:
  * `fl_server_outcome_str()` handles any value.
@@ -384,6 +413,18 @@ typedef struct fl_rwlock_occupancy {
  * call any fencelock function.
  */
 typedef void (*fl_event_callback)(fl_event_level level, const char *message, const char *fields, void *user_data);
+
+/**
+ * Receives one sample of a measurement: its name (`fencelock_acquire_wait_seconds`, ...: the
+ * table of docs/observability.md), how it is reported, its value, and its labels
+ * (`label_count` names and values: `kind`, `outcome`, `name`, ...; never a token, a password
+ * or a server's address). Every string is valid only during the call.
+ *
+ * Called on the library's own threads or on the thread inside a fencelock call, possibly on
+ * several threads at once: it must be thread-safe, must return quickly without blocking (it
+ * delays the lock operation measured), and must not call any fencelock function.
+ */
+typedef void (*fl_metric_callback)(const char *name, fl_metric_instrument instrument, double value, const char *const *label_names, const char *const *label_values, size_t label_count, void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -1108,6 +1149,30 @@ fl_status fl_lock_kind(const struct fl_lock *lock, uint32_t *kind, uint32_t *per
  * called from inside the event callback.
  */
 fl_status fl_set_event_callback(fl_event_callback callback, void *user_data, uint32_t min_level);
+
+/**
+ * Registers `callback` to receive every sample of fencelock's measurements, replacing any
+ * callback registered before; `callback` NULL unregisters it. `user_data` is passed to every
+ * call.
+ *
+ * When this returns, the previous callback is no longer running and will not be called
+ * again, so its `user_data` may be freed. One callback per process. Measurements cost no
+ * call while no callback is registered.
+ *
+ * The callback runs on library threads: see `fl_metric_callback` for what it must not do.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` when called from inside the metric callback.
+ */
+fl_status fl_set_metric_callback(fl_metric_callback callback, void *user_data);
+
+/**
+ * Lets lock `name` into the `name` label of the measurements of managers made with these
+ * options (by default the label is empty: names are often unbounded). Call it once per name;
+ * the string (any bytes but NUL) is copied.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` if `opts` or `name` is NULL.
+ */
+fl_status fl_manager_options_add_metric_name(struct fl_manager_options *opts, const char *name);
 
 #ifdef __cplusplus
 }  // extern "C"

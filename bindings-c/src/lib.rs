@@ -43,6 +43,8 @@ mod lost;
 mod family;
 
 mod events;
+// Measurements: the metric callback and the names let into its labels.
+mod metrics;
 
 mod ffi;
 mod panic;

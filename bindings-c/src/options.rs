@@ -32,6 +32,8 @@ pub struct fl_manager_options {
     tls_client: Option<(Pem, Pem)>,
     tls_insecure: Option<bool>,
     password: Option<Secret>,
+    /// Names let into the measurements' `name` label (`fl_manager_options_add_metric_name`).
+    pub(crate) metric_names: Vec<Vec<u8>>,
 }
 
 /// A password: its `Debug` form never shows it.
@@ -90,11 +92,14 @@ impl fl_manager_options {
         if let Some(Secret(p)) = &self.password {
             b = b.password(p.as_str());
         }
+        if !self.metric_names.is_empty() {
+            b = b.metric_names(fencelock::MetricNames::listed(&self.metric_names));
+        }
         b
     }
 }
 
-fn set(
+pub(crate) fn set(
     opts: *mut fl_manager_options,
     f: impl FnOnce(&mut fl_manager_options) -> fencelock::Result<()>,
 ) -> fl_status {

@@ -1235,6 +1235,105 @@ static void test_event_callback(void) {
     pthread_mutex_destroy(&seen.mu);
 }
 
+/* fl_set_metric_callback */
+
+struct metrics_seen {
+    pthread_mutex_t mu;
+    char log[65536]; /* "name instrument value label=value ...\n" per sample of `name` */
+    size_t len;
+    const char *lock; /* only samples whose name label is this are logged */
+    int calls;
+    int bad;
+    fl_status reentry_status;
+    int reentry_checked;
+};
+
+static void on_metric(const char *name, fl_metric_instrument instrument, double value,
+                      const char *const *label_names, const char *const *label_values,
+                      size_t label_count, void *user_data) {
+    struct metrics_seen *seen = user_data;
+    bool mine = false;
+    size_t i;
+    pthread_mutex_lock(&seen->mu);
+    seen->calls++;
+    if (!name || instrument > FL_METRIC_GAUGE || (label_count && (!label_names || !label_values))) seen->bad++;
+    for (i = 0; i < label_count; i++) {
+        if (strcmp(label_names[i], "name") == 0 && strcmp(label_values[i], seen->lock) == 0) mine = true;
+    }
+    if (mine && seen->len < sizeof seen->log - 256) {
+        int n = snprintf(seen->log + seen->len, sizeof seen->log - seen->len, "%s %u %g", name,
+                         (unsigned)instrument, value);
+        if (n > 0) seen->len += (size_t)n;
+        for (i = 0; i < label_count && seen->len < sizeof seen->log - 128; i++) {
+            n = snprintf(seen->log + seen->len, sizeof seen->log - seen->len, " %s=%s",
+                         label_names[i], label_values[i]);
+            if (n > 0) seen->len += (size_t)n;
+        }
+        seen->log[seen->len++] = '\n';
+        seen->log[seen->len] = '\0';
+    }
+    if (!seen->reentry_checked) {
+        seen->reentry_checked = 1;
+        seen->reentry_status = fl_set_metric_callback(NULL, NULL);
+    }
+    pthread_mutex_unlock(&seen->mu);
+}
+
+static void test_metric_callback(void) {
+    static struct metrics_seen seen;
+    const char *u[] = {urls[0]};
+    fl_manager *m = NULL;
+    fl_manager_options *o = NULL;
+    fl_lock *l = NULL, *other = NULL;
+    const char *name = fresh_name("measured");
+    const char *t = getenv("FL_TEST_SERVER_TIMEOUT_MS");
+    int calls;
+
+    memset(&seen, 0, sizeof seen);
+    pthread_mutex_init(&seen.mu, NULL);
+    seen.lock = name;
+    CHECK_ST(fl_manager_options_new(&o), FL_OK);
+    CHECK_INVALID(fl_manager_options_add_metric_name(o, NULL), "name");
+    CHECK_INVALID(fl_manager_options_add_metric_name(NULL, name), "opts");
+    CHECK_ST(fl_manager_options_add_metric_name(o, name), FL_OK);
+    if (t && *t) CHECK_ST(fl_manager_options_set_server_timeout_ms(o, (uint64_t)atol(t)), FL_OK);
+    CHECK_ST(fl_manager_new(u, 1, o, &m), FL_OK);
+    fl_manager_options_free(o);
+    CHECK_ST(fl_set_metric_callback(on_metric, &seen), FL_OK);
+
+    CHECK_ST(fl_lock_acquire(m, name, 10000, 2000, &l), FL_OK);
+    CHECK_ST(fl_lock_try_acquire(m, name, 10000, &other), FL_NOT_ACQUIRED);
+    CHECK_ST(fl_lock_extend(l, 10000), FL_OK);
+    CHECK_ST(fl_lock_release(l), FL_OK);
+    fl_lock_free(l);
+
+    pthread_mutex_lock(&seen.mu);
+    CHECK(strstr(seen.log, "fencelock_acquire_wait_seconds 1 ") != NULL);
+    CHECK(strstr(seen.log, " kind=mutex outcome=acquired name=") != NULL);
+    CHECK(strstr(seen.log, " kind=mutex outcome=not_acquired name=") != NULL);
+    CHECK(strstr(seen.log, "fencelock_acquire_attempts 1 1 kind=mutex outcome=acquired") != NULL);
+    CHECK(strstr(seen.log, "fencelock_extensions_total 0 1 kind=mutex result=ok name=") != NULL);
+    CHECK(strstr(seen.log, " kind=mutex outcome=released name=") != NULL);
+    CHECK(seen.bad == 0);
+    CHECK(seen.reentry_checked && seen.reentry_status == FL_INVALID_ARGUMENT);
+    pthread_mutex_unlock(&seen.mu);
+
+    /* Unregistered: once the call returns, the callback is never called again. */
+    CHECK_ST(fl_set_metric_callback(NULL, NULL), FL_OK);
+    pthread_mutex_lock(&seen.mu);
+    calls = seen.calls;
+    pthread_mutex_unlock(&seen.mu);
+    l = NULL;
+    CHECK_ST(fl_lock_acquire(m, name, 2000, 2000, &l), FL_OK);
+    CHECK_ST(fl_lock_release(l), FL_OK);
+    fl_lock_free(l);
+    pthread_mutex_lock(&seen.mu);
+    CHECK(seen.calls == calls);
+    pthread_mutex_unlock(&seen.mu);
+    fl_manager_free(m);
+    pthread_mutex_destroy(&seen.mu);
+}
+
 /* fl_with_lock */
 
 struct scope_state {
@@ -1927,6 +2026,7 @@ int main(void) {
     run_test("connect_timeout_option", test_connect_timeout_option);
     run_test("acl_user_and_wrong_password", test_acl_user_and_wrong_password);
     run_test("event_callback", test_event_callback);
+    run_test("metric_callback", test_metric_callback);
     run_test("with_lock_runs_the_callback_holding_the_lock", test_with_lock_runs_the_callback_holding_the_lock);
     run_test("with_lock_reports_a_lost_lock", test_with_lock_reports_a_lost_lock);
     run_test("last_error_is_per_thread", test_last_error_is_per_thread);

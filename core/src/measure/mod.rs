@@ -166,6 +166,16 @@ pub static MEASURES: [&Measure; 9] = [
     &WAITING,
 ];
 
+impl Measure {
+    /// Its place in [`MEASURES`].
+    pub fn index(&'static self) -> usize {
+        MEASURES
+            .iter()
+            .position(|m| std::ptr::eq(*m, self))
+            .expect("every measure is in MEASURES")
+    }
+}
+
 /// A label's value: one of fencelock's words, or a lock's name let through.
 pub type Value = Cow<'static, str>;
 

@@ -65,10 +65,7 @@ impl Totals {
     }
 
     fn add(&self, s: &Sample<'_>) {
-        let Some(index) = MEASURES.iter().position(|m| std::ptr::eq(*m, s.measure)) else {
-            return;
-        };
-        let m = s.measure;
+        let (m, index) = (s.measure, s.measure.index());
         let labels: Vec<String> = s.labels.iter().map(|v| v.to_string()).collect();
         let mut state = self.state();
         if let (Some(kept), Instrument::Histogram) = (state.kept.as_mut(), m.instrument) {

@@ -232,6 +232,7 @@ public final class LockManager implements AutoCloseable {
         private Path tlsCert;
         private Path tlsKey;
         private boolean tlsInsecure;
+        private final List<String> metricNames = new java.util.ArrayList<>();
 
         private Builder(List<String> urls) {
             this.urls = urls;
@@ -277,6 +278,17 @@ public final class LockManager implements AutoCloseable {
         public Builder replicaAck(int replicas, Duration timeout) {
             this.ackReplicas = replicas;
             this.ackTimeout = Objects.requireNonNull(timeout, "timeout");
+            return this;
+        }
+
+        /**
+         * Lock names let into the {@code name} label of fencelock's measurements ({@link Metrics});
+         * by default the label is empty, since names are often unbounded.
+         */
+        public Builder metricNames(java.util.Collection<String> names) {
+            for (String n : Objects.requireNonNull(names, "names")) {
+                metricNames.add(Objects.requireNonNull(n, "a metric name"));
+            }
             return this;
         }
 
@@ -365,6 +377,9 @@ public final class LockManager implements AutoCloseable {
             }
             if (password != null) {
                 Native.check(lib.fl_manager_options_set_password(o, Native.cString("password", password)));
+            }
+            for (String n : metricNames) {
+                Native.check(lib.fl_manager_options_add_metric_name(o, Native.cString("metric name", n)));
             }
             if (tlsCaFile != null) {
                 Native.check(lib.fl_manager_options_set_tls_ca_file(o, Native.cString("tlsCaFile", tlsCaFile.toString())));

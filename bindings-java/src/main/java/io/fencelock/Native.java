@@ -33,6 +33,12 @@ final class Native {
         void invoke(Pointer lock, Pointer userData);
     }
 
+    /** {@code fl_metric_callback}: {@code label_count} is a {@code size_t}. */
+    interface MetricCallback extends Callback {
+        void invoke(Pointer name, int instrument, double value, Pointer labelNames, Pointer labelValues,
+                long labelCount, Pointer userData);
+    }
+
     @SuppressWarnings("checkstyle:MethodName")
     interface Lib extends Library {
         Pointer fl_last_error_message();
@@ -52,6 +58,8 @@ final class Native {
         int fl_manager_options_set_tls_ca_pem(Pointer opts, byte[] pem);
         int fl_manager_options_set_tls_client_cert_files(Pointer opts, byte[] cert, byte[] key);
         int fl_manager_options_set_tls_insecure(Pointer opts, byte insecure);
+        int fl_manager_options_add_metric_name(Pointer opts, byte[] name);
+        int fl_set_metric_callback(MetricCallback callback, Pointer userData);
         void fl_manager_options_free(Pointer opts);
 
         int fl_manager_new(StringArray urls, long nUrls, Pointer opts, PointerByReference out);
