@@ -337,7 +337,7 @@ class Runners:
 # Which impls each language's runner offers, and where they apply.
 SINGLE_ONLY = {("python", "redis-py"), ("python", "python-redis-lock")}
 CYCLE_IMPLS = {
-    "rust": ["floor", "ours", "rslock"],
+    "rust": ["floor", "ours", "ours-observed", "rslock"],
     "python": [
         "floor", "floor-asyncio", "ours", "ours-asyncio", "redis-py", "python-redis-lock",
         "pottery", "pottery-asyncio",
@@ -349,7 +349,7 @@ CONTEND_IMPLS = {
     "python": ["ours", "redis-py", "python-redis-lock", "pottery"],
     "node": ["ours", "redlock"],
 }
-SCALE_IMPLS = {"rust": ["ours", "rslock"], "node": ["ours", "redlock"]}
+SCALE_IMPLS = {"rust": ["ours", "ours-observed", "rslock"], "node": ["ours", "redlock"]}
 
 
 def applies(lang: str, impl: str, n_servers: int) -> bool:

@@ -4,7 +4,8 @@
 # examples/python) against the installed package, mypy --strict over the package and the
 # examples, mypy.stubtest of the stubs against the compiled module, and redis-py's own lock
 # tests against the drop-in fencelock.compat.redis_py (pytest-asyncio and packaging are theirs);
-# prometheus-client and OpenTelemetry's SDK for fencelock.metrics' exporters (test_metrics.py).
+# prometheus-client and OpenTelemetry's SDK for fencelock.metrics' exporters (test_metrics.py);
+# promql-parser and PyYAML to validate docs/observability/ (test_observability_files.py).
 set -euo pipefail
 cd "$FENCELOCK_ROOT"
 
@@ -17,7 +18,8 @@ rm -rf "$venv" "$wheels"
 "$venv/bin/pip" install -q --disable-pip-version-check \
   "maturin==1.16.0" "pytest==9.2.0" "pytest-timeout==2.4.0" "mypy==2.4.1" "redis==8.1.0" \
   "pytest-asyncio==1.5.0" "packaging==26.4" \
-  "prometheus-client==0.26.0" "opentelemetry-api==1.45.2" "opentelemetry-sdk==1.45.2"
+  "prometheus-client==0.26.0" "opentelemetry-api==1.45.2" "opentelemetry-sdk==1.45.2" \
+  "promql-parser==0.12.0" "PyYAML==6.0.4"
 
 (cd bindings-python && "$venv/bin/maturin" build --locked --out "$wheels")
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "$wheels"/fencelock-*.whl

@@ -18,7 +18,7 @@ usage: fencelock-bench cycle   --impl IMPL --servers URL[,URL...] --duration-ms 
        fencelock-bench contend --impl IMPL --servers URLS --name NAME --hold-ms H --duration-ms D --start-at-ms EPOCH_MS --worker ID [--ttl-ms 10000]
        fencelock-bench scale   --impl IMPL --servers URLS --tasks K --duration-ms D [--ttl-ms 10000]
        fencelock-bench hold    --impl IMPL --servers URLS --count 10000 [--ttl-ms 60000]
-IMPL: ours | rslock | floor";
+IMPL: ours | ours-observed | rslock | floor";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
@@ -60,6 +60,9 @@ impl Scenario {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImplKind {
     Ours,
+    /// Ours with a metrics recorder (Prometheus's) and a tracing subscriber attached: what
+    /// observability costs (issue 38).
+    OursObserved,
     Rslock,
     Floor,
 }
@@ -68,6 +71,7 @@ impl ImplKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ImplKind::Ours => "ours",
+            ImplKind::OursObserved => "ours-observed",
             ImplKind::Rslock => "rslock",
             ImplKind::Floor => "floor",
         }
@@ -141,14 +145,23 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
     };
     let imp = match need("impl")? {
         "ours" => ImplKind::Ours,
+        "ours-observed" => ImplKind::OursObserved,
         "rslock" => ImplKind::Rslock,
         "floor" => ImplKind::Floor,
-        other => return Err(format!("unknown impl {other:?} (ours, rslock, floor)").into()),
+        other => {
+            return Err(
+                format!("unknown impl {other:?} (ours, ours-observed, rslock, floor)").into(),
+            )
+        }
     };
     // A comma separates URLs; one that does not start a URL (`host:port` with no scheme)
     // continues the previous one (a cluster URL names several nodes).
     let mut servers: Vec<String> = Vec::new();
-    for part in need("servers")?.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    for part in need("servers")?
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         match servers.last_mut() {
             Some(last) if !part.contains("://") => {
                 last.push(',');

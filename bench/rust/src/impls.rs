@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use redis::aio::MultiplexedConnection;
+use tracing_subscriber::Layer as _;
 
 use crate::cli::ImplKind;
 
@@ -49,6 +50,12 @@ impl Impl {
             ImplKind::Ours => fencelock::LockManager::new(servers)
                 .map(Impl::Ours)
                 .map_err(|e| e.to_string()),
+            ImplKind::OursObserved => {
+                observe()?;
+                fencelock::LockManager::new(servers)
+                    .map(Impl::Ours)
+                    .map_err(|e| e.to_string())
+            }
             ImplKind::Rslock => {
                 // rslock::LockManager::new panics on a bad URL: check them first.
                 let clients = servers
@@ -274,4 +281,31 @@ impl Floor {
         .filter(|ok| *ok)
         .count()
     }
+}
+
+/// Attaches what a service that looks at its locks runs: the `metrics` facade's Prometheus
+/// recorder (rendered on demand, as a scrape would; no HTTP listener here), and a `tracing`
+/// subscriber that keeps fencelock's spans (`fencelock.acquire`, `fencelock.hold`) with their
+/// fields, formatting each closed span to a sink.
+fn observe() -> Result<(), String> {
+    use tracing_subscriber::fmt::format::FmtSpan;
+    use tracing_subscriber::layer::SubscriberExt;
+    let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .map_err(|e| format!("metrics recorder: {e}"))?;
+    // The exporter's upkeep (histogram buckets drained), as its HTTP listener would run it.
+    std::thread::spawn(move || loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        handle.run_upkeep();
+        let _ = handle.render();
+    });
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::sink)
+        .with_span_events(FmtSpan::CLOSE)
+        .with_filter(
+            tracing_subscriber::filter::Targets::new()
+                .with_target("fencelock", tracing::Level::INFO),
+        );
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
+        .map_err(|e| format!("tracing subscriber: {e}"))
 }
