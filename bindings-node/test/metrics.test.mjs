@@ -4,9 +4,12 @@
 // process's: each test lets only its own lock name into the `name` label and reads its series.
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import { createRequire } from 'node:module'
+import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
 
 import { RedisServer, waitUntil } from './redis.mjs'
 
@@ -146,6 +149,16 @@ describe('OpenTelemetry', () => {
     assert.ok(points.get('fencelock_locks_held').every((p) => p.value >= 0))
     assert.ok(![...points.values()].flat().some((p) => JSON.stringify(p.attributes).includes(PASSWORD)))
     await provider.shutdown()
+  })
+})
+
+describe('the package', () => {
+  it('types fencelock/metrics the same way for require and import', () => {
+    const here = path.dirname(fileURLToPath(import.meta.url))
+    const cjs = readFileSync(path.join(here, '..', 'metrics.d.ts'), 'utf8')
+    assert.equal(readFileSync(path.join(here, '..', 'metrics.d.mts'), 'utf8'), cjs)
+    const esm = require('../metrics.js')
+    assert.deepEqual(Object.keys(esm).sort(), ['MEASURES', 'instrumentOpenTelemetry', 'registerPromClient'])
   })
 })
 

@@ -21,15 +21,6 @@ fn manager(c: &RedisCluster) -> LockManager {
     LockManager::new([c.url()]).unwrap()
 }
 
-/// A master of `c` other than the one on `port`.
-fn another_master(c: &RedisCluster, port: u16) -> u16 {
-    let other = c
-        .topology()
-        .into_iter()
-        .find(|n| n.master && n.port != port);
-    other.expect("a cluster of several masters").port
-}
-
 /// How many waiters hold a place in the queue of `name`, on the master of its slot.
 fn queued(c: &RedisCluster, name: &[u8]) -> i64 {
     let keys = LockKeys::new(b"", name);
@@ -309,7 +300,7 @@ async fn a_held_lock_survives_its_slot_moving_to_another_master() {
     let lock = m.acquire("moving", MS(30_000), None).await.unwrap();
     let first = lock.fencing_token();
     let from = c.master_of_slot(keys.slot).port();
-    let to = another_master(&c, from);
+    let to = c.another_master(from);
     let rt = tokio::runtime::Handle::current();
     // While the slot is half moved (its keys on the target, the slot still the source's), a
     // script whose keys are not all in one place is refused by Redis itself (ASK, then
@@ -367,7 +358,7 @@ async fn a_frozen_replica_does_not_stall_calls_when_the_slot_map_is_refreshed() 
         .unwrap();
     let keys = LockKeys::new(b"", b"frozen");
     let from = c.master_of_slot(keys.slot).port();
-    let to = another_master(&c, from);
+    let to = c.another_master(from);
     let replica = c.replicas_of(from)[0];
     // The first call connects to every node of the slot map the seeds give, replicas
     // included, once they list the replica (gossip may still be settling).

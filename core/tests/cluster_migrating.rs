@@ -56,12 +56,7 @@ async fn a_release_waits_for_its_slot_to_settle_and_then_hands_over_whole() {
         queued(&c, from, &keys) == 1
     })
     .await;
-    let to = c
-        .topology()
-        .into_iter()
-        .find(|n| n.master && n.port != from)
-        .unwrap()
-        .port;
+    let to = c.another_master(from);
     c.open_migration(keys.slot, to);
     let mut release = tokio::spawn(lock.release());
     assert!(
@@ -90,12 +85,7 @@ async fn an_acquire_waits_for_the_slot_and_an_extend_does_not() {
     let keys = LockKeys::new(b"", b"held");
     let free = LockKeys::new(b"", b"free");
     let from = c.master_of_slot(keys.slot).port();
-    let to = c
-        .topology()
-        .into_iter()
-        .find(|n| n.master && n.port != from)
-        .unwrap()
-        .port;
+    let to = c.another_master(from);
     c.open_migration(keys.slot, to);
     held.extend(MS(60_000)).await.unwrap();
     let ttl = match c.node(from).cmd(&[b"PTTL", b"held"]) {
@@ -109,12 +99,7 @@ async fn an_acquire_waits_for_the_slot_and_an_extend_does_not() {
     c.cancel_migration(keys.slot, from, to);
     // "free" lives in another slot: opening its move stops its acquire until it is called off.
     let free_from = c.master_of_slot(free.slot).port();
-    let free_to = c
-        .topology()
-        .into_iter()
-        .find(|n| n.master && n.port != free_from)
-        .unwrap()
-        .port;
+    let free_to = c.another_master(free_from);
     c.open_migration(free.slot, free_to);
     let mut acquire = {
         let m = m.clone();

@@ -284,12 +284,15 @@ impl Floor {
 }
 
 /// Attaches what a service that looks at its locks runs: the `metrics` facade's Prometheus
-/// recorder (rendered on demand, as a scrape would; no HTTP listener here), and a `tracing`
-/// subscriber that keeps fencelock's spans (`fencelock.acquire`, `fencelock.hold`) with their
-/// fields, formatting each closed span to a sink.
+/// recorder (rendered every second, as a scrape would; no HTTP listener here), and a
+/// `tracing` subscriber that keeps fencelock's spans (`fencelock.acquire`, `fencelock.hold`)
+/// with their fields, formatting each closed span to a sink. `FENCELOCK_BENCH_OBSERVE=metrics`
+/// or `=tracing` attaches only one of them (to see which costs what, bench/notes.md).
 fn observe() -> Result<(), String> {
-    use tracing_subscriber::fmt::format::FmtSpan;
-    use tracing_subscriber::layer::SubscriberExt;
+    let only = std::env::var("FENCELOCK_BENCH_OBSERVE").unwrap_or_default();
+    if only == "tracing" {
+        return tracing_only();
+    }
     let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
         .map_err(|e| format!("metrics recorder: {e}"))?;
@@ -299,6 +302,16 @@ fn observe() -> Result<(), String> {
         handle.run_upkeep();
         let _ = handle.render();
     });
+    if only == "metrics" {
+        return Ok(());
+    }
+    tracing_only()
+}
+
+/// The `tracing` part of [`observe`].
+fn tracing_only() -> Result<(), String> {
+    use tracing_subscriber::fmt::format::FmtSpan;
+    use tracing_subscriber::layer::SubscriberExt;
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::sink)
         .with_span_events(FmtSpan::CLOSE)

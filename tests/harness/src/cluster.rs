@@ -438,6 +438,17 @@ impl RedisCluster {
         new
     }
 
+    /// A master other than the one on `port`.
+    pub fn another_master(&self, port: u16) -> u16 {
+        let other = self
+            .topology()
+            .into_iter()
+            .find(|n| n.master && n.port != port);
+        other
+            .expect("fencelock-testkit: a cluster of several masters")
+            .port
+    }
+
     /// Opens the move of `slot` from the master that serves it to the master on `to`, moving
     /// no key: IMPORTING on the target, then MIGRATING on the source. Returns the source's port.
     pub fn open_migration(&self, slot: u16, to: u16) -> u16 {
