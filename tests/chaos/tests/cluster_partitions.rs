@@ -24,7 +24,7 @@ use fencelock_chaos::contend::{
 use fencelock_chaos::history::History;
 use fencelock_chaos::proxy::Proxy;
 use fencelock_testkit::cluster::RedisCluster;
-use fencelock_testkit::{free_port, wait_until};
+use fencelock_testkit::{fixed_port, wait_until};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 /// Longest a whole contention run may take beyond its planned end before it counts as hung.
@@ -43,7 +43,8 @@ struct Cluster {
 
 impl Cluster {
     fn start(cut: usize) -> Cluster {
-        let real: Vec<u16> = (0..6).map(|_| free_port()).collect();
+        // Fixed before the nodes start, and not retried: outside the ephemeral range.
+        let real: Vec<u16> = (0..6).map(|_| fixed_port()).collect();
         let bus: Vec<Proxy> = real.iter().map(|&p| Proxy::to_port(p)).collect();
         let args = |i: usize| {
             let mut args: Vec<String> = vec![

@@ -7,7 +7,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{free_port, requests, wait_until, RedisServer, Reply};
+use crate::{fixed_port, free_port, requests, wait_until, RedisServer, Reply};
 
 /// How long a node may be unreachable before the cluster fails it over, in ms (short, for
 /// tests; failover then takes a few seconds).
@@ -112,10 +112,10 @@ impl RedisCluster {
                 let chosen = own.iter().any(|a| a == "--cluster-port");
                 args.extend(own);
                 if own_bus_port && !chosen {
-                    args.extend(["--cluster-port".to_string(), free_port().to_string()]);
+                    args.extend(["--cluster-port".to_string(), fixed_port().to_string()]);
                 }
                 if let Some(certs) = certs {
-                    let tls_port = free_port();
+                    let tls_port = fixed_port();
                     tls_ports.push(tls_port);
                     let p = |f: &str| certs.join(f).display().to_string();
                     args.extend(crate::tls::server_args(certs, tls_port, false));

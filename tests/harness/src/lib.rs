@@ -114,6 +114,57 @@ pub fn free_port() -> u16 {
     }
 }
 
+/// A free port for a test to fix before its server starts (a cluster node's bus port, a TLS
+/// port, a port a proxy forwards to), when a server that cannot bind it will not be retried on
+/// another: one outside the kernel's ephemeral range (`ip_local_port_range`), which the local
+/// end of an outgoing connection may take at any moment (as it may take a port from
+/// [`free_port`], whose servers are started again on another port when it does). Never the
+/// same port twice in one process; never 6379.
+pub fn fixed_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let (low, high) = ephemeral_range();
+    // Below the ephemeral range (from 10,000), else above it.
+    let (start, end) = if low > 12_000 {
+        (10_000u32, u32::from(low))
+    } else {
+        (u32::from(high) + 1, 65_536)
+    };
+    let span = end - start;
+    // Spread the processes of one run (pid) and the calls of one process (a counter).
+    let seed = std::process::id().wrapping_mul(2_654_435_761);
+    for _ in 0..span {
+        let n = NEXT.fetch_add(7_919, Ordering::Relaxed);
+        let port = (start + seed.wrapping_add(n) % span) as u16;
+        if port == 6379 {
+            continue;
+        }
+        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        if given.contains(&port) {
+            continue;
+        }
+        if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
+            given.push(port);
+            return port;
+        }
+    }
+    panic!("fencelock-testkit: no free port outside the ephemeral range {low}-{high}")
+}
+
+/// The kernel's ephemeral port range (Linux's default when it cannot be read).
+fn ephemeral_range() -> (u16, u16) {
+    let text =
+        std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
+    let mut parts = text
+        .split_whitespace()
+        .filter_map(|p| p.parse::<u16>().ok());
+    match (parts.next(), parts.next()) {
+        (Some(low), Some(high)) if low <= high => (low, high),
+        _ => (32_768, 60_999),
+    }
+}
+
 /// A free port whose port + 10000 is free as well: the cluster bus port of a server that has
 /// no `cluster-port` setting (Redis before 7.0).
 pub fn free_port_with_bus() -> u16 {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{free_port, RedisServer};
+use crate::{fixed_port, free_port, RedisServer};
 
 fn openssl(dir: &Path, args: &[&str]) {
     let out = Command::new("openssl")
@@ -120,7 +120,7 @@ impl TlsServer {
         ));
         std::fs::create_dir_all(&certs).unwrap();
         make_certs(&certs);
-        let tls_port = free_port();
+        let tls_port = fixed_port();
         let server =
             RedisServer::start_with_args(&server_args(&certs, tls_port, require_client_cert));
         TlsServer {

@@ -184,3 +184,25 @@ fn free_port_is_bindable() {
     });
     assert!(bound, "no port from free_port() was bindable in 5 tries");
 }
+
+/// A port fixed before its server starts is outside the kernel's ephemeral range (where an
+/// outgoing connection's local end may take it meanwhile: a cluster test's bus port once was),
+/// free when returned, and never handed out twice.
+#[test]
+fn fixed_ports_are_free_distinct_and_outside_the_ephemeral_range() {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap();
+    let bounds: Vec<u16> = range
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    let ports: Vec<u16> = (0..50).map(|_| fencelock_testkit::fixed_port()).collect();
+    let mut distinct = ports.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), ports.len(), "{ports:?}");
+    for p in ports {
+        assert!(p < bounds[0] || p > bounds[1], "{p} is in {bounds:?}");
+        assert_ne!(p, 6379);
+        std::net::TcpListener::bind(("127.0.0.1", p)).expect("free");
+    }
+}
