@@ -191,6 +191,7 @@ impl Lock {
         target: Arc<Target>,
         ttl: Duration,
         acquired: Acquired,
+        labels: (measure::Value, measure::Value),
     ) -> Lock {
         let span = tracing::info_span!(
             target: "fencelock",
@@ -199,10 +200,6 @@ impl Lock {
             fencing_token = acquired.fencing_token,
             outcome = tracing::field::Empty,
             held_ms = tracing::field::Empty,
-        );
-        let labels = (
-            measure::kind(target.kind),
-            engine.config.metric_names.label(&target.name),
         );
         let measured = HoldWatch::new(labels, span);
         Lock {

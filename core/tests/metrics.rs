@@ -376,9 +376,15 @@ fn measurements_and_spans_are_recorded_as_documented() {
 async fn run(url: &str) -> String {
     let caller = tracing::info_span!("caller");
     let _entered = caller.enter();
-    let names = MetricNames::mapped(|n| match n {
+    // Counts its calls for "job:" names: one per acquisition, the hold reusing the call's.
+    let mapped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let calls = Arc::clone(&mapped);
+    let names = MetricNames::mapped(move |n| match n {
         b"orders" => Some("orders".into()),
-        n if n.starts_with(b"job:") => Some("job".into()),
+        n if n.starts_with(b"job:") => {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Some("job".into())
+        }
         _ => None,
     });
     let m = LockManager::builder([url])
@@ -468,6 +474,7 @@ async fn run(url: &str) -> String {
         .release()
         .await
         .unwrap();
+    assert_eq!(mapped.load(std::sync::atomic::Ordering::Relaxed), 1);
     let sem = m.semaphore("pool", 2).unwrap();
     sem.acquire(1, MS(10_000), None)
         .await

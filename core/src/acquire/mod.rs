@@ -252,8 +252,9 @@ impl AcquireCall {
             fencing_token = tracing::field::Empty,
             waited_ms = tracing::field::Empty,
         );
+        let labels = self.watch.labels();
         let (target, ttl, acquired) = self.run().instrument(span).await?;
-        let lock = Lock::new(engine, target, ttl, acquired);
+        let lock = Lock::new(engine, target, ttl, acquired, labels);
         if opts.auto_extend {
             lock.auto_extend(opts.max_hold);
         }

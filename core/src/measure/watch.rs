@@ -42,9 +42,14 @@ impl AcquireWatch {
         }
     }
 
-    /// The call ended with `outcome`; a lock handed over counts as a hand-off too. Returns
-    /// the labels a hold begun now takes.
-    pub fn finish(&mut self, outcome: &'static str, handed_over: bool) -> (Value, Value) {
+    /// The labels (kind, name) a hold this call grants takes: the name's label is computed
+    /// once per call (a manager's mapping function may be a Python call).
+    pub fn labels(&self) -> (Value, Value) {
+        (self.kind.clone(), self.name.clone())
+    }
+
+    /// The call ended with `outcome`; a lock handed over counts as a hand-off too.
+    pub fn finish(&mut self, outcome: &'static str, handed_over: bool) {
         if !std::mem::replace(&mut self.done, true) {
             let labels = [self.kind.clone(), Cow::Borrowed(outcome), self.name.clone()];
             record(&ACQUIRE_WAIT, self.started.elapsed().as_secs_f64(), &labels);
@@ -56,7 +61,6 @@ impl AcquireWatch {
                 gauge(&WAITING, &self.kind, -1.0);
             }
         }
-        (self.kind.clone(), self.name.clone())
     }
 }
 
