@@ -3,8 +3,9 @@
 #
 #   ci/bench.sh                  full run (about 10 minutes once built): writes bench/results/latest.json,
 #                                bench/results/latest.png and bench/RESULTS.md; the coordination
-#                                family's FAMILY.md and the command line's CLI.md (bench/family.py,
-#                                bench/cli.py), each with results/*-latest.json
+#                                family's FAMILY.md, the command line's CLI.md and the Java
+#                                binding's JAVA.md (bench/family.py, bench/cli.py,
+#                                bench/java.py), each with results/*-latest.json
 #   ci/bench.sh --quick          a shorter run (under 3 minutes once built), same files
 #   ci/bench.sh --quick --smoke  one tiny round with debug builds, into target/bench/smoke/:
 #                                checks that every runner works (run by ci/test.sh)
@@ -79,8 +80,24 @@ cargo build --locked "${cargo_profile[@]}" -p fencelock-cli 2>&1 | tail -n 1
 "$venv/bin/python" bench/cli.py --fencelock "$(ci/out-dir.sh "$profile")/fencelock" --out-dir "$out_dir" \
   "${family_flags[@]}"
 
+echo "--- the Java binding against the core through the C interface (bench/java.py)"
+# libfencelock of this profile installed under target/bench (debug: what stage 40 built), the
+# binding's jar over it (bindings-java/build.sh installs the JDK and JNA when missing), the C
+# reference and the Java runner compiled against them.
+c_prefix="$root/target/bench/c-$profile"
+make -s -C bindings-c install PREFIX="$c_prefix" PROFILE="$profile" >/dev/null
+bindings-java/build.sh "$root/target/bench/java-$profile" "$c_prefix"
+cc -O2 -Wall -Werror -o "$c_prefix/cycle" bench/c/cycle.c -I"$c_prefix/include" \
+  -L"$c_prefix/lib" -lfencelock -Wl,-rpath,"$c_prefix/lib"
+java_cp="$root/target/bench/java-$profile/fencelock.jar:/usr/share/java/jna.jar"
+javac --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$java_cp" \
+  -d "$root/target/bench/java-$profile/runner" bench/java/Cycle.java
+"$venv/bin/python" bench/java.py --c-bin "$c_prefix/cycle" \
+  --java-classpath "$java_cp:$root/target/bench/java-$profile/runner" --out-dir "$out_dir" \
+  "${family_flags[@]}"
+
 for f in RESULTS.md results/latest.json results/latest.png FAMILY.md results/family-latest.json \
-         CLI.md results/cli-latest.json; do
+         CLI.md results/cli-latest.json JAVA.md results/java-latest.json; do
   [ -s "$out_dir/$f" ] || { echo "bench: $out_dir/$f was not written" >&2; exit 1; }
 done
 echo "bench: wrote $out_dir/RESULTS.md, $out_dir/results/latest.json, $out_dir/results/latest.png"

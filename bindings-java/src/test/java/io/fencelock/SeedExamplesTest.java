@@ -6,14 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import javax.tools.ToolProvider;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -41,22 +36,8 @@ class SeedExamplesTest extends RedisTestCase {
 
     @Test
     void theRequestIdExampleRunsAcrossTwoJvms() throws Exception {
-        Path examples = Path.of(System.getProperty("fencelock.examples", "examples/java"));
-        String classpath = System.getProperty("fencelock.classpath");
-        assertTrue(classpath != null, "test.sh sets -Dfencelock.classpath");
-        Path out = Files.createTempDirectory("fencelock-example");
-        int compiled = ToolProvider.getSystemJavaCompiler().run(null, null, null, "-cp", classpath, "-d",
-                out.toString(), examples.resolve("RequestId.java").toString());
-        assertEquals(0, compiled, "javac RequestId.java");
-        String jvm = ProcessHandle.current().info().command().orElse("java");
-        ProcessBuilder pb = new ProcessBuilder(jvm, "-cp", out + java.io.File.pathSeparator + classpath, "RequestId")
-                .redirectErrorStream(true);
-        pb.environment().put("FENCELOCK_URL", redis.url());
-        Process p = pb.start();
-        String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
-        assertEquals(0, p.exitValue(), output);
-        List<String> lines = output.lines().toList();
+        List<String> lines = Examples.run("RequestId.java", redis.url());
+        String output = String.join("\n", lines);
         assertEquals("process 1: tryGetDistributedLock(order:42, request id, 30000) -> true", lines.get(0), output);
         assertEquals("another request: tryGetDistributedLock -> false", lines.get(1));
         assertEquals("another request: releaseDistributedLock with its own id -> false", lines.get(2));
