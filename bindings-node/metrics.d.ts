@@ -34,14 +34,40 @@ export interface MeterProviderLike {
   getMeter(name: string, version?: string): unknown
 }
 
+/** An OpenTelemetry TracerProvider, as far as fencelock uses it. */
+export interface TracerProviderLike {
+  getTracer(name: string, version?: string): unknown
+}
+
+/** fencelock's spans, as `instrumentOpenTelemetry` attached them. */
+export interface FencelockTracing {
+  /** Makes the spans of every record the core has queued now (a timer does it every 100 ms). */
+  flush(): void
+  /** Stops making spans (the calls under way make none either). */
+  close(): void
+}
+
+export interface InstrumentOptions {
+  /** Where the spans go (default: the global TracerProvider of @opentelemetry/api). */
+  tracerProvider?: TracerProviderLike
+  /** Create the metric instruments (default true). */
+  metrics?: boolean
+  /** Make spans (default true). One tracer per process: a later call replaces it. */
+  traces?: boolean
+}
+
 /**
- * Creates fencelock's instruments on the meter "fencelock" of `meterProvider` (default: the
- * global one of @opentelemetry/api): observable counters, observable up-down counters for the
- * gauges, and histograms that record at each collection the observations made since the
- * previous one. Call it once per process.
+ * Reports fencelock to OpenTelemetry. Metrics: fencelock's instruments on the meter
+ * "fencelock" of `meterProvider` (default: the global one of @opentelemetry/api): observable
+ * counters, observable up-down counters for the gauges, and histograms that record at each
+ * collection the observations made since the previous one. Traces: spans `fencelock.acquire`
+ * (every acquire call) and `fencelock.hold` (from each grant to its end) on the tracer
+ * "fencelock", each a child of the context active where the call was made, across `await`
+ * (with a context manager such as @opentelemetry/context-async-hooks').
  */
-export declare function instrumentOpenTelemetry(meterProvider?: MeterProviderLike): {
+export declare function instrumentOpenTelemetry(meterProvider?: MeterProviderLike, options?: InstrumentOptions): {
   meter: unknown
   histograms: Map<string, unknown>
   observables: unknown[]
+  tracing: FencelockTracing | null
 }

@@ -292,6 +292,33 @@ export interface ServerReport {
   detail: string
 }
 
+/** One attribute: exactly one of `text`, `number` and `flag` is set. */
+export interface SpanAttribute {
+  key: string
+  text?: string
+  number?: number
+  flag?: boolean
+}
+
+/**
+ * One span that ended: its context's number, start and end in milliseconds since the epoch,
+ * and whether no further record has that context.
+ */
+export interface SpanRecord {
+  name: string
+  parent: number
+  start: number
+  end: number
+  attributes: Array<SpanAttribute>
+  last: boolean
+}
+
+/** The records queued, and how many were dropped since the last call. */
+export interface SpanRecords {
+  records: Array<SpanRecord>
+  dropped: number
+}
+
 /** Options of `LockManager.tryAcquire` (one attempt, so no `wait`). */
 export interface TryAcquireOptions {
   /** How long the lock lives unless extended; default 30000. */

@@ -1,7 +1,8 @@
 'use strict'
 // What every acquisition of the JavaScript face shares, whatever it acquires (a lock, a
 // semaphore's permits, a read share or the write hold): the caller's AbortSignal forwarded to
-// the native call, and the scoped form (`using`, `sem.using`, `rw.reading`, `rw.writing`).
+// the native call, the caller's OpenTelemetry context while a tracer is attached, and the
+// scoped form (`using`, `sem.using`, `rw.reading`, `rw.writing`).
 
 // One `abort` listener on a caller's AbortSignal however many acquisitions share it (Node
 // warns past 10 listeners on one signal): each acquisition gets a signal of its own, aborted
@@ -27,15 +28,30 @@ function ownSignal(signal) {
   return [own.signal, () => set.delete(own)]
 }
 
-/** `method(name, options, ...rest)` with `options.signal` replaced by a signal of its own. */
+// The tracer attached by metrics.js' instrumentOpenTelemetry (null: none): `traced(start)`
+// runs an acquisition's native call under the caller's active context.
+let tracer = null
+
+function setTracer(t) {
+  tracer = t
+}
+
+/**
+ * `method(name, options, ...rest)` with `options.signal` replaced by a signal of its own, and,
+ * while a tracer is attached, under the caller's OpenTelemetry context.
+ */
 function withOwnSignal(method) {
-  return function acquireWithSignal(name, options, ...rest) {
+  function acquireWithSignal(name, options, ...rest) {
     const signal = options !== null && typeof options === 'object' ? options.signal : undefined
     if (!(signal instanceof AbortSignal)) return method.call(this, name, options, ...rest)
     const [own, done] = ownSignal(signal)
     const settled = method.call(this, name, { ...options, signal: own }, ...rest)
     settled.finally(done).catch(() => {})
     return settled
+  }
+  return function acquisition(...args) {
+    if (tracer === null) return acquireWithSignal.apply(this, args)
+    return tracer.traced(() => acquireWithSignal.apply(this, args))
   }
 }
 
@@ -61,4 +77,4 @@ async function runScoped(what, acquire, fn, invalid) {
   return result
 }
 
-module.exports = { withOwnSignal, runScoped }
+module.exports = { withOwnSignal, runScoped, setTracer }

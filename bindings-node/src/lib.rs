@@ -20,4 +20,5 @@ mod family;
 pub mod metrics;
 mod options;
 mod promise;
+pub mod spans;
 mod types;

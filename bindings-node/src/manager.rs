@@ -88,6 +88,7 @@ fn parse_acquire<'e>(name: &Unknown<'e>, fields: &Fields<'e>, mode: Mode) -> Che
             reentrant,
             auto_extend,
             max_hold,
+            trace: crate::spans::parent(),
         },
     })
 }

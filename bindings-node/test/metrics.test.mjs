@@ -122,7 +122,7 @@ describe('OpenTelemetry', () => {
   it('instruments export the same measurements', async () => {
     const reader = new TestReader()
     const provider = new MeterProvider({ readers: [reader] })
-    instrumentOpenTelemetry(provider)
+    instrumentOpenTelemetry(provider, { traces: false })
     const name = `lock-${randomUUID()}`
     const m = new LockManager(url, { metricNames: [name] })
     try {

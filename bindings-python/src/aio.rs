@@ -55,7 +55,7 @@ impl PyAsyncLockManager {
         try_once: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let wait = if try_once { Some(0.0) } else { wait };
-        let opts = acquire_options(ttl, wait_limit(wait)?, &token, &keep)?;
+        let opts = acquire_options(py, ttl, wait_limit(wait)?, &token, &keep)?;
         let token = token.token;
         // `on_lost` is scheduled on the loop that acquires.
         let event_loop = match keep.on_lost {

@@ -182,6 +182,7 @@ pub fn wait_limit(wait: Option<f64>) -> PyResult<Option<Duration>> {
 /// The core's acquire options from the Python arguments (`keep`: whether and how long the
 /// core keeps the lock alive once acquired).
 pub fn acquire_options(
+    py: Python<'_>,
     ttl: f64,
     wait: Option<Duration>,
     token: &CallerToken,
@@ -191,7 +192,8 @@ pub fn acquire_options(
     if let Some(t) = &token.token {
         opts = opts.token(t.as_bytes()).reentrant(token.reentrant);
     }
-    Ok(opts)
+    // The caller's trace context, on the caller's thread or task (a tracer attached only).
+    Ok(opts.trace(crate::spans::parent(py)?))
 }
 
 /// The ``token`` and ``reentrant`` arguments of an acquisition: a caller's token is exclusive

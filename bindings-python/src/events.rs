@@ -16,6 +16,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::SeqCst};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
+use fencelock::measure::SpanRecord;
 use fencelock::observe::{add_listener, remove_listener, Event, EventLevel};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -28,6 +29,8 @@ const CAPACITY: usize = 10_000;
 
 struct Pending {
     events: VecDeque<Event>,
+    /// Span records for `fencelock.metrics`' tracer (`spans`), on the same thread.
+    spans: VecDeque<SpanRecord>,
     dropped: u64,
 }
 
@@ -42,6 +45,7 @@ impl Queue {
         Queue {
             pending: Mutex::new(Pending {
                 events: VecDeque::new(),
+                spans: VecDeque::new(),
                 dropped: 0,
             }),
             ready: Condvar::new(),
@@ -62,6 +66,22 @@ impl Queue {
         drop(p);
         self.ready.notify_one();
     }
+
+    fn push_span(&self, record: SpanRecord) {
+        let mut p = self.lock();
+        if p.spans.len() >= CAPACITY {
+            p.dropped += 1;
+            return;
+        }
+        p.spans.push_back(record);
+        drop(p);
+        self.ready.notify_one();
+    }
+}
+
+/// Queues a span record for the fencelock thread (`spans::emit` makes it Python's).
+pub fn push_span(record: SpanRecord) {
+    queue().push_span(record);
 }
 
 /// The current queue. Replaced (the old one leaked) in a child after `fork()`, whose copy of
@@ -150,45 +170,61 @@ pub fn on_manager_created(py: Python<'_>) {
     }
 }
 
-type Batch = (Vec<(&'static str, String, Vec<(String, String)>)>, u64);
+type Lines = Vec<(&'static str, String, Vec<(String, String)>)>;
+type Batch<'py> = (Lines, u64, Vec<Bound<'py, PyAny>>);
 
 /// Empties the queue; the lines are made after the mutex is released, so that the emitting
 /// threads never wait for that.
-fn take(mut p: MutexGuard<'_, Pending>) -> Batch {
+fn take(mut p: MutexGuard<'_, Pending>) -> (Lines, u64, VecDeque<SpanRecord>) {
     let events = std::mem::take(&mut p.events);
+    let spans = std::mem::take(&mut p.spans);
     let dropped = std::mem::take(&mut p.dropped);
     drop(p);
     let events = events
         .into_iter()
         .map(|e| (e.level.as_str(), e.to_line(), e.fields))
         .collect();
-    (events, dropped)
+    (events, dropped, spans)
 }
 
-/// For the draining thread: waits (GIL released) for events and returns them with the count
-/// of events dropped since the last call, as `([(level, line, [(field, value)])], dropped)`.
-/// Returns `None` when the interpreter is closing (or parks: see `shutdown`).
+/// A taken batch with its span records made Python's (with the GIL).
+fn batch(
+    py: Python<'_>,
+    (events, dropped, spans): (Lines, u64, VecDeque<SpanRecord>),
+) -> PyResult<Batch<'_>> {
+    let spans = spans
+        .into_iter()
+        .map(|r| crate::spans::to_python(py, r))
+        .collect::<PyResult<_>>()?;
+    Ok((events, dropped, spans))
+}
+
+/// For the draining thread: waits (GIL released) for events and span records and returns
+/// them with the count of those dropped since the last call, as
+/// `([(level, line, [(field, value)])], dropped, [span record])`. Returns `None` when the
+/// interpreter is closing (or parks: see `shutdown`).
 #[pyfunction]
-pub fn _next_events(py: Python<'_>) -> Option<Batch> {
-    shutdown::detach(py, || {
+pub fn _next_events(py: Python<'_>) -> PyResult<Option<Batch<'_>>> {
+    let taken = shutdown::detach(py, || {
         let q = queue();
         let mut p = q.lock();
         loop {
             if shutdown::closing() {
                 return None;
             }
-            if !p.events.is_empty() || p.dropped > 0 {
+            if !p.events.is_empty() || !p.spans.is_empty() || p.dropped > 0 {
                 return Some(take(p));
             }
             p = q.ready.wait(p).unwrap_or_else(|e| e.into_inner());
         }
-    })
+    });
+    taken.map(|t| batch(py, t)).transpose()
 }
 
 /// What is queued now, without waiting (the `atexit` flush and tests).
 #[pyfunction]
-pub fn _take_events() -> Batch {
-    take(queue().lock())
+pub fn _take_events(py: Python<'_>) -> PyResult<Batch<'_>> {
+    batch(py, take(queue().lock()))
 }
 
 /// Wakes the draining thread (the interpreter is closing).

@@ -4,8 +4,8 @@
 //! A thin layer: argument and unit conversion (`convert`), what the sync and asyncio classes
 //! share (`options`: the constructor keywords, `lock()`/`locked()` arguments, a lock's facts
 //! and getters), error mapping (`errors`), GIL release and Ctrl-C (`sync`), the asyncio
-//! bridge (`aio`), fork safety (`managed`), the core's events for `logging` (`events`). No
-//! lock logic lives here.
+//! bridge (`aio`), fork safety (`managed`), the core's events for `logging` (`events`), its
+//! measurements and span records for exporters (`metrics`, `spans`). No lock logic lives here.
 
 mod aio;
 mod aio_bridge;
@@ -20,6 +20,7 @@ mod managed;
 mod metrics;
 mod options;
 mod shutdown;
+mod spans;
 mod sync;
 mod sync_lock;
 
@@ -37,6 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(events::_event_level, m)?)?;
     m.add_function(wrap_pyfunction!(events::_next_events, m)?)?;
     m.add_function(wrap_pyfunction!(events::_take_events, m)?)?;
+    m.add_function(wrap_pyfunction!(spans::_set_span_capture, m)?)?;
     m.add_function(wrap_pyfunction!(metrics::_metric_measures, m)?)?;
     m.add_function(wrap_pyfunction!(metrics::_metric_start, m)?)?;
     m.add_function(wrap_pyfunction!(metrics::_metric_totals, m)?)?;

@@ -147,7 +147,7 @@ impl PyLockManager {
         token: CallerToken,
         keep: &Keep,
     ) -> PyResult<Result<PyLock, AcquireError>> {
-        let opts = acquire_options(ttl, wait_limit(wait)?, &token, keep)?;
+        let opts = acquire_options(py, ttl, wait_limit(wait)?, &token, keep)?;
         let manager = self.live(py)?;
         Ok(acquire_blocking(py, &manager, &names, &opts).map(|lock| {
             keep.watch(lock.as_async(), &names.first(), Deliver::Thread);

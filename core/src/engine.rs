@@ -91,6 +91,16 @@ impl Target {
         }
     }
 
+    /// The lock's name as a span's `lock` attribute: the name as text (bytes that are not
+    /// UTF-8 replaced), and how many more names a lock on several has.
+    pub fn span_name(&self) -> String {
+        let name = String::from_utf8_lossy(&self.name);
+        match self.more.len() {
+            0 => name.into_owned(),
+            more => format!("{name} (and {more} more names)"),
+        }
+    }
+
     /// How many of `n` servers must grant and hold the lease ([`LeaseKind::quorum`]).
     pub fn quorum(&self, n: usize) -> usize {
         self.kind.quorum(n)

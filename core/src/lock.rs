@@ -11,7 +11,7 @@ use crate::engine::{Acquired, Engine, Target};
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::display_name;
 use crate::lost::LostReason;
-use crate::measure::{self, HoldWatch};
+use crate::measure::{self, HoldWatch, SpanValue};
 use crate::timing::{self, BACKGROUND_CLEANUP_TIMEOUT};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,17 +191,24 @@ impl Lock {
         target: Arc<Target>,
         ttl: Duration,
         acquired: Acquired,
-        labels: (measure::Value, measure::Value),
+        labels: measure::HoldLabels,
     ) -> Lock {
         let span = tracing::info_span!(
             target: "fencelock",
             "fencelock.hold",
-            lock = %target.label(),
+            lock = %target.span_name(),
+            kind = %measure::kind(target.kind),
             fencing_token = acquired.fencing_token,
             outcome = tracing::field::Empty,
             held_ms = tracing::field::Empty,
         );
-        let measured = HoldWatch::new(labels, span);
+        let measured = HoldWatch::new(labels, span, || {
+            vec![
+                ("lock", SpanValue::Text(target.span_name().into())),
+                ("kind", SpanValue::Text(measure::kind(target.kind))),
+                ("fencing_token", SpanValue::Int(acquired.fencing_token)),
+            ]
+        });
         Lock {
             shared: Arc::new(Holding {
                 engine,

@@ -4,14 +4,15 @@ The Rust core reports what it does (``acquired``, ``acquire failed``, ``extend``
 ``lock lost``, and at trace level every ``acquire attempt``). The native module queues those
 events (never taking the GIL on the thread that emitted them) and a daemon thread started
 here logs them. Nothing is forwarded, and the core's events cost nothing, below the chosen
-level.
+level. The same thread turns the core's span records into OpenTelemetry spans while a tracer
+is attached (``fencelock.metrics.instrument_opentelemetry``).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from fencelock import _native
 
@@ -86,9 +87,13 @@ def _value(text: str) -> Union[int, str]:
     return text
 
 
-def _emit(events: List[Tuple[str, str, List[Tuple[str, str]]]], dropped: int) -> None:
+def _emit(events: List[Tuple[str, str, List[Tuple[str, str]]]], dropped: int, spans: Sequence[Any] = ()) -> None:
     if dropped:
-        logger.warning("%d fencelock events were dropped (the logging thread fell behind)", dropped)
+        logger.warning("%d fencelock events were dropped (the fencelock thread fell behind; span records count among them)", dropped)
+    if spans:
+        from fencelock import metrics  # the tracer that asked for them (fencelock.metrics)
+
+        metrics._emit_spans(spans)
     for level_name, line, fields in events:
         level = _LEVELS.get(level_name, logging.INFO)
         if not logger.isEnabledFor(level):
@@ -109,6 +114,12 @@ def _drain() -> None:
             _emit(*batch)
         except Exception:  # a broken handler must not stop the thread
             pass
+
+
+def _spans_wanted() -> bool:
+    from fencelock import metrics
+
+    return metrics._tracing is not None
 
 
 def _start_thread() -> None:
@@ -137,7 +148,7 @@ def _after_fork_in_child() -> None:
     global _thread, _thread_lock
     _thread = None
     _thread_lock = threading.Lock()
-    if _native._event_level() is not None:
+    if _native._event_level() is not None or _spans_wanted():
         try:
             _start_thread()
         except RuntimeError:  # no threads in this child: events stay queued

@@ -40,6 +40,7 @@ __all__ = [
     "_event_level",
     "_next_events",
     "_take_events",
+    "_set_span_capture",
     "_metric_measures",
     "_metric_start",
     "_metric_totals",
@@ -443,11 +444,18 @@ def _set_event_level(level: Optional[str]) -> None:
 def _event_level() -> Optional[str]:
     """The level events are forwarded at, or None."""
 
-def _next_events() -> Optional[tuple[list[_Event], int]]:
-    """Waits (GIL released) for queued events: (events, dropped count); None when closing."""
+_SpanRow = tuple[str, Any, int, int, dict[str, Union[str, int, bool]]]
 
-def _take_events() -> tuple[list[_Event], int]:
-    """The queued events, without waiting."""
+def _next_events() -> Optional[tuple[list[_Event], int, list[_SpanRow]]]:
+    """Waits (GIL released) for queued events and span records: (events, dropped count,
+    spans as (name, context, start_ns, end_ns, attributes)); None when closing."""
+
+def _take_events() -> tuple[list[_Event], int, list[_SpanRow]]:
+    """The queued events and span records, without waiting."""
+
+def _set_span_capture(capture: Optional[Callable[[], Any]]) -> None:
+    """Attaches (a function returning the caller's OpenTelemetry context) or detaches (None)
+    the tracer: acquisitions capture their caller's context and queue span records."""
 
 def _metric_measures() -> list[tuple[str, str, str, list[str], list[float], str]]:
     """The measures: (name, instrument, unit, labels, buckets, help) each."""

@@ -164,18 +164,102 @@ class OpenTelemetryMetrics:
                 self._histograms[name].record(value, dict(zip(self._labels[name], values)))
 
 
-def instrument_opentelemetry(meter_provider: Any = None) -> OpenTelemetryMetrics:
-    """Creates fencelock's instruments on ``meter_provider``'s meter "fencelock" (default:
-    the global provider's): an observable counter per counter, an observable up-down counter
-    per gauge, a histogram per histogram (named as in ``MEASURES``, unit ``s`` or ``1``).
-    Call it once per provider."""
-    return OpenTelemetryMetrics(meter_provider)
+class OpenTelemetryTracing:
+    """The spans of ``instrument_opentelemetry``: ``fencelock.acquire`` for every acquire call
+    and ``fencelock.hold`` from each grant to its end, children of the OpenTelemetry context
+    the call was made in (the current span of the calling thread, or of the asyncio task),
+    with the attributes of docs/observability.md."""
+
+    def __init__(self, tracer_provider: Any = None) -> None:
+        from opentelemetry import context, trace
+        from opentelemetry.trace import SpanKind, Status, StatusCode
+
+        version: str = _native.__version__
+        self._tracer = (
+            tracer_provider.get_tracer("fencelock", version)
+            if tracer_provider is not None
+            else trace.get_tracer("fencelock", version)
+        )
+        self._kind = SpanKind.INTERNAL
+        self._error = {
+            "error": Status(StatusCode.ERROR, "the acquire call failed"),
+            "lost": Status(StatusCode.ERROR, "the lock was lost while held"),
+        }
+        global _tracing
+        _tracing = self
+        _native._set_span_capture(context.get_current)
+        from fencelock import _logging
+
+        _logging._start_thread()
+
+    def _emit(self, records: Iterable[Tuple[str, Any, int, int, Dict[str, Any]]]) -> None:
+        for name, parent, start_ns, end_ns, attributes in records:
+            span = self._tracer.start_span(
+                name, context=parent, kind=self._kind, attributes=attributes, start_time=start_ns
+            )
+            status = self._error.get(attributes.get("outcome", ""))
+            if status is not None:
+                span.set_status(status)
+            span.end(end_time=end_ns)
+
+    def close(self) -> None:
+        """Stops making spans (the calls already under way make none either)."""
+        global _tracing
+        if _tracing is self:
+            _native._set_span_capture(None)
+            _tracing = None
+
+
+#: The tracer attached by ``instrument_opentelemetry`` (one per process), or None.
+_tracing: Optional[OpenTelemetryTracing] = None
+
+
+def _emit_spans(records: Iterable[Tuple[str, Any, int, int, Dict[str, Any]]]) -> None:
+    """Called on the fencelock thread with the core's span records."""
+    tracing = _tracing
+    if tracing is not None:
+        tracing._emit(records)
+
+
+class OpenTelemetry(NamedTuple):
+    """What ``instrument_opentelemetry`` attached."""
+
+    metrics: Optional[OpenTelemetryMetrics]
+    tracing: Optional[OpenTelemetryTracing]
+
+
+def instrument_opentelemetry(
+    meter_provider: Any = None,
+    tracer_provider: Any = None,
+    *,
+    metrics: bool = True,
+    traces: bool = True,
+) -> OpenTelemetry:
+    """Reports fencelock to OpenTelemetry (install ``fencelock[opentelemetry]``).
+
+    - Metrics (``metrics=True``): fencelock's instruments on ``meter_provider``'s meter
+      "fencelock" (default: the global provider's): an observable counter per counter, an
+      observable up-down counter per gauge, a histogram per histogram (named as in
+      ``MEASURES``, unit ``s`` or ``1``). Call it once per provider.
+    - Traces (``traces=True``): spans ``fencelock.acquire`` and ``fencelock.hold`` on
+      ``tracer_provider``'s tracer "fencelock" (default: the global provider's), each a child
+      of the context its acquire call was made in, in threads and in asyncio tasks alike.
+      Spans are made on fencelock's own thread shortly after they end (with their real start
+      and end times), never on the thread that waits for a lock. One tracer per process: a
+      later call replaces it; ``.tracing.close()`` stops it.
+    """
+    return OpenTelemetry(
+        OpenTelemetryMetrics(meter_provider) if metrics else None,
+        OpenTelemetryTracing(tracer_provider) if traces else None,
+    )
 
 
 __all__ = [
     "MEASURES",
     "Measure",
+    "OpenTelemetry",
     "OpenTelemetryMetrics",
+    "OpenTelemetryTracing",
     "PrometheusCollector",
     "instrument_opentelemetry",
     "register_prometheus",

@@ -17,7 +17,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{check_name, display_name, MAX_NAMES};
 use crate::kind::LeaseKind;
 use crate::lock::Lock;
-use crate::measure::{self, AcquireWatch};
+use crate::measure::{self, AcquireWatch, SpanValue};
 use crate::pubsub::Subscription;
 use crate::queue::Place;
 use crate::timing::WAIT_WARNING_EVERY;
@@ -49,6 +49,9 @@ pub struct AcquireOptions {
     pub auto_extend: bool,
     /// With `auto_extend`: the longest the lock is kept alive, counted from acquisition.
     pub max_hold: Option<Duration>,
+    /// The caller's trace context, captured by a binding while a span sink is set: the
+    /// call's and its hold's span records carry it ([`measure::TraceParent`]).
+    pub trace: Option<measure::TraceParent>,
 }
 
 impl AcquireOptions {
@@ -61,7 +64,13 @@ impl AcquireOptions {
             reentrant: false,
             auto_extend: false,
             max_hold: None,
+            trace: None,
         }
+    }
+    /// Sets the caller's trace context (see [`trace`](AcquireOptions::trace)).
+    pub fn trace(mut self, parent: Option<measure::TraceParent>) -> AcquireOptions {
+        self.trace = parent;
+        self
     }
     /// Sets the wait limit (`None`: forever; zero: one try).
     pub fn wait(mut self, wait: Option<Duration>) -> AcquireOptions {
@@ -211,7 +220,17 @@ impl AcquireCall {
         };
         let deadline = opts.wait.and_then(|w| started.checked_add(w));
         let names = &engine.config.metric_names;
-        let watch = AcquireWatch::new(measure::kind(target.kind), names.label(&target.name), waits);
+        let n = engine.n();
+        let trace = measure::Traced::begin(opts.trace.as_ref(), || {
+            vec![
+                ("lock", SpanValue::Text(target.span_name().into())),
+                ("kind", SpanValue::Text(measure::kind(target.kind))),
+                ("servers", SpanValue::Int(n as u64)),
+                ("quorum", SpanValue::Int(target.quorum(n) as u64)),
+            ]
+        });
+        let kind = measure::kind(target.kind);
+        let watch = AcquireWatch::new(kind, names.label(&target.name), waits, trace);
         Ok(AcquireCall {
             engine: Arc::clone(engine),
             target,
@@ -242,8 +261,8 @@ impl AcquireCall {
         let span = tracing::info_span!(
             target: "fencelock",
             "fencelock.acquire",
-            lock = %self.target.label(),
-            kind = %self.target.kind,
+            lock = %self.target.span_name(),
+            kind = %measure::kind(self.target.kind),
             servers = engine.n(),
             quorum = self.target.quorum(engine.n()),
             outcome = tracing::field::Empty,
@@ -311,7 +330,8 @@ impl AcquireCall {
     }
 
     fn acquired(mut self, a: Acquired, handed_over: bool) -> (Arc<Target>, Duration, Acquired) {
-        self.watch.finish("acquired", handed_over);
+        self.watch
+            .finish("acquired", handed_over, Some(a.fencing_token));
         self.trace_end("acquired", Some(a.fencing_token), handed_over);
         tracing::debug!(
             target: "fencelock",
@@ -389,7 +409,7 @@ impl AcquireCall {
             ErrorKind::Cancelled => "cancelled",
             _ => "error",
         };
-        self.watch.finish(outcome, false);
+        self.watch.finish(outcome, false, None);
         self.trace_end(outcome, None, false);
         // Give the place in the queue up before returning, so that a caller's next try-once
         // (or anyone else's) is not refused on its account; leaving also undoes the attempt's

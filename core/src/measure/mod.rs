@@ -19,10 +19,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Once, RwLock};
 
 mod totals;
+mod trace;
 mod watch;
 
 pub use totals::{totals, Series, Total, Totals, MAX_KEPT_OBSERVATIONS};
-pub(crate) use watch::{AcquireWatch, HoldWatch};
+pub(crate) use trace::Traced;
+pub use trace::{set_span_sink, spans_wanted, SpanRecord, SpanSink, SpanValue, TraceParent};
+pub(crate) use watch::{AcquireWatch, HoldLabels, HoldWatch};
 
 use crate::kind::LeaseKind;
 

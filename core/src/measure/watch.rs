@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use super::trace::{SpanValue, TraceParent, Traced};
 use super::{
     record, Measure, Value, ACQUIRE_ATTEMPTS, ACQUIRE_WAIT, EXTENSIONS, HANDOFFS, HELD, HOLD, LOST,
     WAITING,
@@ -25,10 +26,20 @@ pub(crate) struct AcquireWatch {
     /// Attempts so far.
     pub attempts: u32,
     done: bool,
+    /// The `fencelock.acquire` span for a binding's tracer, when the caller's context came.
+    trace: Option<Traced>,
+}
+
+/// What a hold takes from the call that granted it: its labels, computed once per call (a
+/// manager's mapping function may be a Python call), and the caller's trace context.
+pub(crate) struct HoldLabels {
+    pub kind: Value,
+    pub name: Value,
+    pub parent: Option<TraceParent>,
 }
 
 impl AcquireWatch {
-    pub fn new(kind: Value, name: Value, waits: bool) -> AcquireWatch {
+    pub fn new(kind: Value, name: Value, waits: bool, trace: Option<Traced>) -> AcquireWatch {
         if waits {
             gauge(&WAITING, &kind, 1.0);
         }
@@ -39,17 +50,35 @@ impl AcquireWatch {
             started: Instant::now(),
             attempts: 0,
             done: false,
+            trace,
         }
     }
 
-    /// The labels (kind, name) a hold this call grants takes: the name's label is computed
-    /// once per call (a manager's mapping function may be a Python call).
-    pub fn labels(&self) -> (Value, Value) {
-        (self.kind.clone(), self.name.clone())
+    /// What a hold this call grants takes.
+    pub fn labels(&self) -> HoldLabels {
+        HoldLabels {
+            kind: self.kind.clone(),
+            name: self.name.clone(),
+            parent: self.trace.as_ref().map(|t| t.parent().clone()),
+        }
     }
 
-    /// The call ended with `outcome`; a lock handed over counts as a hand-off too.
-    pub fn finish(&mut self, outcome: &'static str, handed_over: bool) {
+    /// The call ended with `outcome` (with `fencing_token` when acquired); a lock handed over
+    /// counts as a hand-off too.
+    pub fn finish(&mut self, outcome: &'static str, handed_over: bool, fencing_token: Option<u64>) {
+        if let Some(trace) = self.trace.take() {
+            let mut more = vec![
+                ("outcome", SpanValue::Text(Cow::Borrowed(outcome))),
+                ("attempts", SpanValue::Int(u64::from(self.attempts))),
+                ("handed_over", SpanValue::Bool(handed_over)),
+                (
+                    "waited_ms",
+                    SpanValue::Int(self.started.elapsed().as_millis() as u64),
+                ),
+            ];
+            more.extend(fencing_token.map(|t| ("fencing_token", SpanValue::Int(t))));
+            trace.end("fencelock.acquire", &more, fencing_token.is_none());
+        }
         if !std::mem::replace(&mut self.done, true) {
             let labels = [self.kind.clone(), Cow::Borrowed(outcome), self.name.clone()];
             record(&ACQUIRE_WAIT, self.started.elapsed().as_secs_f64(), &labels);
@@ -66,7 +95,7 @@ impl AcquireWatch {
 
 impl Drop for AcquireWatch {
     fn drop(&mut self) {
-        self.finish("cancelled", false);
+        self.finish("cancelled", false, None);
     }
 }
 
@@ -80,20 +109,29 @@ pub(crate) struct HoldWatch {
     ended: AtomicBool,
     /// The `fencelock.hold` span, closed when the hold ends.
     span: std::sync::Mutex<Option<tracing::Span>>,
+    /// The same span for a binding's tracer, when the acquire call was traced.
+    trace: std::sync::Mutex<Option<Traced>>,
 }
 
 impl HoldWatch {
     /// A hold begun now, with its `fencelock.hold` span (a child of the caller's current
-    /// span).
-    pub fn new((kind, name): (Value, Value), span: tracing::Span) -> HoldWatch {
-        gauge(&HELD, &kind, 1.0);
+    /// span) and, when its call was traced, the same for the binding's tracer (`attributes`:
+    /// the span's fixed ones).
+    pub fn new(
+        labels: HoldLabels,
+        span: tracing::Span,
+        attributes: impl FnOnce() -> Vec<(&'static str, SpanValue)>,
+    ) -> HoldWatch {
+        gauge(&HELD, &labels.kind, 1.0);
+        let trace = labels.parent.map(|p| Traced::follow(p, attributes));
         HoldWatch {
-            kind,
-            name,
+            kind: labels.kind,
+            name: labels.name,
             granted: Instant::now(),
             held: AtomicBool::new(true),
             ended: AtomicBool::new(false),
             span: std::sync::Mutex::new(Some(span)),
+            trace: std::sync::Mutex::new(trace),
         }
     }
 
@@ -137,6 +175,14 @@ impl HoldWatch {
         if let Some(span) = span {
             span.record("outcome", outcome);
             span.record("held_ms", held.as_millis() as u64);
+        }
+        let trace = self.trace.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(trace) = trace {
+            let more = [
+                ("outcome", SpanValue::Text(Cow::Borrowed(outcome))),
+                ("held_ms", SpanValue::Int(held.as_millis() as u64)),
+            ];
+            trace.end("fencelock.hold", &more, true);
         }
     }
 }
