@@ -265,6 +265,14 @@ impl LockManager {
         self.block_on(self.inner.remaining(name))?
     }
 
+    /// See [`crate::LockManager::holder`].
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::holder`].
+    pub fn holder(&self, name: impl AsRef<[u8]>) -> Result<Option<crate::LockHolder>> {
+        self.block_on(self.inner.holder(name))?
+    }
+
     /// See [`crate::LockManager::extend_by_token`].
     ///
     /// # Errors

@@ -47,6 +47,8 @@ pub struct Config {
     pub(crate) loop_io: Option<Arc<dyn LoopIo>>,
     /// Which lock names the measurements carry (`crate::measure`).
     pub(crate) metric_names: MetricNames,
+    /// The holder label this manager's locks note (`who.rs`); `None`: no note.
+    pub(crate) holder_label: Option<String>,
 }
 
 impl Config {
@@ -97,6 +99,7 @@ impl std::fmt::Debug for Config {
             .field("replica_ack", &self.replica_ack)
             .field("tls", &self.tls)
             .field("metric_names", &self.metric_names)
+            .field("holder_label", &self.holder_label)
             .finish()
     }
 }
@@ -118,6 +121,7 @@ pub struct Builder {
     tls: TlsSettings,
     loop_io: Option<Arc<dyn LoopIo>>,
     metric_names: MetricNames,
+    holder_label: Option<String>,
     /// Never printed (the Debug form leaves it out).
     password: Option<String>,
 }
@@ -153,6 +157,7 @@ impl Builder {
             tls: TlsSettings::default(),
             loop_io: None,
             metric_names: MetricNames::Hidden,
+            holder_label: None,
             password: None,
         }
     }
@@ -279,6 +284,16 @@ impl Builder {
         self
     }
 
+    /// A label this manager's locks leave next to them while held, with since when and their
+    /// fencing token, for [`LockManager::holder`](crate::LockManager::holder) to show (see
+    /// [`crate::who`]; [`default_holder_label`](crate::who::default_holder_label) is
+    /// `host:pid`). Off by default: nothing is written. Checked by [`config`](Self::config):
+    /// 1 to 128 bytes, no control characters.
+    pub fn holder_label(mut self, label: impl Into<String>) -> Builder {
+        self.holder_label = Some(label.into());
+        self
+    }
+
     /// Checks every option and returns the configuration.
     ///
     /// # Errors
@@ -296,6 +311,9 @@ impl Builder {
                 "{} servers given, the limit is {MAX_SERVERS}",
                 self.urls.len()
             )));
+        }
+        if let Some(label) = &self.holder_label {
+            crate::who::check_label(label)?;
         }
         let tls = self.tls.load()?;
         if self.password.as_deref() == Some("") {
@@ -365,6 +383,7 @@ impl Builder {
             tls: self.tls.is_set().then(|| self.tls.describe()),
             loop_io: self.loop_io.clone(),
             metric_names: self.metric_names.clone(),
+            holder_label: self.holder_label.clone(),
         })
     }
 

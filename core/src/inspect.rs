@@ -15,9 +15,10 @@ use crate::lost::LostReason;
 use crate::quorum;
 use crate::scripts::{parse_inspect, parse_permits, Holder, PermitsView, ScriptCall};
 use crate::timing;
+use crate::who::{parse_note, HolderNote};
 
 /// A lock's state as [`LockManager::state`](crate::LockManager::state) reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockState {
     /// How long a quorum still holds it at least (`None`: free; see
     /// [`LockManager::remaining`](crate::LockManager::remaining)).
@@ -25,6 +26,9 @@ pub struct LockState {
     /// Callers waiting in line (with several servers, the most any answering server counts);
     /// `None` when no server would count them (an ACL without `zcard`, docs/SECURITY.md).
     pub waiters: Option<u64>,
+    /// The holder's note, when it holds the lock on a quorum and left one (a manager with a
+    /// holder label, [`crate::who`]).
+    pub holder: Option<HolderNote>,
 }
 
 impl Engine {
@@ -48,17 +52,26 @@ impl Engine {
         let mut by_token: std::collections::HashMap<&[u8], Vec<Option<Duration>>> =
             std::collections::HashMap::new();
         for (view, _) in views.iter().flatten() {
-            if let Holder::Held { token, pttl } = view {
+            if let Holder::Held { token, pttl, .. } = view {
                 by_token.entry(token).or_default().push(*pttl);
             }
         }
         // At most one token can hold a quorum (a strict majority).
-        let Some(mut pttls) = by_token.into_values().find(|p| p.len() >= q) else {
+        let Some((token, mut pttls)) = by_token.into_iter().find(|(_, p)| p.len() >= q) else {
             return Ok(LockState {
                 remaining: None,
                 waiters,
+                holder: None,
             });
         };
+        let holder = views.iter().flatten().find_map(|(view, _)| match view {
+            Holder::Held {
+                token: t,
+                note: Some(note),
+                ..
+            } if t.as_slice() == token => parse_note(token, note),
+            _ => None,
+        });
         pttls.sort_by_key(|p| std::cmp::Reverse(p.unwrap_or(Duration::MAX)));
         let remaining = match pttls[q - 1] {
             None => Duration::MAX,
@@ -69,6 +82,7 @@ impl Engine {
         Ok(LockState {
             remaining: Some(remaining),
             waiters,
+            holder,
         })
     }
 }

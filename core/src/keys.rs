@@ -17,6 +17,7 @@
 //! | the release channel | `P fencelock:{T}:released: name` |
 //! | a waiter's wake-up channel | the release channel, `|`, the first [`WAKE_ID_LEN`] bytes of its token |
 //! | the slot guard: never written (see below) | `P fencelock:{T}:guard` |
+//! | the holder label's note, written only by managers with a label (`who.rs`) | `P fencelock:{T}:who: name` |
 //!
 //! The lock key is the name itself (with the prefix), so the classic `SET name value NX PX`
 //! of other clients excludes fencelock and the other way round, on a cluster too. Every other
@@ -77,6 +78,9 @@ pub struct LockKeys {
     /// A semaphore's or read-write lock's leases: token → server time in ms when it ends (a
     /// sorted set).
     pub holders: Vec<u8>,
+    /// The holder label's note (`who.rs`): who holds the lock, since when, with which
+    /// fencing token; written only by holders that set a label.
+    pub who: Vec<u8>,
     /// The release channel; a waiter's wake-up channel is built from it
     /// ([`wake_channel`](Self::wake_channel)).
     pub channel: Vec<u8>,
@@ -103,6 +107,7 @@ impl LockKeys {
             deadlines: own(b"deadlines:", name),
             ttls: own(b"ttls:", name),
             holders: own(b"holders:", name),
+            who: own(b"who:", name),
             channel: own(b"released:", name),
             guard: own(b"guard", b""),
             lock,

@@ -65,6 +65,11 @@ impl LeaseKind {
         }
     }
 
+    /// A plain lock (not a semaphore's permits or a read-write lock's share or hold).
+    pub fn is_lock(self) -> bool {
+        matches!(self, LeaseKind::Lock)
+    }
+
     /// How many of `n` servers must grant (and still hold) a lease of this kind.
     ///
     /// A lock, a read share and a write hold need a majority: two majorities share a server,

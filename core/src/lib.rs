@@ -63,6 +63,7 @@ mod tls;
 pub mod token;
 mod undo;
 mod url;
+pub mod who;
 
 pub use acquire::AcquireOptions;
 pub use config::{Builder, Config, ReplicaAck, DEFAULT_DRIFT_FACTOR, MAX_SERVERS};
@@ -81,6 +82,7 @@ pub use timing::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, DEFAULT_TTL};
 #[doc(hidden)]
 pub use url::check_url_redaction;
 pub use url::{redact_url, url_has_password};
+pub use who::{default_holder_label, HolderNote, LockHolder};
 
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]

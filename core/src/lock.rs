@@ -28,6 +28,8 @@ struct Holding {
     /// One per name, the first name's first.
     fencing_tokens: Vec<u64>,
     acquired_at: Instant,
+    /// When it was granted, by this machine's clock (the holder label's note, `who.rs`).
+    since: std::time::SystemTime,
     /// The runtime the lock was acquired on: auto-extension and drop-release run there, even
     /// when the lock is dropped on a thread outside any runtime.
     runtime: Option<tokio::runtime::Handle>,
@@ -128,6 +130,7 @@ impl Holding {
         let extended = self.engine.extend(&self.target, ttl).await;
         if extended.is_ok() {
             self.state().ttl = ttl;
+            self.note_holder().await;
         }
         self.note_extended(extended)
     }
@@ -135,7 +138,18 @@ impl Holding {
     /// An additive extension's outcome: the lock's TTL (the pace of auto-extension) stays.
     async fn extend_by(&self, add: Duration) -> Result<()> {
         let extended = self.engine.extend_by(&self.target, add).await;
+        if extended.is_ok() {
+            self.note_holder().await;
+        }
         self.note_extended(extended)
+    }
+
+    /// Leaves (or renews, with the lock's new remaining time) the holder label's note, when
+    /// the manager has a label (`who.rs`).
+    async fn note_holder(&self) {
+        self.engine
+            .note_holder(&self.target, &self.fencing_tokens, self.since)
+            .await;
     }
 
     fn note_extended(
@@ -217,6 +231,7 @@ impl Lock {
                     .chain(acquired.more_fences)
                     .collect(),
                 acquired_at: Instant::now(),
+                since: std::time::SystemTime::now(),
                 runtime: tokio::runtime::Handle::try_current().ok(),
                 state: StdMutex::new(State {
                     ttl,
@@ -263,6 +278,11 @@ impl Lock {
     /// every earlier acquisition's of that name.
     pub fn fencing_tokens(&self) -> &[u64] {
         &self.shared.fencing_tokens
+    }
+
+    /// Leaves the holder label's note once granted (see [`crate::who`]).
+    pub(crate) async fn note_holder(&self) {
+        self.shared.note_holder().await;
     }
 
     /// The TTL of the last acquire or extend.

@@ -323,6 +323,21 @@ impl LockManager {
         self.engine.inspect(name).await
     }
 
+    /// Who holds `name` now, changing nothing: `None` when it is free; else how long it stays
+    /// held at least (as [`remaining`](Self::remaining)) and, when its holder's manager has a
+    /// holder label ([`Builder::holder_label`](crate::Builder::holder_label)), that label,
+    /// since when it holds the lock and its fencing token ([`crate::who`]).
+    ///
+    /// # Errors
+    /// As [`is_locked`](Self::is_locked).
+    pub async fn holder(&self, name: impl AsRef<[u8]>) -> Result<Option<crate::LockHolder>> {
+        let state = self.state(name).await?;
+        Ok(state.remaining.map(|remaining| crate::LockHolder {
+            remaining,
+            note: state.holder,
+        }))
+    }
+
     /// Runs `f` while holding `name`: acquires (waiting until acquired), extends the lock in
     /// the background every ttl/3 while `f` runs, then releases it.
     ///

@@ -90,6 +90,10 @@ const INSPECT_SRC: &str = concat!(
     include_str!("scripts/inspect.lua")
 );
 
+/// The holder label's note, written next to a held lock (see `note.lua`, `who.rs`).
+static NOTE: LazyLock<Script> = LazyLock::new(|| Script::new(NOTE_SRC));
+const NOTE_SRC: &str = include_str!("scripts/note.lua");
+
 /// Every command the other scripts run, once per connection (see `preflight.lua`).
 static PREFLIGHT: LazyLock<Script> = LazyLock::new(|| Script::new(PREFLIGHT_SRC));
 const PREFLIGHT_SRC: &str = include_str!("scripts/preflight.lua");
@@ -344,8 +348,17 @@ impl ScriptCall {
     pub fn inspect(keys: &LockKeys) -> Self {
         ScriptCall::new(
             (&INSPECT, INSPECT_SRC),
-            &[&keys.lock, &keys.queue],
+            &[&keys.lock, &keys.queue, &keys.who],
             (&[], false),
+        )
+    }
+
+    /// The holder label's note for the lock held with `token` (see `note.lua`).
+    pub fn note(keys: &LockKeys, token: &[u8], note: &[u8]) -> Self {
+        ScriptCall::new(
+            (&NOTE, NOTE_SRC),
+            &[&keys.lock, &keys.who],
+            (&[token, note], false),
         )
     }
 

@@ -274,6 +274,7 @@ impl AcquireCall {
         let labels = self.watch.labels();
         let (target, ttl, acquired) = self.run().instrument(span).await?;
         let lock = Lock::new(engine, target, ttl, acquired, labels);
+        lock.note_holder().await;
         if opts.auto_extend {
             lock.auto_extend(opts.max_hold);
         }

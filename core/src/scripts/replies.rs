@@ -57,11 +57,13 @@ pub(crate) enum Holder {
     Held {
         token: Vec<u8>,
         pttl: Option<Duration>,
+        /// The holder's note, when it left one (`who.rs`).
+        note: Option<Vec<u8>>,
     },
 }
 
-/// Parses the inspect script's reply: `{waiters}` or `{token, pttl, waiters}`; the holder and
-/// how many wait in line (`None`: not counted, the server's ACL lacks `zcard`).
+/// Parses the inspect script's reply: `{waiters}` or `{token, pttl, waiters, note}`; the
+/// holder and how many wait in line (`None`: not counted, the server's ACL lacks `zcard`).
 pub(crate) fn parse_inspect(v: &Value) -> Result<(Holder, Option<u64>), String> {
     let bad = || format!("inspect script returned {v:?}");
     let Value::Array(items) = v else {
@@ -73,10 +75,14 @@ pub(crate) fn parse_inspect(v: &Value) -> Result<(Holder, Option<u64>), String> 
     };
     match items.as_slice() {
         [Value::Int(waiters)] => Ok((Holder::Free, count(waiters)?)),
-        [Value::BulkString(token), Value::Int(pttl), Value::Int(waiters)] => Ok((
+        [Value::BulkString(token), Value::Int(pttl), Value::Int(waiters), note] => Ok((
             Holder::Held {
                 token: token.clone(),
                 pttl: u64::try_from(*pttl).ok().map(Duration::from_millis),
+                note: match note {
+                    Value::BulkString(n) => Some(n.clone()),
+                    _ => None,
+                },
             },
             count(waiters)?,
         )),

@@ -1,0 +1,16 @@
+-- The holder label's note (who.rs): written next to a lock by the holder that wants to be
+-- found, changing nothing of the lock itself. Only while the lock key still holds the caller's
+-- token, and for as long as the lock key lives (its PTTL), so that a note never outlives the
+-- hold it describes for long; a later holder's inspection ignores a note of another token.
+-- KEYS: [1] lock key, [2] the note's key (keys.rs `who`).
+-- ARGV[1] token, ARGV[2] the note ("token\nsince_ms\nfencing_token\nlabel", who.rs).
+-- Returns 1 when written, 0 when the lock is not held with the token (or has no expiry).
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl <= 0 then
+  return 0
+end
+redis.call('SET', KEYS[2], ARGV[2], 'PX', pttl)
+return 1

@@ -1,0 +1,179 @@
+//! Who holds a lock: the opt-in holder label.
+//!
+//! A manager built with a label ([`Builder::holder_label`](crate::Builder::holder_label);
+//! [`default_holder_label`] gives `host:pid`) leaves a note next to each lock it acquires,
+//! once granted: its label, since when it holds the lock (its own clock) and its fencing
+//! token, under the lock's token (`note.lua`: written only while the lock key still holds the
+//! token, with the lock key's remaining time, and again after each extension). The
+//! inspection script returns a note only when it was left under the token that holds the lock
+//! now, so a note outliving its hold (a crash, a hand-over) is never shown for the next
+//! holder. [`LockManager::holder`](crate::LockManager::holder) reads it.
+//!
+//! Nothing is written without a label: the lock's own keys and scripts, the classic
+//! `SET NX PX` interop and the lean uncontended path are the same either way. With a label an
+//! acquisition costs one more script call per server (after the grant), and so does each
+//! extension. Semaphores and read-write locks take no note yet.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::future::join_all;
+
+use crate::engine::{Engine, Target};
+use crate::error::{Error, Result};
+use crate::scripts::ScriptCall;
+
+/// The longest holder label, in bytes.
+pub const MAX_LABEL_LEN: usize = 128;
+
+/// What a lock's holder noted about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HolderNote {
+    /// Its label (`host:pid` by default, or the text its manager was given).
+    pub label: String,
+    /// When it was granted the lock, by its own clock.
+    pub since: SystemTime,
+    /// Its fencing token (of the lock's first name).
+    pub fencing_token: u64,
+}
+
+/// Who holds a lock now, as [`LockManager::holder`](crate::LockManager::holder) reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockHolder {
+    /// How long a quorum still holds it at least (as
+    /// [`LockManager::remaining`](crate::LockManager::remaining)).
+    pub remaining: Duration,
+    /// The holder's note; `None` when it left none (a manager without a label, another
+    /// library's `SET NX PX`, or a note not written yet: it follows the grant by one call).
+    pub note: Option<HolderNote>,
+}
+
+/// `host:pid`: this machine's host name (or `localhost` when it cannot be read) and this
+/// process's id.
+pub fn default_holder_label() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    let label = format!("{host}:{}", std::process::id());
+    // A host name is at most 253 bytes: keep the pid, cut the host.
+    if label.len() <= MAX_LABEL_LEN {
+        return label;
+    }
+    let pid = format!(":{}", std::process::id());
+    let mut cut = MAX_LABEL_LEN - pid.len();
+    while !host.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{pid}", &host[..cut])
+}
+
+/// Checks a holder label: 1 to [`MAX_LABEL_LEN`] bytes, no control characters.
+///
+/// # Errors
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) naming the rule broken.
+pub fn check_label(label: &str) -> Result<()> {
+    if label.is_empty() || label.len() > MAX_LABEL_LEN {
+        return Err(Error::invalid_argument(format!(
+            "a holder label is 1 to {MAX_LABEL_LEN} bytes, got {}",
+            label.len()
+        )));
+    }
+    if label.chars().any(char::is_control) {
+        return Err(Error::invalid_argument(
+            "a holder label has no control characters (newlines, tabs, ...)",
+        ));
+    }
+    Ok(())
+}
+
+fn epoch_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The note's text: `token\nsince_ms\nfencing_token\nlabel` (`note.lua` compares its first
+/// line with the holder's token).
+fn note_text(token: &[u8], since: SystemTime, fence: u64, label: &str) -> Vec<u8> {
+    let mut note = token.to_vec();
+    note.extend_from_slice(format!("\n{}\n{fence}\n{label}", epoch_ms(since)).as_bytes());
+    note
+}
+
+/// A note as the inspection script returned it, already matched to the holder's `token` (the
+/// note's first line, which may hold any bytes).
+pub(crate) fn parse_note(token: &[u8], note: &[u8]) -> Option<HolderNote> {
+    let rest = note.strip_prefix(token)?.strip_prefix(b"\n")?;
+    let text = std::str::from_utf8(rest).ok()?;
+    let mut parts = text.splitn(3, '\n');
+    let since = parts.next()?.parse::<u64>().ok()?;
+    let fencing_token = parts.next()?.parse::<u64>().ok()?;
+    let label = parts.next()?.to_owned();
+    Some(HolderNote {
+        label,
+        since: UNIX_EPOCH + Duration::from_millis(since),
+        fencing_token,
+    })
+}
+
+impl Engine {
+    /// Leaves (or renews) the notes of `t`, granted at `since` with `fences` (one per name), on
+    /// every server, when the manager has a label. A server that does not answer, or no
+    /// longer holds the lock, gets none: a note is help for people, never part of the lock.
+    pub(crate) async fn note_holder(&self, t: &Target, fences: &[u64], since: SystemTime) {
+        let Some(label) = self.config.holder_label.as_deref() else {
+            return;
+        };
+        if !t.kind.is_lock() {
+            return;
+        }
+        let keys = t.all_keys();
+        let calls: Vec<ScriptCall> = keys
+            .iter()
+            .zip(fences)
+            .map(|(k, fence)| {
+                ScriptCall::note(k, &t.token, &note_text(&t.token, since, *fence, label))
+            })
+            .collect();
+        let timeout = self.server_timeout(crate::timing::DEFAULT_TTL);
+        join_all(self.servers.iter().flat_map(|s| {
+            calls.iter().map(move |call| async move {
+                let _ = s.eval::<i64>(call, timeout).await;
+            })
+        }))
+        .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_note_reads_back_as_written() {
+        let since = UNIX_EPOCH + Duration::from_millis(1_795_000_000_123);
+        let token = b"tok\xff\nen";
+        let text = note_text(token, since, 42, "web-1:4242 (orders)");
+        assert_eq!(
+            parse_note(token, &text),
+            Some(HolderNote {
+                label: "web-1:4242 (orders)".into(),
+                since,
+                fencing_token: 42
+            })
+        );
+        assert_eq!(parse_note(b"another", &text), None, "another token's note");
+    }
+
+    #[test]
+    fn labels_are_checked_and_the_default_fits() {
+        assert!(check_label("").is_err());
+        assert!(check_label(&"x".repeat(MAX_LABEL_LEN + 1)).is_err());
+        assert!(check_label("a\nb").is_err());
+        assert!(check_label("web-1:4242").is_ok());
+        let label = default_holder_label();
+        assert!(check_label(&label).is_ok(), "{label}");
+        assert!(label.ends_with(&format!(":{}", std::process::id())));
+    }
+}
