@@ -27,7 +27,7 @@ use crate::options::{is_exception, Options, ScopeArgs};
 /// drift_factor=0.01, server_timeout=None, connect_timeout=None, replica_ack=None,
 /// replica_ack_timeout=None, tls_ca_file=None,
 /// tls_client_cert=None, tls_client_key=None, tls_insecure=False, password=None,
-/// metric_names=None)``; see
+/// metric_names=None, holder=None)``; see
 /// ``fencelock.LockManager`` for the options (TLS files, timeouts in seconds).
 /// The waits run on a small runtime thread of the manager, never blocking the event loop.
 /// Cancelling a task that waits in ``acquire`` (``asyncio.wait_for``, ``task.cancel()``)
@@ -268,6 +268,25 @@ impl PyAsyncLockManager {
                     None => py.None().into_bound(py),
                 })
             },
+        )
+    }
+
+    /// Who holds ``name`` now (awaitable ``fencelock.Holder`` or ``None``); see
+    /// ``fencelock.LockManager.holder``.
+    fn holder<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let live = self.live(py)?;
+        let manager = live.manager.as_async().clone();
+        let fut = async move { manager.holder(name.as_bytes()).await.map_err(Failure::Core) };
+        spawn(
+            py,
+            &live,
+            OnCancel::Finish,
+            fut,
+            crate::convert::holder_to_py,
         )
     }
 

@@ -520,3 +520,42 @@ pub fn read_file(arg: &str, path: &Path) -> PyResult<Vec<u8>> {
     std::fs::read(path)
         .map_err(|e| PyValueError::new_err(format!("{arg}: cannot read {}: {e}", path.display())))
 }
+
+/// `LockManager.holder(name)`'s answer: a `fencelock.Holder`, or `None` when the lock is free.
+pub fn holder_to_py(
+    py: Python<'_>,
+    holder: Option<fencelock::LockHolder>,
+) -> PyResult<Bound<'_, PyAny>> {
+    let Some(h) = holder else {
+        return Ok(py.None().into_bound(py));
+    };
+    let note = h.note.as_ref();
+    let since_ms = note.map(|n| {
+        n.since
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    });
+    py.import("fencelock._holder")?.getattr("_make")?.call1((
+        seconds_or_inf(h.remaining),
+        note.map(|n| n.label.clone()),
+        since_ms,
+        note.map(|n| n.fencing_token),
+    ))
+}
+
+/// The `holder` manager option: `None` (no note), `True` (`host:pid`) or a label (str).
+pub fn holder_arg(value: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    if value.is_none() || value.is(PyBool::new(value.py(), false)) {
+        return Ok(None);
+    }
+    if value.is(PyBool::new(value.py(), true)) {
+        return Ok(Some(fencelock::default_holder_label()));
+    }
+    if let Ok(label) = value.cast::<PyString>() {
+        return Ok(Some(label.to_cow()?.into_owned()));
+    }
+    Err(PyTypeError::new_err(format!(
+        "holder must be True (host:pid), a label (str) or None, got {}",
+        value.get_type().name()?
+    )))
+}

@@ -20,7 +20,7 @@ use crate::managed::py_repr;
 use crate::metrics::metric_names_arg;
 
 /// The manager constructors' keyword arguments, in the order the docs list them.
-pub const MANAGER_KEYWORDS: [&str; 14] = [
+pub const MANAGER_KEYWORDS: [&str; 15] = [
     "key_prefix",
     "retry_delay",
     "retry_jitter",
@@ -35,6 +35,7 @@ pub const MANAGER_KEYWORDS: [&str; 14] = [
     "tls_insecure",
     "password",
     "metric_names",
+    "holder",
 ];
 
 /// `replica_ack_timeout` when only `replica_ack` is given, in seconds.
@@ -59,6 +60,8 @@ pub struct Options {
     pub password: Option<String>,
     /// Which names the measurements carry (`fencelock/metrics.py`).
     pub metric_names: MetricNames,
+    /// The holder label this manager's locks note (`None`: none).
+    pub holder: Option<String>,
 }
 
 impl Options {
@@ -70,6 +73,9 @@ impl Options {
             .drift_factor(self.drift_factor)
             .tls_insecure(self.tls_insecure)
             .metric_names(self.metric_names);
+        if let Some(label) = self.holder {
+            b = b.holder_label(label);
+        }
         if let Some(p) = self.password {
             b = b.password(p);
         }
@@ -144,6 +150,7 @@ impl Options {
             tls_insecure: false,
             password: None,
             metric_names: MetricNames::Hidden,
+            holder: None,
         };
         for (key, value) in kwargs.into_iter().flatten() {
             let key: String = key.extract()?;
@@ -162,6 +169,7 @@ impl Options {
                 "tls_insecure" => o.tls_insecure = tls_insecure_arg(&value)?,
                 "password" => o.password = password_arg(&value)?,
                 "metric_names" => o.metric_names = metric_names_arg(&value)?,
+                "holder" => o.holder = crate::convert::holder_arg(&value)?,
                 other => {
                     return Err(PyTypeError::new_err(format!(
                     "{class}() got an unexpected keyword argument {other:?}; the options are {}",

@@ -86,7 +86,7 @@ fn acquire_blocking(
 /// drift_factor=0.01, server_timeout=None, connect_timeout=None, replica_ack=None,
 /// replica_ack_timeout=None, tls_ca_file=None,
 /// tls_client_cert=None, tls_client_key=None, tls_insecure=False, password=None,
-/// metric_names=None)``
+/// metric_names=None, holder=None)``
 ///
 /// ``servers`` is a ``redis://[user:password@]host[:port][/db]`` URL or a list of them (one
 /// for the single-server lock, several independent servers for Redlock with quorum N/2+1);
@@ -114,6 +114,11 @@ fn acquire_blocking(
 /// ``password`` is the password of every server whose URL has none (with the URL's user, if
 /// any; a Sentinel entry's master, a cluster's nodes), for passwords kept out of URLs: read it
 /// from the environment or a secret file. A URL's own password wins; never shown.
+///
+/// ``holder`` leaves a note next to each lock this manager acquires, for
+/// ``LockManager.holder(name)`` (and ``fencelock status``) to show who holds it, since when and
+/// with which fencing token: ``True`` for ``host:pid``, or a label of your own (1 to 128
+/// bytes, no control characters). Off by default (``None``): nothing more is written.
 ///
 /// ``metric_names`` lets lock names into the ``name`` label of fencelock's measurements
 /// (``fencelock.metrics``; empty by default, since names are often unbounded): a list of names
@@ -339,6 +344,21 @@ impl PyLockManager {
         shutdown::detach(py, || manager.remaining(name.as_bytes()))
             .map(|r| r.map(crate::convert::seconds_or_inf))
             .map_err(|e| to_py(py, e))
+    }
+
+    /// Who holds ``name`` now: a ``fencelock.Holder`` (how long it stays held at least, and the
+    /// label, since when and fencing token its holder noted, when its manager has the
+    /// ``holder`` option), or ``None`` when it is free. Acquires nothing; raises as
+    /// ``is_locked``.
+    fn holder<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = name_arg)] name: Text,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let manager = self.live(py)?;
+        let holder =
+            shutdown::detach(py, || manager.holder(name.as_bytes())).map_err(|e| to_py(py, e))?;
+        crate::convert::holder_to_py(py, holder)
     }
 
     /// Extends ``name`` if it is held with ``token`` (a lock handed over from another process

@@ -102,6 +102,10 @@ pub struct ServerArgs {
     /// A prefix for every key fencelock writes (as the libraries' key_prefix)
     #[arg(long, value_name = "PREFIX", env = "FENCELOCK_KEY_PREFIX")]
     pub key_prefix: Option<String>,
+    /// Leave a note with the lock saying who holds it (LABEL, or host:pid without one) and
+    /// since when, for `fencelock status` and the libraries' holder() to show
+    #[arg(long, value_name = "LABEL", num_args = 0..=1, default_missing_value = "", env = "FENCELOCK_HOLDER")]
+    pub holder: Option<String>,
 }
 
 /// Which kind of lock a name is: a lock (the default), a semaphore's permit, or a read-write

@@ -32,6 +32,11 @@ pub fn manager(args: &ServerArgs, quiet: bool) -> Result<LockManager, Failure> {
     if let Some(prefix) = &args.key_prefix {
         builder = builder.key_prefix(prefix);
     }
+    match args.holder.as_deref() {
+        None => {}
+        Some("") => builder = builder.holder_label(fencelock::default_holder_label()),
+        Some(label) => builder = builder.holder_label(label),
+    }
     if let Some(ca) = &args.tls_ca_file {
         builder = builder.tls_ca_file(ca);
     }

@@ -1,7 +1,8 @@
 //! What holds a name, read once for `status` (its line and JSON) and for the waiting line:
-//! a lock's remaining time and waiters, a semaphore's permits, a read-write lock's readers.
+//! a lock's remaining time, waiters and holder (when it left a note: `--holder`), a
+//! semaphore's permits, a read-write lock's readers.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use fencelock::{FamilyState, LeaseKind, LockManager};
 use serde_json::{json, Value};
@@ -17,16 +18,29 @@ pub struct Seen {
 pub async fn read(manager: &LockManager, name: &str, kind: LeaseKind) -> fencelock::Result<Seen> {
     if kind == LeaseKind::Lock {
         let st = manager.state(name).await?;
+        let by = match &st.holder {
+            Some(n) => format!(
+                " by {} for {}, fencing token {}",
+                n.label,
+                ago(n.since),
+                n.fencing_token
+            ),
+            None => String::new(),
+        };
         let held = match st.remaining {
-            Some(left) => format!("held, {:.1}s left", left.as_secs_f64()),
+            Some(left) => format!("held{by}, {:.1}s left", left.as_secs_f64()),
             None => "free".to_string(),
         };
         let line = match st.waiters {
             Some(n) => format!("{held}, {n} waiting"),
             None => held,
         };
+        let holder = st.holder.as_ref().map(|n| {
+            json!({"label": n.label, "since_ms": epoch_millis(n.since),
+                   "fencing_token": n.fencing_token})
+        });
         let report = json!({"kind": "lock", "remaining_ms": st.remaining.map(millis),
-                            "waiters": st.waiters});
+                            "waiters": st.waiters, "holder": holder});
         return Ok(Seen {
             held: st.remaining.is_some(),
             line,
@@ -54,6 +68,23 @@ pub async fn read(manager: &LockManager, name: &str, kind: LeaseKind) -> fencelo
                            "waiters": s.waiters}),
         },
     })
+}
+
+/// Milliseconds since the epoch.
+fn epoch_millis(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, millis)
+}
+
+/// How long ago `since` was, in words a person reads at a glance (`3.2s`, `4m 05s`,
+/// `2h 03m`); `0.0s` for a time ahead of this clock.
+fn ago(since: SystemTime) -> String {
+    let d = SystemTime::now().duration_since(since).unwrap_or_default();
+    let s = d.as_secs();
+    match s {
+        0..=59 => format!("{:.1}s", d.as_secs_f64()),
+        60..=3599 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m", s / 3600, s % 3600 / 60),
+    }
 }
 
 pub fn millis(d: Duration) -> u64 {

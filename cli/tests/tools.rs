@@ -287,3 +287,73 @@ fn the_waiting_line_shows_on_a_terminal_only() {
         stderr(&plain)
     );
 }
+
+#[test]
+fn status_shows_who_holds_a_lock_taken_with_holder() {
+    let s = servers(1);
+    let out = output(cmd(
+        &[&s[0]],
+        &[
+            "acquire",
+            "deploy",
+            "--ttl",
+            "10m",
+            "--holder",
+            "deploy-bot (ci 1234)",
+            "--print",
+            "json",
+        ],
+    ));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let got: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let status = output(cmd(&[&s[0]], &["status", "deploy", "--json"]));
+    let st: serde_json::Value = serde_json::from_str(&stdout(&status)).unwrap();
+    assert_eq!(st["holder"]["label"], "deploy-bot (ci 1234)", "{st}");
+    assert_eq!(st["holder"]["fencing_token"], got["fencing_token"], "{st}");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let since = st["holder"]["since_ms"].as_u64().unwrap();
+    assert!(since <= now_ms && now_ms - since < 60_000, "{st}");
+    let line = stdout(&output(cmd(&[&s[0]], &["status", "deploy"])));
+    assert!(
+        line.starts_with("deploy: held by deploy-bot (ci 1234) for "),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("fencing token {}", got["fencing_token"])),
+        "{line}"
+    );
+    // Without --holder: held, and no holder.
+    let plain = output(cmd(&[&s[0]], &["acquire", "other", "--ttl", "10m"]));
+    assert_eq!(code(&plain), 0, "{}", stderr(&plain));
+    let st = output(cmd(&[&s[0]], &["status", "other", "--json"]));
+    let st: serde_json::Value = serde_json::from_str(&stdout(&st)).unwrap();
+    assert_eq!(
+        (st["held"].as_bool(), &st["holder"]),
+        (Some(true), &serde_json::Value::Null)
+    );
+    // `run --holder` without a label: host:pid of the fencelock process running the command
+    // (the child's parent).
+    let script = format!(
+        "\"{}\" status job --server {} --json; echo \"parent=$PPID\"",
+        common::BIN,
+        s[0].url()
+    );
+    let run = output(cmd(
+        &[&s[0]],
+        &["run", "job", "--holder", "--", "sh", "-c", &script],
+    ));
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let text = stdout(&run);
+    let (json, parent) = text.trim().rsplit_once('\n').unwrap();
+    let st: serde_json::Value = serde_json::from_str(json).unwrap();
+    let label = st["holder"]["label"].as_str().unwrap().to_string();
+    assert!(
+        label.ends_with(&format!(":{}", parent.trim_start_matches("parent="))),
+        "{label} {parent}"
+    );
+    let bad = output(cmd(&[&s[0]], &["acquire", "x", "--holder", "two\nlines"]));
+    assert_eq!(code(&bad), 78, "{}", stderr(&bad));
+}

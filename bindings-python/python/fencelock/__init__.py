@@ -22,6 +22,7 @@ import os as _os
 
 from fencelock import _logging, _native
 from fencelock._family import RwLock, RwLockState, Semaphore, SemaphoreState
+from fencelock._holder import Holder
 from fencelock._logging import TRACE, enable_logging
 from fencelock._native import (
     Lock,
@@ -54,6 +55,7 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_after_fork_in_child)
 
 __all__ = [
+    "Holder",
     "Lock",
     "LockError",
     "LockLost",

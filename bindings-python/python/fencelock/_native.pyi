@@ -7,6 +7,7 @@ from types import TracebackType
 from typing import Any, Literal, Optional, TypeVar, Union, final
 
 from fencelock._family import AsyncRwLock, AsyncSemaphore, RwLock, Semaphore
+from fencelock._holder import Holder
 
 if sys.version_info >= (3, 11):
     from typing import Self
@@ -121,6 +122,7 @@ class LockManager:
         tls_insecure: bool = False,
         password: Optional[str] = None,
         metric_names: Union[None, Iterable[_Text], Callable[[str], Optional[str]]] = None,
+        holder: Union[None, bool, str] = None,
     ) -> Self: ...
     def acquire(
         self,
@@ -184,6 +186,8 @@ class LockManager:
         """Whether a quorum of the servers hold ``name`` under one token."""
     def remaining(self, name: _Text) -> Optional[float]:
         """Seconds ``name`` stays held at least (``math.inf``: no expiry), ``None`` when free."""
+    def holder(self, name: _Text) -> Optional[Holder]:
+        """Who holds ``name`` (the note its holder left, if any), ``None`` when free."""
     def extend(self, name: _Text, token: _Text, ttl: float) -> float:
         """Extends ``name`` if it is held with ``token``; returns the validity in seconds."""
     def release(self, name: _Text, token: _Text) -> None:
@@ -283,6 +287,7 @@ class AsyncLockManager:
         tls_insecure: bool = False,
         password: Optional[str] = None,
         metric_names: Union[None, Iterable[_Text], Callable[[str], Optional[str]]] = None,
+        holder: Union[None, bool, str] = None,
     ) -> Self: ...
     def acquire(
         self,
@@ -346,6 +351,8 @@ class AsyncLockManager:
         """Whether a quorum of the servers hold ``name`` under one token."""
     def remaining(self, name: _Text) -> Coroutine[Any, Any, Optional[float]]:
         """Seconds ``name`` stays held at least (``math.inf``: no expiry), ``None`` when free."""
+    def holder(self, name: _Text) -> Coroutine[Any, Any, Optional[Holder]]:
+        """Who holds ``name`` (the note its holder left, if any), ``None`` when free."""
     def extend(self, name: _Text, token: _Text, ttl: float) -> Coroutine[Any, Any, float]:
         """Extends ``name`` if it is held with ``token``; returns the validity in seconds."""
     def release(self, name: _Text, token: _Text) -> Coroutine[Any, Any, None]:

@@ -15,6 +15,7 @@ propagates and nothing stays locked.
 from fencelock._family import AsyncRwLock as RwLock
 from fencelock._family import AsyncSemaphore as Semaphore
 from fencelock._family import RwLockState, SemaphoreState
+from fencelock._holder import Holder
 from fencelock._native import (
     AsyncLock as Lock,
     AsyncLockManager as LockManager,
@@ -28,6 +29,7 @@ from fencelock._native import (
 )
 
 __all__ = [
+    "Holder",
     "Lock",
     "LockError",
     "LockLost",
