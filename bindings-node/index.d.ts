@@ -4,9 +4,9 @@
 // napi-rs into native.d.ts; this file adds what generation cannot express: the error classes,
 // the `Symbol.asyncDispose` members and `using()`.
 
-import { Lock, LockManager, AcquireOptions, TryAcquireOptions, LockManagerOptions, FencelockEvent, ServerReport } from './native'
+import { Lock, LockManager, AcquireOptions, TryAcquireOptions, LockManagerOptions, FencelockEvent, ServerReport, Holder } from './native'
 
-export { Lock, LockManager, AcquireOptions, TryAcquireOptions, LockManagerOptions, FencelockEvent, ServerReport }
+export { Lock, LockManager, AcquireOptions, TryAcquireOptions, LockManagerOptions, FencelockEvent, ServerReport, Holder }
 
 /** Options of a semaphore's acquisition: a lock's, and how many permits it takes. */
 export interface SemaphoreAcquireOptions extends AcquireOptions {

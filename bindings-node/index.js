@@ -97,6 +97,20 @@ Lock.prototype[Symbol.for('nodejs.util.inspect.custom')] = function inspectLock(
 
 const { withOwnSignal, runScoped } = require('./scope.js')
 
+// `holder(name)`: the native promise gives `since` in milliseconds since the epoch, and leaves
+// out what the holder did not note.
+const nativeHolder = LockManager.prototype.holder
+LockManager.prototype.holder = async function holder(name) {
+  const h = await nativeHolder.call(this, name)
+  if (h === null) return null
+  return {
+    remaining: h.remaining,
+    label: h.label ?? null,
+    since: h.since == null ? null : new Date(h.since),
+    fencingToken: h.fencingToken ?? null,
+  }
+}
+
 LockManager.prototype.acquire = withOwnSignal(LockManager.prototype.acquire)
 LockManager.prototype.tryAcquire = withOwnSignal(LockManager.prototype.tryAcquire)
 LockManager.prototype.acquireMany = withOwnSignal(LockManager.prototype.acquireMany)

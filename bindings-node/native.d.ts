@@ -118,6 +118,12 @@ export declare class LockManager {
    * this call's time and the clock drift; never more); `Infinity` for a key without expiry.
    */
   remaining(name: string | Buffer): Promise<number | null>
+  /**
+   * Who holds `name` now, or `null` when it is free: how long it stays held at least (as
+   * `remaining`), and the label, since when and fencing token its holder noted (a manager
+   * with the `holder` option), else `null` each. Acquires nothing; the token is never shown.
+   */
+  holder(name: string | Buffer): Promise<Holder | null>
   /** The servers, as `host:port` labels (credentials never shown). */
   get servers(): Array<string>
   /** Whether `close()` was called. */
@@ -195,6 +201,18 @@ export interface FencelockEvent {
   fields: Record<string, string>
 }
 
+/** Who holds a lock (`LockManager.holder`); `index.js` makes `since` a `Date`. */
+export interface Holder {
+  /** How long it stays held at least, in milliseconds (`Infinity`: no expiry). */
+  remaining: number
+  /** The holder's label, or `null` when it left no note. */
+  label?: string | null
+  /** When it was granted the lock (by its clock), or `null` when it left no note. */
+  since?: Date | null
+  /** Its fencing token, or `null` when it left no note. */
+  fencingToken?: bigint | null
+}
+
 /** Options of `new LockManager(servers, options)`. Durations are in milliseconds. */
 export interface LockManagerOptions {
   /** Prefix of every key (`prefix + name`) and channel; default empty. */
@@ -247,6 +265,12 @@ export interface LockManagerOptions {
    * since names are often unbounded.
    */
   metricNames?: Array<string>
+  /**
+   * Leave a note next to each lock acquired, saying who holds it (`true`: `host:pid`;
+   * or a label, 1 to 128 bytes), since when and with which fencing token, for
+   * `holder(name)` and `fencelock status`. Off by default: nothing more is written.
+   */
+  holder?: boolean | string
 }
 
 /** One measurement, as the core defines it. */

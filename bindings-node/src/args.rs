@@ -173,6 +173,18 @@ fn string(what: &str, expected: &str, v: &Unknown) -> Checked<String> {
     }
 }
 
+/// The `holder` option: `true` (`host:pid`), a label (checked by the core), or
+/// `false`/`undefined`/`null` (no note).
+pub(crate) fn holder(v: &Unknown) -> Checked<Option<String>> {
+    match v.get_type() {
+        Ok(ValueType::Undefined | ValueType::Null) => Ok(None),
+        Ok(ValueType::Boolean) => {
+            Ok(boolean("holder", v, false)?.then(fencelock::default_holder_label))
+        }
+        _ => string("holder", "true (host:pid), a label string or false", v).map(Some),
+    }
+}
+
 /// A secret option (`password`): a string (an empty one is refused by the core). Its value
 /// never appears in a message.
 pub(crate) fn secret(what: &str, v: &Unknown) -> Checked<String> {

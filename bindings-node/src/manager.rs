@@ -93,6 +93,43 @@ fn parse_acquire<'e>(name: &Unknown<'e>, fields: &Fields<'e>, mode: Mode) -> Che
     })
 }
 
+/// Who holds a lock (`LockManager.holder`); `index.js` makes `since` a `Date`.
+#[napi(object)]
+pub struct Holder {
+    /// How long it stays held at least, in milliseconds (`Infinity`: no expiry).
+    pub remaining: f64,
+    /// The holder's label, or `null` when it left no note.
+    #[napi(ts_type = "string | null")]
+    pub label: Option<String>,
+    /// When it was granted the lock (by its clock), or `null` when it left no note.
+    #[napi(ts_type = "Date | null")]
+    pub since: Option<f64>,
+    /// Its fencing token, or `null` when it left no note.
+    #[napi(ts_type = "bigint | null")]
+    pub fencing_token: Option<BigInt>,
+}
+
+impl From<fencelock::LockHolder> for Holder {
+    fn from(h: fencelock::LockHolder) -> Holder {
+        let remaining = if h.remaining == std::time::Duration::MAX {
+            f64::INFINITY
+        } else {
+            h.remaining.as_secs_f64() * 1000.0
+        };
+        let note = h.note.as_ref();
+        Holder {
+            remaining,
+            label: note.map(|n| n.label.clone()),
+            since: note.map(|n| {
+                n.since
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_millis() as f64)
+            }),
+            fencing_token: note.map(|n| BigInt::from(n.fencing_token)),
+        }
+    }
+}
+
 /// The name of a one-name acquisition (parse_acquire gives it exactly one).
 fn name_of_one(names: &[Vec<u8>]) -> &[u8] {
     names.first().map_or(&[], Vec::as_slice)
@@ -466,6 +503,30 @@ impl JsLockManager {
                     }
                 }))
             },
+        )
+    }
+
+    /// Who holds `name` now, or `null` when it is free: how long it stays held at least (as
+    /// `remaining`), and the label, since when and fencing token its holder noted (a manager
+    /// with the `holder` option), else `null` each. Acquires nothing; the token is never shown.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "name: string | Buffer",
+        ts_return_type = "Promise<Holder | null>"
+    )]
+    pub fn holder<'e>(
+        &self,
+        env: &'e Env,
+        name: Unknown<'e>,
+    ) -> Result<PromiseRaw<'e, Option<Holder>>> {
+        let (name, manager) = match self.name_and_manager(&name) {
+            Ok(c) => c,
+            Err(f) => return rejected(env, f),
+        };
+        promise(
+            env,
+            async move { Ok(manager.holder(&name).await?) },
+            |_, holder: Option<fencelock::LockHolder>| Ok(holder.map(Holder::from)),
         )
     }
 

@@ -56,6 +56,9 @@ pub(crate) fn manager(
         let names = args::metric_names(&v)?;
         builder = builder.metric_names(fencelock::MetricNames::listed(names));
     }
+    if let Some(label) = args::holder(&field("holder")?)? {
+        builder = builder.holder_label(label);
+    }
     builder = replica_ack(builder, &fields)?;
     builder = tls(builder, &fields)?;
     // Calls polled on this thread ride connections its event loop drives.

@@ -78,6 +78,10 @@ js_options! {
         #[doc = " `fencelock/metrics` exporters); others have an empty label, the default for all,"]
         #[doc = " since names are often unbounded."]
         metric_names / "metricNames": Option<Vec<String>>,
+        #[doc = " Leave a note next to each lock acquired, saying who holds it (`true`: `host:pid`;"]
+        #[doc = " or a label, 1 to 128 bytes), since when and with which fencing token, for"]
+        #[doc = " `holder(name)` and `fencelock status`. Off by default: nothing more is written."]
+        holder / "holder": Option<Either<bool, String>>,
     }
 }
 

@@ -13,6 +13,7 @@ import {
   onEvent,
   FencelockEvent,
   EventLevel,
+  Holder,
   LockManagerOptions,
   RwLock,
   Semaphore,
@@ -33,6 +34,14 @@ export async function typed(m: LockManager): Promise<void> {
   const w: boolean = await rw.writing({ ttl: 1000 }, async () => (await rw.state()).writer)
   const wrongKind: 'ERR_WRONG_KIND' = WrongKindError.code
   void [kind, permits, maybeLease, st.held, used, r, w, wrongKind]
+  const labelled = new LockManager('redis://127.0.0.1:6379', { holder: true })
+  const named = new LockManager('redis://127.0.0.1:6379', { holder: 'web-1' })
+  const who: Holder | null = await m.holder('name')
+  const since: Date | null | undefined = who?.since
+  const holderFence: bigint | null | undefined = who?.fencingToken
+  void [labelled, named, since, holderFence, who?.remaining, who?.label]
+  // @ts-expect-error holder is true or a label
+  void new LockManager('redis://127.0.0.1:6379', { holder: 42 })
   // @ts-expect-error count is a number
   await sem.acquire({ count: '2' })
   // @ts-expect-error a read-write lock has no count
