@@ -34,6 +34,16 @@
 
 
 /**
+ * The longest holder label, in bytes, without its NUL.
+ */
+#define FL_HOLDER_LABEL_MAX 128
+
+/**
+ * The size of `fl_holder.label`: the longest label and its NUL.
+ */
+#define FL_HOLDER_LABEL_SIZE 129
+
+/**
  * `fl_lock_acquire_with_flags`: with a caller's token, the name already held with it is
  * acquired again (its TTL reset, a new fencing token) instead of being refused.
  */
@@ -344,6 +354,37 @@ typedef struct fl_rwlock fl_rwlock;
  * first). Thread-safe.
  */
 typedef struct fl_semaphore fl_semaphore;
+
+/**
+ * Who holds a lock, as `fl_manager_holder` fills it.
+ */
+typedef struct fl_holder {
+  /**
+   * Whether a quorum of the servers hold the lock; when false, nothing else is set.
+   */
+  bool held;
+  /**
+   * How long it stays held at least, in milliseconds (`INT64_MAX`: no expiry).
+   */
+  int64_t remaining_ms;
+  /**
+   * Whether its holder left a note (a manager with a holder label); when false, the three
+   * fields below are empty or 0.
+   */
+  bool noted;
+  /**
+   * The holder's label, NUL-terminated (empty without a note).
+   */
+  char label[FL_HOLDER_LABEL_SIZE];
+  /**
+   * When it was granted the lock, by its clock, in milliseconds since the Unix epoch.
+   */
+  int64_t since_ms;
+  /**
+   * Its fencing token.
+   */
+  uint64_t fencing_token;
+} fl_holder;
 
 /**
  * Asked by `fl_lock_acquire_interruptible`, on the waiting thread, whether to give up:
@@ -702,6 +743,25 @@ fl_status fl_manager_is_locked(const struct fl_manager *manager, const char *nam
  * Errors: as `fl_manager_is_locked`.
  */
 fl_status fl_manager_remaining_ms(const struct fl_manager *manager, const char *name, int64_t *out);
+
+/**
+ * Has managers made with these options leave a note next to each lock they acquire, saying
+ * who holds it (`label`, 1 to `FL_HOLDER_LABEL_MAX` bytes of UTF-8 without control
+ * characters; NULL for `host:pid`), since when and with which fencing token, for
+ * `fl_manager_holder` (and `fencelock status`) to show. Off by default: nothing more is
+ * written. The label is checked by `fl_manager_new`; the string is copied.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` if `opts` is NULL or `label` is not UTF-8.
+ */
+fl_status fl_manager_options_set_holder(struct fl_manager_options *opts, const char *label);
+
+/**
+ * Who holds the lock `name` now, changing nothing: fills `*out` (see `fl_holder`). Acquires
+ * nothing; the token is never shown. Writes `*out` only on success.
+ *
+ * Errors: as `fl_manager_is_locked`.
+ */
+fl_status fl_manager_holder(const struct fl_manager *manager, const char *name, struct fl_holder *out);
 
 /**
  * Acquires the lock `name` (any bytes but NUL, at most 1024) for `ttl_ms` milliseconds,

@@ -34,6 +34,7 @@ mod options;
 mod manager;
 
 mod by_name;
+mod holder;
 mod lock;
 
 mod many;
@@ -64,6 +65,10 @@ pub use family::{
     fl_semaphore_extend_by_token, fl_semaphore_free, fl_semaphore_new, fl_semaphore_occupancy,
     fl_semaphore_release_by_token, fl_semaphore_state, fl_semaphore_try_acquire, fl_with_rwlock,
     fl_with_semaphore,
+};
+pub use holder::{
+    fl_holder, fl_manager_holder, fl_manager_options_set_holder, FL_HOLDER_LABEL_MAX,
+    FL_HOLDER_LABEL_SIZE,
 };
 pub use lock::{
     fl_interrupt_callback, fl_lock, fl_lock_acquire, fl_lock_acquire_interruptible,

@@ -34,6 +34,8 @@ pub struct fl_manager_options {
     password: Option<Secret>,
     /// Names let into the measurements' `name` label (`fl_manager_options_add_metric_name`).
     pub(crate) metric_names: Vec<Vec<u8>>,
+    /// The holder label (`fl_manager_options_set_holder`).
+    pub(crate) holder_label: Option<String>,
 }
 
 /// A password: its `Debug` form never shows it.
@@ -94,6 +96,9 @@ impl fl_manager_options {
         }
         if !self.metric_names.is_empty() {
             b = b.metric_names(fencelock::MetricNames::listed(&self.metric_names));
+        }
+        if let Some(label) = &self.holder_label {
+            b = b.holder_label(label.as_str());
         }
         b
     }

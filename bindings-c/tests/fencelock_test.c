@@ -1623,6 +1623,60 @@ static void test_redlock_survives_one_server_killed(void) {
 }
 
 /* Inspection without acquiring (issue 22): the quorum's view; a classic SET NX PX counts. */
+/* Who holds a lock: a manager with a holder label leaves a note; fl_manager_holder reads it. */
+static void test_holder_label_and_inspection(void) {
+    const char *u[] = {urls[0]};
+    fl_manager *labelled = NULL, *defaulted = NULL, *plain = single_manager(), *bad = NULL;
+    fl_manager_options *o = NULL;
+    fl_lock *l = NULL;
+    fl_holder h;
+    const char *name = fresh_name("who");
+    uint64_t fence = 0;
+    char expected[64];
+
+    CHECK_ST(fl_manager_options_new(&o), FL_OK);
+    CHECK_INVALID(fl_manager_options_set_holder(NULL, "x"), "opts");
+    CHECK_ST(fl_manager_options_set_holder(o, "two\nlines"), FL_OK);
+    CHECK_INVALID(fl_manager_new(u, 1, o, &bad), "control characters");
+    CHECK_ST(fl_manager_options_set_holder(o, "batch-7 (nightly)"), FL_OK);
+    CHECK_ST(fl_manager_new(u, 1, o, &labelled), FL_OK);
+    CHECK_ST(fl_manager_options_set_holder(o, NULL), FL_OK);
+    CHECK_ST(fl_manager_new(u, 1, o, &defaulted), FL_OK);
+    fl_manager_options_free(o);
+
+    CHECK_INVALID(fl_manager_holder(plain, name, NULL), "out");
+    memset(&h, 0xff, sizeof h);
+    CHECK_ST(fl_manager_holder(plain, name, &h), FL_OK);
+    CHECK(!h.held && !h.noted && h.label[0] == 0);
+
+    CHECK_ST(fl_lock_acquire(labelled, name, 5000, 0, &l), FL_OK);
+    CHECK_ST(fl_lock_fencing_token(l, &fence), FL_OK);
+    CHECK_ST(fl_manager_holder(plain, name, &h), FL_OK);
+    CHECK(h.held && h.noted && h.remaining_ms > 3000 && h.remaining_ms <= 5000);
+    CHECK(strcmp(h.label, "batch-7 (nightly)") == 0);
+    CHECK(h.fencing_token == fence && h.since_ms > 1700000000000LL);
+    CHECK_ST(fl_lock_release(l), FL_OK);
+    fl_lock_free(l);
+
+    CHECK_ST(fl_lock_acquire(defaulted, name, 5000, 0, &l), FL_OK);
+    CHECK_ST(fl_manager_holder(plain, name, &h), FL_OK);
+    snprintf(expected, sizeof expected, ":%ld", (long)getpid());
+    CHECK(h.noted && strlen(h.label) > strlen(expected));
+    CHECK(strcmp(h.label + strlen(h.label) - strlen(expected), expected) == 0);
+    CHECK_ST(fl_lock_release(l), FL_OK);
+    fl_lock_free(l);
+
+    /* Without a label: held, no note. */
+    CHECK_ST(fl_lock_acquire(plain, name, 5000, 0, &l), FL_OK);
+    CHECK_ST(fl_manager_holder(labelled, name, &h), FL_OK);
+    CHECK(h.held && !h.noted && h.label[0] == 0 && h.fencing_token == 0);
+    CHECK_ST(fl_lock_release(l), FL_OK);
+    fl_lock_free(l);
+    fl_manager_free(labelled);
+    fl_manager_free(defaulted);
+    fl_manager_free(plain);
+}
+
 static void test_is_locked_and_remaining(void) {
     fl_manager *m = single_manager(), *r = redlock_manager();
     fl_lock *l = NULL;
@@ -2035,6 +2089,7 @@ int main(void) {
     run_test("redlock_survives_one_server_killed", test_redlock_survives_one_server_killed);
     run_test("a_cluster_is_one_server", test_a_cluster_is_one_server);
     run_test("is_locked_and_remaining", test_is_locked_and_remaining);
+    run_test("holder_label_and_inspection", test_holder_label_and_inspection);
     run_test("acquire_many_takes_every_name_or_none", test_acquire_many_takes_every_name_or_none);
     run_test("semaphore_limit_kinds_and_state", test_semaphore_limit_kinds_and_state);
     run_test("with_semaphore_caps_threads_at_the_limit", test_with_semaphore_caps_threads_at_the_limit);
