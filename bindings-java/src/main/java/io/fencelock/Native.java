@@ -68,6 +68,8 @@ final class Native {
         int fl_extend_by_token(Pointer manager, byte[] name, byte[] token, long ttlMs, LongByReference validityMs);
         int fl_manager_is_locked(Pointer manager, byte[] name, ByteByReference out);
         int fl_manager_remaining_ms(Pointer manager, byte[] name, LongByReference out);
+        int fl_manager_holder(Pointer manager, byte[] name, HolderInfo out);
+        int fl_manager_options_set_holder(Pointer opts, byte[] label);
 
         int fl_lock_acquire_interruptible(Pointer manager, byte[] name, byte[] token, long ttlMs, long waitMs,
                 InterruptCallback interrupted, Pointer userData, PointerByReference out);
@@ -120,6 +122,17 @@ final class Native {
         public long held;
         public long holders;
         public long waiters;
+    }
+
+    /** {@code struct fl_holder}. */
+    @Structure.FieldOrder({"held", "remainingMs", "noted", "label", "sinceMs", "fencingToken"})
+    public static final class HolderInfo extends Structure {
+        public byte held;
+        public long remainingMs;
+        public byte noted;
+        public byte[] label = new byte[129];
+        public long sinceMs;
+        public long fencingToken;
     }
 
     /** {@code struct fl_rwlock_occupancy}. */
