@@ -134,6 +134,9 @@ def targets(res: dict[str, Any]) -> list[Row]:
     # Issue 38: what observing costs (a metrics recorder and a tracing subscriber attached).
     check("Rust 1 server, one call at a time: with metrics and tracing / without",
           paired(c1, "rust/ours-observed", "rust/ours"), 0.97, True)
+    # Issue 38 item 6: a holder label costs one more script call per grant (the note).
+    check("Rust 1 server, one call at a time: with a holder label / without",
+          paired(c1, "rust/ours-holder", "rust/ours"), 0.5, True)
     ours = (scale.get("rust/ours") or {}).get("256")
     seen = (scale.get("rust/ours-observed") or {}).get("256")
     ratio = seen["ops_per_s"] / ours["ops_per_s"] if ours and seen and ours["ops_per_s"] else None

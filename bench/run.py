@@ -337,7 +337,7 @@ class Runners:
 # Which impls each language's runner offers, and where they apply.
 SINGLE_ONLY = {("python", "redis-py"), ("python", "python-redis-lock")}
 CYCLE_IMPLS = {
-    "rust": ["floor", "ours", "ours-observed", "rslock"],
+    "rust": ["floor", "ours", "ours-observed", "ours-holder", "rslock"],
     "python": [
         "floor", "floor-asyncio", "ours", "ours-asyncio", "redis-py", "python-redis-lock",
         "pottery", "pottery-asyncio",

@@ -18,7 +18,7 @@ usage: fencelock-bench cycle   --impl IMPL --servers URL[,URL...] --duration-ms 
        fencelock-bench contend --impl IMPL --servers URLS --name NAME --hold-ms H --duration-ms D --start-at-ms EPOCH_MS --worker ID [--ttl-ms 10000]
        fencelock-bench scale   --impl IMPL --servers URLS --tasks K --duration-ms D [--ttl-ms 10000]
        fencelock-bench hold    --impl IMPL --servers URLS --count 10000 [--ttl-ms 60000]
-IMPL: ours | ours-observed | rslock | floor";
+IMPL: ours | ours-observed | ours-holder | rslock | floor";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
@@ -63,6 +63,9 @@ pub enum ImplKind {
     /// Ours with a metrics recorder (Prometheus's) and a tracing subscriber attached: what
     /// observability costs (issue 38).
     OursObserved,
+    /// Ours with a holder label: each grant and extension also leaves the holder's note (issue
+    /// 38's "who holds it").
+    OursHolder,
     Rslock,
     Floor,
 }
@@ -72,6 +75,7 @@ impl ImplKind {
         match self {
             ImplKind::Ours => "ours",
             ImplKind::OursObserved => "ours-observed",
+            ImplKind::OursHolder => "ours-holder",
             ImplKind::Rslock => "rslock",
             ImplKind::Floor => "floor",
         }
@@ -146,11 +150,13 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
     let imp = match need("impl")? {
         "ours" => ImplKind::Ours,
         "ours-observed" => ImplKind::OursObserved,
+        "ours-holder" => ImplKind::OursHolder,
         "rslock" => ImplKind::Rslock,
         "floor" => ImplKind::Floor,
         other => {
             return Err(
-                format!("unknown impl {other:?} (ours, ours-observed, rslock, floor)").into(),
+                format!("unknown impl {other:?} (ours, ours-observed, ours-holder, rslock, floor)")
+                    .into(),
             )
         }
     };

@@ -56,6 +56,11 @@ impl Impl {
                     .map(Impl::Ours)
                     .map_err(|e| e.to_string())
             }
+            ImplKind::OursHolder => fencelock::LockManager::builder(servers)
+                .holder_label(fencelock::default_holder_label())
+                .build()
+                .map(Impl::Ours)
+                .map_err(|e| e.to_string()),
             ImplKind::Rslock => {
                 // rslock::LockManager::new panics on a bad URL: check them first.
                 let clients = servers
