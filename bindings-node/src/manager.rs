@@ -93,6 +93,15 @@ fn parse_acquire<'e>(name: &Unknown<'e>, fields: &Fields<'e>, mode: Mode) -> Che
     })
 }
 
+/// A time left in milliseconds, `Infinity` for a key without expiry (`Duration::MAX`).
+fn millis_or_inf(d: std::time::Duration) -> f64 {
+    if d == std::time::Duration::MAX {
+        f64::INFINITY
+    } else {
+        d.as_secs_f64() * 1000.0
+    }
+}
+
 /// Who holds a lock (`LockManager.holder`); `index.js` makes `since` a `Date`.
 #[napi(object)]
 pub struct Holder {
@@ -111,14 +120,9 @@ pub struct Holder {
 
 impl From<fencelock::LockHolder> for Holder {
     fn from(h: fencelock::LockHolder) -> Holder {
-        let remaining = if h.remaining == std::time::Duration::MAX {
-            f64::INFINITY
-        } else {
-            h.remaining.as_secs_f64() * 1000.0
-        };
         let note = h.note.as_ref();
         Holder {
-            remaining,
+            remaining: millis_or_inf(h.remaining),
             label: note.map(|n| n.label.clone()),
             since: note.map(|n| {
                 n.since
@@ -494,15 +498,7 @@ impl JsLockManager {
         promise(
             env,
             async move { Ok(manager.remaining(&name).await?) },
-            |_, left: Option<std::time::Duration>| {
-                Ok(left.map(|d| {
-                    if d == std::time::Duration::MAX {
-                        f64::INFINITY
-                    } else {
-                        d.as_secs_f64() * 1000.0
-                    }
-                }))
-            },
+            |_, left: Option<std::time::Duration>| Ok(left.map(millis_or_inf)),
         )
     }
 

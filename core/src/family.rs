@@ -55,6 +55,17 @@ impl Family {
         })
     }
 
+    /// The holders that left a note ([`Semaphore::holders`], [`RwLock::holders`]).
+    ///
+    /// # Errors
+    /// As theirs.
+    pub async fn holders(&self) -> Result<Vec<crate::LockHolder>> {
+        match self {
+            Family::Semaphore(s) => s.holders().await,
+            Family::RwLock(rw) => rw.holders().await,
+        }
+    }
+
     /// Releases the lease held with `token` ([`Semaphore::release_by_token`],
     /// [`RwLock::release_by_token`]).
     ///

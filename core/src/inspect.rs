@@ -90,7 +90,7 @@ impl Engine {
 impl Engine {
     /// Every server's answer to the read-only `call` on `name`, parsed with `parse`; an error
     /// when fewer than a quorum answered.
-    async fn views<T>(
+    pub(crate) async fn views<T>(
         &self,
         name: &[u8],
         call: ScriptCall,

@@ -18,6 +18,7 @@
 //! | a waiter's wake-up channel | the release channel, `|`, the first [`WAKE_ID_LEN`] bytes of its token |
 //! | the slot guard: never written (see below) | `P fencelock:{T}:guard` |
 //! | the holder label's note, written only by managers with a label (`who.rs`) | `P fencelock:{T}:who: name` |
+//! | a semaphore's or read-write lock's holder notes (token → note), the same | `P fencelock:{T}:whos: name` |
 //!
 //! The lock key is the name itself (with the prefix), so the classic `SET name value NX PX`
 //! of other clients excludes fencelock and the other way round, on a cluster too. Every other
@@ -81,6 +82,9 @@ pub struct LockKeys {
     /// The holder label's note (`who.rs`): who holds the lock, since when, with which
     /// fencing token; written only by holders that set a label.
     pub who: Vec<u8>,
+    /// A semaphore's or read-write lock's holder notes (a hash: token → note), written only
+    /// by holders that set a label.
+    pub whos: Vec<u8>,
     /// The release channel; a waiter's wake-up channel is built from it
     /// ([`wake_channel`](Self::wake_channel)).
     pub channel: Vec<u8>,
@@ -108,6 +112,7 @@ impl LockKeys {
             ttls: own(b"ttls:", name),
             holders: own(b"holders:", name),
             who: own(b"who:", name),
+            whos: own(b"whos:", name),
             channel: own(b"released:", name),
             guard: own(b"guard", b""),
             lock,

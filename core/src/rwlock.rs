@@ -168,6 +168,18 @@ impl RwLock {
         })
     }
 
+    /// Who holds it: the holders that left a note (their managers have a holder label,
+    /// [`crate::who`]), each with its label, since when, its fencing token and how long its
+    /// lease still runs at least, longest first. Leases without a note are counted by
+    /// [`state`](Self::state) only.
+    ///
+    /// # Errors
+    /// As [`state`](Self::state).
+    pub async fn holders(&self) -> Result<Vec<crate::LockHolder>> {
+        let quorum = LeaseKind::Read.quorum(self.engine.n());
+        self.engine.lease_holders(&self.name, quorum).await
+    }
+
     /// Releases the share or hold held with `token`, without a lease object.
     ///
     /// # Errors

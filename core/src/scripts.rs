@@ -29,7 +29,8 @@ mod conformance;
 mod permits;
 mod replies;
 pub(crate) use replies::{
-    parse_acquire, parse_inspect, parse_permits, AcquireReply, Compared, Holder, PermitsView,
+    parse_acquire, parse_inspect, parse_permits, parse_whos, AcquireReply, Compared, Holder,
+    PermitsView,
 };
 
 /// Most parts a script call may have (see the module doc).

@@ -181,6 +181,22 @@ impl Semaphore {
         })
     }
 
+    /// Who holds it: the holders that left a note (their managers have a holder label,
+    /// [`crate::who`]), each with its label, since when, its fencing token and how long its
+    /// lease still runs at least, longest first. Leases without a note are counted by
+    /// [`state`](Self::state) only.
+    ///
+    /// # Errors
+    /// As [`state`](Self::state).
+    pub async fn holders(&self) -> Result<Vec<crate::LockHolder>> {
+        let quorum = LeaseKind::Permits {
+            count: 1,
+            limit: self.limit,
+        }
+        .quorum(self.engine.n());
+        self.engine.lease_holders(&self.name, quorum).await
+    }
+
     /// Releases the lease held with `token`, without a lease object (one handed across
     /// processes).
     ///

@@ -12,8 +12,11 @@
 //! Nothing is written without a label: the lock's own keys and scripts, the classic
 //! `SET NX PX` interop and the lean uncontended path are the same either way. With a label an
 //! acquisition costs one more script call per server (after the grant), and so does each
-//! extension. Semaphores and read-write locks take no note yet.
+//! extension. A semaphore's or read-write lock's leases are noted the same way, one note per
+//! lease in a hash (`note_permits.lua`), and listed by their handles' `holders()`
+//! (`whos.lua`).
 
+use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::join_all;
@@ -125,15 +128,16 @@ impl Engine {
         let Some(label) = self.config.holder_label.as_deref() else {
             return;
         };
-        if !t.kind.is_lock() {
-            return;
-        }
         let keys = t.all_keys();
         let calls: Vec<ScriptCall> = keys
             .iter()
             .zip(fences)
             .map(|(k, fence)| {
-                ScriptCall::note(k, &t.token, &note_text(&t.token, since, *fence, label))
+                let note = note_text(&t.token, since, *fence, label);
+                match t.kind.is_lock() {
+                    true => ScriptCall::note(k, &t.token, &note),
+                    false => ScriptCall::permits_note(k, &t.token, &note),
+                }
             })
             .collect();
         let timeout = self.server_timeout(crate::timing::DEFAULT_TTL);
@@ -143,6 +147,49 @@ impl Engine {
             })
         }))
         .await;
+    }
+}
+
+impl Engine {
+    /// The notes of the leases of semaphore or read-write lock `name` that a quorum of the
+    /// servers (`quorum`, the kind's) still hold, each with how long it still runs at least
+    /// (the quorum-th longest), longest first. Leases whose holders left no note are not
+    /// listed.
+    ///
+    /// # Errors
+    /// As [`inspect`](Self::inspect).
+    pub(crate) async fn lease_holders(
+        &self,
+        name: &[u8],
+        quorum: usize,
+    ) -> Result<Vec<LockHolder>> {
+        let keys = crate::keys::LockKeys::new(&self.config.prefix, name);
+        let views = self
+            .views(
+                name,
+                ScriptCall::permits_whos(&keys),
+                crate::scripts::parse_whos,
+            )
+            .await?;
+        let mut by_token: HashMap<Vec<u8>, (Vec<u8>, Vec<Duration>)> = HashMap::new();
+        for (token, note, left) in views.into_iter().flatten().flatten() {
+            let entry = by_token.entry(token).or_insert_with(|| (note, Vec::new()));
+            entry.1.push(left);
+        }
+        let mut out: Vec<LockHolder> = by_token
+            .into_iter()
+            .filter(|(_, (_, lefts))| lefts.len() >= quorum)
+            .filter_map(|(token, (note, mut lefts))| {
+                lefts.sort_by_key(|l| std::cmp::Reverse(*l));
+                let note = parse_note(&token, &note)?;
+                Some(LockHolder {
+                    remaining: lefts[quorum - 1],
+                    note: Some(note),
+                })
+            })
+            .collect();
+        out.sort_by_key(|h| std::cmp::Reverse(h.remaining));
+        Ok(out)
     }
 }
 

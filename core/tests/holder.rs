@@ -160,3 +160,78 @@ fn bad_labels_are_refused_before_any_network_call() {
         "{label}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_semaphores_and_a_read_write_locks_holders_are_listed() {
+    let server = RedisServer::start();
+    let urls = [server.url()];
+    let a = labelled(&urls, "render-a");
+    let b = labelled(&urls, "render-b");
+    let plain = LockManager::new([server.url()]).unwrap();
+    let sem = |m: &LockManager| m.semaphore("render", 3).unwrap();
+    let first = sem(&a).acquire(1, MS(30_000), None).await.unwrap();
+    let second = sem(&b).acquire(1, MS(5_000), None).await.unwrap();
+    let unnoted = sem(&plain).acquire(1, MS(30_000), None).await.unwrap();
+    assert_eq!(sem(&plain).state().await.unwrap().holders, 3);
+    let holders = sem(&plain).holders().await.unwrap();
+    let seen: Vec<(String, u64)> = holders
+        .iter()
+        .map(|h| {
+            let n = h.note.as_ref().unwrap();
+            (n.label.clone(), n.fencing_token)
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("render-a".to_string(), first.fencing_token()),
+            ("render-b".to_string(), second.fencing_token())
+        ],
+        "longest first, the unnoted lease left out"
+    );
+    assert!(holders[1].remaining <= MS(5_000));
+    // An extension renews a lease's note with it; a release drops it from the list.
+    second.extend(MS(60_000)).await.unwrap();
+    assert_eq!(
+        sem(&plain).holders().await.unwrap()[0]
+            .note
+            .as_ref()
+            .unwrap()
+            .label,
+        "render-b"
+    );
+    second.release().await.unwrap();
+    let left = sem(&plain).holders().await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].note.as_ref().unwrap().label, "render-a");
+    first.release().await.unwrap();
+    unnoted.release().await.unwrap();
+    assert!(sem(&plain).holders().await.unwrap().is_empty());
+
+    // A read-write lock: its readers, then its writer.
+    let rw_a = a.rwlock("catalog").unwrap();
+    let rw_b = b.rwlock("catalog").unwrap();
+    let r1 = rw_a.read(MS(30_000), None).await.unwrap();
+    let r2 = rw_b.read(MS(30_000), None).await.unwrap();
+    let mut labels: Vec<String> = plain
+        .rwlock("catalog")
+        .unwrap()
+        .holders()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|h| h.note.unwrap().label)
+        .collect();
+    labels.sort();
+    assert_eq!(labels, ["render-a", "render-b"]);
+    r1.release().await.unwrap();
+    r2.release().await.unwrap();
+    let w = rw_b.write(MS(30_000), None).await.unwrap();
+    let holders = plain.rwlock("catalog").unwrap().holders().await.unwrap();
+    assert_eq!(holders.len(), 1);
+    assert_eq!(
+        holders[0].note.as_ref().unwrap().fencing_token,
+        w.fencing_token()
+    );
+    w.release().await.unwrap();
+}

@@ -111,6 +111,14 @@ impl Semaphore {
         self.manager.block_on(self.inner.state())?
     }
 
+    /// See [`crate::Semaphore::holders`].
+    ///
+    /// # Errors
+    /// As [`crate::Semaphore::holders`].
+    pub fn holders(&self) -> Result<Vec<crate::LockHolder>> {
+        self.manager.block_on(self.inner.holders())?
+    }
+
     /// See [`crate::Semaphore::release_by_token`].
     ///
     /// # Errors
@@ -174,6 +182,14 @@ impl RwLock {
     /// As [`crate::RwLock::state`].
     pub fn state(&self) -> Result<RwLockState> {
         self.manager.block_on(self.inner.state())?
+    }
+
+    /// See [`crate::RwLock::holders`].
+    ///
+    /// # Errors
+    /// As [`crate::RwLock::holders`].
+    pub fn holders(&self) -> Result<Vec<crate::LockHolder>> {
+        self.manager.block_on(self.inner.holders())?
     }
 
     /// See [`crate::RwLock::release_by_token`].

@@ -50,6 +50,13 @@ const INSPECT_SRC: &str = concat!(
     include_str!("permits_inspect.lua")
 );
 
+/// The holder label's note of a lease (`note_permits.lua`, `who.rs`).
+static NOTE: LazyLock<Script> = LazyLock::new(|| Script::new(NOTE_SRC));
+const NOTE_SRC: &str = include_str!("note_permits.lua");
+/// Read-only: the notes of the leases that still run (`whos.lua`).
+static WHOS: LazyLock<Script> = LazyLock::new(|| Script::new(WHOS_SRC));
+const WHOS_SRC: &str = include_str!("whos.lua");
+
 /// The six keys of a permit script, in their order.
 fn all(k: &LockKeys) -> [&[u8]; 6] {
     [
@@ -112,6 +119,24 @@ impl ScriptCall {
         )
         .guarded(keys)
         .acked()
+    }
+
+    /// The holder label's note of `token`'s lease (see `note_permits.lua`).
+    pub fn permits_note(keys: &LockKeys, token: &[u8], note: &[u8]) -> Self {
+        ScriptCall::new(
+            (&NOTE, NOTE_SRC),
+            &[&keys.holders, &keys.whos],
+            (&[token, note], false),
+        )
+    }
+
+    /// The notes of the leases that still run. Reply: [`parse_whos`](super::parse_whos).
+    pub fn permits_whos(keys: &LockKeys) -> Self {
+        ScriptCall::new(
+            (&WHOS, WHOS_SRC),
+            &[&keys.holders, &keys.whos],
+            (&[], false),
+        )
     }
 
     /// Inspect of a semaphore or read-write lock, and of `token`'s lease when given. Reply:

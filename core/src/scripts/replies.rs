@@ -171,6 +171,29 @@ impl Compared {
     }
 }
 
+/// One lease's note as `whos.lua` returns it: its token, the note, and how long the lease
+/// still runs.
+pub(crate) type LeaseNote = (Vec<u8>, Vec<u8>, Duration);
+
+/// Parses `whos.lua`'s reply: `{token, note, ms left, ...}`.
+pub(crate) fn parse_whos(v: &Value) -> Result<Vec<LeaseNote>, String> {
+    let bad = || format!("whos script returned {v:?}");
+    let Value::Array(items) = v else {
+        return Err(bad());
+    };
+    items
+        .chunks(3)
+        .map(|c| match c {
+            [Value::BulkString(token), Value::BulkString(note), Value::Int(left)] => Ok((
+                token.clone(),
+                note.clone(),
+                Duration::from_millis(u64::try_from(*left).unwrap_or(0)),
+            )),
+            _ => Err(bad()),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
