@@ -47,7 +47,36 @@ pub async fn read(manager: &LockManager, name: &str, kind: LeaseKind) -> fencelo
             report,
         });
     }
-    Ok(match manager.family(name, kind)?.state().await? {
+    let family = manager.family(name, kind)?;
+    let noted = family.holders().await?;
+    let mut seen = family_seen(family.state().await?);
+    if !noted.is_empty() {
+        let who: Vec<String> = noted
+            .iter()
+            .filter_map(|h| h.note.as_ref())
+            .map(|n| {
+                format!(
+                    "{} for {} (fencing token {})",
+                    n.label,
+                    ago(n.since),
+                    n.fencing_token
+                )
+            })
+            .collect();
+        seen.line = format!("{}; noted: {}", seen.line, who.join(", "));
+    }
+    seen.report["holders_noted"] = json!(noted
+        .iter()
+        .filter_map(|h| h.note.as_ref().map(|n| json!({"label": n.label,
+            "since_ms": epoch_millis(n.since), "fencing_token": n.fencing_token,
+            "remaining_ms": millis(h.remaining)})))
+        .collect::<Vec<_>>());
+    Ok(seen)
+}
+
+/// A semaphore's or read-write lock's state in words and JSON.
+fn family_seen(state: FamilyState) -> Seen {
+    match state {
         FamilyState::Semaphore(s) => Seen {
             held: s.held > 0,
             line: format!(
@@ -67,7 +96,7 @@ pub async fn read(manager: &LockManager, name: &str, kind: LeaseKind) -> fencelo
             report: json!({"kind": "rwlock", "writer": s.writer, "readers": s.readers,
                            "waiters": s.waiters}),
         },
-    })
+    }
 }
 
 /// Milliseconds since the epoch.

@@ -357,3 +357,51 @@ fn status_shows_who_holds_a_lock_taken_with_holder() {
     let bad = output(cmd(&[&s[0]], &["acquire", "x", "--holder", "two\nlines"]));
     assert_eq!(code(&bad), 78, "{}", stderr(&bad));
 }
+
+#[test]
+fn status_lists_a_semaphores_noted_holders() {
+    let s = servers(1);
+    for label in ["render-a", "render-b"] {
+        let out = output(cmd(
+            &[&s[0]],
+            &[
+                "acquire",
+                "render",
+                "--semaphore",
+                "3",
+                "--ttl",
+                "10m",
+                "--holder",
+                label,
+            ],
+        ));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let plain = output(cmd(
+        &[&s[0]],
+        &["acquire", "render", "--semaphore", "3", "--ttl", "10m"],
+    ));
+    assert_eq!(code(&plain), 0, "{}", stderr(&plain));
+    let st = output(cmd(
+        &[&s[0]],
+        &["status", "render", "--semaphore", "3", "--json"],
+    ));
+    let st: serde_json::Value = serde_json::from_str(&stdout(&st)).unwrap();
+    assert_eq!(st["holders"], 3, "{st}");
+    let mut labels: Vec<&str> = st["holders_noted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["label"].as_str().unwrap())
+        .collect();
+    labels.sort_unstable();
+    assert_eq!(labels, ["render-a", "render-b"], "{st}");
+    let line = stdout(&output(cmd(
+        &[&s[0]],
+        &["status", "render", "--semaphore", "3"],
+    )));
+    assert!(
+        line.contains("3 of 3 permits held by 3") && line.contains("; noted: render-"),
+        "{line}"
+    );
+}
