@@ -1,7 +1,7 @@
 //! The coordination family's native surface on both managers: `semaphore()` and `rwlock()`,
 //! which check their arguments and build the Python handles of `fencelock/_family.py`, and
 //! the private calls those handles make (`_acquire_lease`, `_lease_scope`, `_lease_state`,
-//! `_lease_release`, `_lease_extend`). A lease is a `Lock` / `asyncio.Lock` like any other;
+//! `_lease_holders`, `_lease_release`, `_lease_extend`). A lease is a `Lock` / `asyncio.Lock` like any other;
 //! the kind travels as [`Names::Lease`] through the managers' one acquisition path.
 
 use std::time::Duration;
@@ -159,6 +159,24 @@ macro_rules! lease_methods {
                 let state = |f: Family| async move { f.state().await.map(state_tuple) };
                 self.lease_call(py, &name, kind, state, |py, st: State| {
                     Ok(pyo3::types::PyTuple::new(py, st)?.into_any())
+                })
+            }
+
+            fn _lease_holders<'py>(
+                &self,
+                py: Python<'py>,
+                #[pyo3(from_py_with = name_arg)] name: Text,
+                kind: &str,
+                limit: u32,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let kind = lease_kind(kind, 1, limit)?;
+                let holders = |f: Family| async move { f.holders().await };
+                self.lease_call(py, &name, kind, holders, |py, hs: Vec<fencelock::LockHolder>| {
+                    let list = pyo3::types::PyList::empty(py);
+                    for h in hs {
+                        list.append(crate::convert::holder_to_py(py, Some(h))?)?;
+                    }
+                    Ok(list.into_any())
                 })
             }
 

@@ -66,3 +66,25 @@ def test_asyncio_holder(server: RedisServer, name: str) -> None:
 def test_bad_labels_are_refused_before_any_network_call(bad: object, error: type, says: str) -> None:
     with pytest.raises(error, match=says):
         fencelock.LockManager("redis://127.0.0.1:1", holder=bad)  # type: ignore[arg-type]
+
+
+def test_a_semaphores_and_a_read_write_locks_noted_holders(server: RedisServer, name: str) -> None:
+    with fencelock.LockManager(server.url, holder="render-a") as a, \
+            fencelock.LockManager(server.url) as plain:
+        sem = a.semaphore(name, 3)
+        with sem.lock(1, 30) as first, plain.semaphore(name, 3).lock(1, 30):
+            [h] = plain.semaphore(name, 3).holders()
+            assert (h.label, h.fencing_token) == ("render-a", first.fencing_token)
+            assert plain.semaphore(name, 3).state().holders == 2
+            assert 25 < h.remaining <= 30
+        assert sem.holders() == []
+        with a.rwlock(name + "-rw").writing(30) as w:
+            [h] = plain.rwlock(name + "-rw").holders()
+            assert (h.label, h.fencing_token) == ("render-a", w.fencing_token)
+
+    async def main() -> list[fencelock.Holder]:
+        async with fencelock.asyncio.LockManager(server.url, holder="async-a") as m:
+            async with m.semaphore(name + "-async", 2).lock(1, 30):
+                return await m.semaphore(name + "-async", 2).holders()
+
+    assert [h.label for h in asyncio.run(main())] == ["async-a"]

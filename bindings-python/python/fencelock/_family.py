@@ -9,9 +9,10 @@ same with awaitables.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Optional, TypeVar, Union
+from typing import Any, Callable, List, NamedTuple, Optional, TypeVar, Union
 
 from fencelock._decorate import scoped
+from fencelock._holder import Holder
 
 _Text = Union[str, bytes]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -149,6 +150,12 @@ class Semaphore:
         """Permits held, holders and waiters, changing nothing."""
         return SemaphoreState(*self._manager._lease_state(self._name, "semaphore", self._limit))
 
+    def holders(self) -> List[Holder]:
+        """The holders that left a note (their managers have the ``holder`` option): label,
+        since when, fencing token and how long each lease still runs, longest first. Leases
+        without a note are only counted by ``state()``."""
+        return self._manager._lease_holders(self._name, "semaphore", self._limit)  # type: ignore[no-any-return]
+
     def release(self, token: _Text) -> None:
         """Releases the lease held with ``token`` (one handed across processes)."""
         return self._manager._lease_release(self._name, "semaphore", self._limit, token)
@@ -264,6 +271,10 @@ class RwLock:
         readers, writer, waiters = self._manager._lease_state(self._name, "read", 1)
         return RwLockState(readers, bool(writer), waiters)
 
+    def holders(self) -> List[Holder]:
+        """The readers or the writer that left a note (see ``Semaphore.holders``)."""
+        return self._manager._lease_holders(self._name, "read", 1)  # type: ignore[no-any-return]
+
     def release(self, token: _Text) -> None:
         """Releases the share or hold held with ``token``."""
         return self._manager._lease_release(self._name, "read", 1, token)
@@ -288,6 +299,10 @@ class AsyncSemaphore(Semaphore):
         st = await self._manager._lease_state(self._name, "semaphore", self._limit)
         return SemaphoreState(*st)
 
+    async def holders(self) -> List[Holder]:  # type: ignore[override]
+        """The holders that left a note; see ``fencelock.Semaphore.holders``."""
+        return await self._manager._lease_holders(self._name, "semaphore", self._limit)  # type: ignore[no-any-return]
+
     def __repr__(self) -> str:
         return f"<fencelock.asyncio.Semaphore name={self._name!r} limit={self._limit}>"
 
@@ -302,6 +317,10 @@ class AsyncRwLock(RwLock):
         """Readers, whether a writer holds it, and waiters, changing nothing."""
         readers, writer, waiters = await self._manager._lease_state(self._name, "read", 1)
         return RwLockState(readers, bool(writer), waiters)
+
+    async def holders(self) -> List[Holder]:  # type: ignore[override]
+        """The readers or the writer that left a note; see ``fencelock.RwLock.holders``."""
+        return await self._manager._lease_holders(self._name, "read", 1)  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         return f"<fencelock.asyncio.RwLock name={self._name!r}>"
