@@ -18,7 +18,7 @@ const acquireLease = withOwnSignal(function acquireLease(name, options, kind, co
   return this.__acquireLease(name, kind, count, limit, options, mode)
 })
 
-module.exports = function family(invalid) {
+module.exports = function family(invalid, holderOf) {
   /**
    * A counting semaphore: at most `limit` permits of `name` held at any instant, across every
    * process and language using the name. Each acquisition takes `count` permits (default 1),
@@ -70,6 +70,15 @@ module.exports = function family(invalid) {
       const [limit, held, holders, waiters] =
         await this.#manager.__leaseState(this.#name, 'semaphore', this.#limit)
       return { limit, held, holders, waiters }
+    }
+
+    /**
+     * The holders that left a note (their managers have the `holder` option), as
+     * `manager.holder(name)` gives one each, longest lease first; others are only counted.
+     */
+    async holders() {
+      const hs = await this.#manager.__leaseHolders(this.#name, 'semaphore', this.#limit)
+      return hs.map(holderOf)
     }
 
     /** Releases the lease held with `token` (one handed across processes). */
@@ -141,6 +150,12 @@ module.exports = function family(invalid) {
     async state() {
       const [readers, writer, waiters] = await this.#manager.__leaseState(this.#name, 'read', 0)
       return { readers, writer: writer === 1, waiters }
+    }
+
+    /** The readers or the writer that left a note (see `Semaphore.holders()`). */
+    async holders() {
+      const hs = await this.#manager.__leaseHolders(this.#name, 'read', 0)
+      return hs.map(holderOf)
     }
 
     /** Releases the share or hold held with `token`. */

@@ -60,6 +60,8 @@ export declare class Semaphore {
   using<T>(options: SemaphoreAcquireOptions | undefined, fn: (lease: Lock, signal: AbortSignal) => T | PromiseLike<T>): Promise<Awaited<T>>
   using<T>(fn: (lease: Lock, signal: AbortSignal) => T | PromiseLike<T>): Promise<Awaited<T>>
   state(): Promise<SemaphoreState>
+  /** The holders that left a note (their managers have the `holder` option), longest lease first. */
+  holders(): Promise<Holder[]>
   /** Releases the lease held with `token` (one handed across processes). */
   release(token: string | Buffer): Promise<void>
   /** Extends the lease held with `token` to `ttl` ms from now; resolves to its validity. */
@@ -85,6 +87,8 @@ export declare class RwLock {
   writing<T>(options: AcquireOptions | undefined, fn: (hold: Lock, signal: AbortSignal) => T | PromiseLike<T>): Promise<Awaited<T>>
   writing<T>(fn: (hold: Lock, signal: AbortSignal) => T | PromiseLike<T>): Promise<Awaited<T>>
   state(): Promise<RwLockState>
+  /** The readers or the writer that left a note (their managers have the `holder` option). */
+  holders(): Promise<Holder[]>
   release(token: string | Buffer): Promise<void>
   extend(token: string | Buffer, ttl: number): Promise<number>
 }

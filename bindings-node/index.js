@@ -99,16 +99,18 @@ const { withOwnSignal, runScoped } = require('./scope.js')
 
 // `holder(name)`: the native promise gives `since` in milliseconds since the epoch, and leaves
 // out what the holder did not note.
-const nativeHolder = LockManager.prototype.holder
-LockManager.prototype.holder = async function holder(name) {
-  const h = await nativeHolder.call(this, name)
-  if (h === null) return null
+function holderOf(h) {
   return {
     remaining: h.remaining,
     label: h.label ?? null,
     since: h.since == null ? null : new Date(h.since),
     fencingToken: h.fencingToken ?? null,
   }
+}
+const nativeHolder = LockManager.prototype.holder
+LockManager.prototype.holder = async function holder(name) {
+  const h = await nativeHolder.call(this, name)
+  return h === null ? null : holderOf(h)
 }
 
 LockManager.prototype.acquire = withOwnSignal(LockManager.prototype.acquire)
@@ -133,7 +135,7 @@ function invalid(message) {
   return new InvalidArgumentError(message)
 }
 
-const { Semaphore, RwLock } = require('./family.js')(invalid)
+const { Semaphore, RwLock } = require('./family.js')(invalid, holderOf)
 
 /** A counting semaphore on `name`: at most `limit` permits held at any instant. */
 LockManager.prototype.semaphore = function semaphore(name, limit) {

@@ -125,6 +125,27 @@ impl JsLockManager {
         }
     }
 
+    /// The holders that left a note, as `manager.holder(name)` gives one each.
+    #[napi(catch_unwind, js_name = "__leaseHolders", skip_typescript)]
+    pub fn lease_holders<'e>(
+        &self,
+        env: &'e Env,
+        name: Unknown<'e>,
+        kind: String,
+        limit: Unknown<'e>,
+    ) -> Result<PromiseRaw<'e, Vec<crate::manager::Holder>>> {
+        match self.handle(&name, &kind, &limit) {
+            Ok(h) => promise(
+                env,
+                async move { Ok(h.holders().await?) },
+                |_, hs: Vec<fencelock::LockHolder>| {
+                    Ok(hs.into_iter().map(crate::manager::Holder::from).collect())
+                },
+            ),
+            Err(f) => rejected(env, f),
+        }
+    }
+
     /// Releases the lease held with `token`.
     #[napi(catch_unwind, js_name = "__leaseRelease", skip_typescript)]
     pub fn lease_release<'e>(

@@ -61,6 +61,30 @@ describe('holder', () => {
     }
   })
 
+  it("lists a semaphore's and a read-write lock's noted holders", async () => {
+    const name = `render-${randomUUID()}`
+    const a = new LockManager(server.url, { holder: 'render-a' })
+    const plain = new LockManager(server.url)
+    try {
+      const lease = await a.semaphore(name, 3).acquire({ ttl: 30_000 })
+      const other = await plain.semaphore(name, 3).acquire({ ttl: 30_000 })
+      const [h, ...more] = await plain.semaphore(name, 3).holders()
+      assert.deepEqual([h.label, h.fencingToken, more.length], ['render-a', lease.fencingToken, 0])
+      assert.ok(h.since instanceof Date && h.remaining > 25_000)
+      assert.equal((await plain.semaphore(name, 3).state()).holders, 2)
+      await lease.release()
+      await other.release()
+      assert.deepEqual(await a.semaphore(name, 3).holders(), [])
+      const w = await a.rwlock(`${name}-rw`).write({ ttl: 30_000 })
+      const [writer] = await plain.rwlock(`${name}-rw`).holders()
+      assert.deepEqual([writer.label, writer.fencingToken], ['render-a', w.fencingToken])
+      await w.release()
+    } finally {
+      await a.close()
+      await plain.close()
+    }
+  })
+
   it('refuses bad labels before any network call', () => {
     for (const [bad, says] of [['', /1 to 128 bytes/], ['two\nlines', /control characters/], [42, /holder must be/]]) {
       assert.throws(() => new LockManager('redis://127.0.0.1:1', { holder: bad }), (e) => {

@@ -39,7 +39,9 @@ export async function typed(m: LockManager): Promise<void> {
   const who: Holder | null = await m.holder('name')
   const since: Date | null | undefined = who?.since
   const holderFence: bigint | null | undefined = who?.fencingToken
-  void [labelled, named, since, holderFence, who?.remaining, who?.label]
+  const leaseHolders: Holder[] = await sem.holders()
+  const rwHolders: Holder[] = await rw.holders()
+  void [labelled, named, since, holderFence, who?.remaining, who?.label, leaseHolders, rwHolders]
   // @ts-expect-error holder is true or a label
   void new LockManager('redis://127.0.0.1:6379', { holder: 42 })
   // @ts-expect-error count is a number
