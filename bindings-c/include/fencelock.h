@@ -764,6 +764,25 @@ fl_status fl_manager_options_set_holder(struct fl_manager_options *opts, const c
 fl_status fl_manager_holder(const struct fl_manager *manager, const char *name, struct fl_holder *out);
 
 /**
+ * The semaphore's holders that left a note (their managers set a holder label), longest
+ * lease first: the first `capacity` into `out` (an array of that many; NULL with 0 to count
+ * them only), and how many there are into `*count` (more than `capacity` when the array was
+ * too small: call again with a larger one). Leases without a note are only counted by
+ * `fl_semaphore_state`.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for a NULL `semaphore` or `count`, or a NULL `out` with a
+ * capacity; as `fl_semaphore_state` otherwise.
+ */
+fl_status fl_semaphore_holders(const struct fl_semaphore *semaphore, struct fl_holder *out, size_t capacity, size_t *count);
+
+/**
+ * The read-write lock's readers or writer that left a note, as `fl_semaphore_holders`.
+ *
+ * Errors: as `fl_semaphore_holders`.
+ */
+fl_status fl_rwlock_holders(const struct fl_rwlock *rwlock, struct fl_holder *out, size_t capacity, size_t *count);
+
+/**
  * Acquires the lock `name` (any bytes but NUL, at most 1024) for `ttl_ms` milliseconds,
  * with a fresh random token. `wait_ms` is how long to keep trying: -1 waits until acquired
  * (blocking the calling thread; waiters are woken by the holder's release, they do not

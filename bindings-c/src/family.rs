@@ -25,16 +25,16 @@ const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 /// `fl_semaphore_free`; it keeps its manager's connections alive (the manager may be freed
 /// first). Thread-safe.
 pub struct fl_semaphore {
-    manager: LockManager,
-    name: Vec<u8>,
-    limit: u32,
+    pub(crate) manager: LockManager,
+    pub(crate) name: Vec<u8>,
+    pub(crate) limit: u32,
 }
 
 /// A fair read-write lock on a name: many readers or one writer. Opaque: made by
 /// `fl_rwlock_new`, freed by `fl_rwlock_free`; thread-safe, as `fl_semaphore`.
 pub struct fl_rwlock {
-    manager: LockManager,
-    name: Vec<u8>,
+    pub(crate) manager: LockManager,
+    pub(crate) name: Vec<u8>,
 }
 
 /// Which side of a read-write lock: a read share (shared) or the write hold (exclusive).
@@ -133,12 +133,12 @@ fn not_free(name: &[u8], what: &str) -> Error {
     Error::not_acquired(format!("{what} of {} is not free", display_name(name)))
 }
 
-fn semaphore<'a>(s: *const fl_semaphore) -> Result<&'a fl_semaphore> {
+pub(crate) fn semaphore<'a>(s: *const fl_semaphore) -> Result<&'a fl_semaphore> {
     // SAFETY: NULL or a live handle, by contract.
     unsafe { ffi::obj(s, "semaphore") }
 }
 
-fn rwlock<'a>(r: *const fl_rwlock) -> Result<&'a fl_rwlock> {
+pub(crate) fn rwlock<'a>(r: *const fl_rwlock) -> Result<&'a fl_rwlock> {
     // SAFETY: NULL or a live handle, by contract.
     unsafe { ffi::obj(r, "rwlock") }
 }

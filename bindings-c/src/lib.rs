@@ -67,8 +67,8 @@ pub use family::{
     fl_with_semaphore,
 };
 pub use holder::{
-    fl_holder, fl_manager_holder, fl_manager_options_set_holder, FL_HOLDER_LABEL_MAX,
-    FL_HOLDER_LABEL_SIZE,
+    fl_holder, fl_manager_holder, fl_manager_options_set_holder, fl_rwlock_holders,
+    fl_semaphore_holders, FL_HOLDER_LABEL_MAX, FL_HOLDER_LABEL_SIZE,
 };
 pub use lock::{
     fl_interrupt_callback, fl_lock, fl_lock_acquire, fl_lock_acquire_interruptible,

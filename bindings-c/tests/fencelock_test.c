@@ -1672,6 +1672,37 @@ static void test_holder_label_and_inspection(void) {
     CHECK(h.held && !h.noted && h.label[0] == 0 && h.fencing_token == 0);
     CHECK_ST(fl_lock_release(l), FL_OK);
     fl_lock_free(l);
+    /* A semaphore's noted holders: the labelled lease listed, the plain one only counted. */
+    {
+        fl_semaphore *ls = NULL, *ps = NULL;
+        fl_lock *a = NULL, *b = NULL;
+        fl_holder list[4];
+        size_t count = 99;
+        fl_semaphore_occupancy occ;
+        const char *sname = fresh_name("who-sem");
+        CHECK_ST(fl_semaphore_new(labelled, sname, 3, &ls), FL_OK);
+        CHECK_ST(fl_semaphore_new(plain, sname, 3, &ps), FL_OK);
+        CHECK_ST(fl_semaphore_acquire(ls, 1, NULL, 5000, 0, 0, &a), FL_OK);
+        CHECK_ST(fl_semaphore_acquire(ps, 1, NULL, 5000, 0, 0, &b), FL_OK);
+        CHECK_ST(fl_lock_fencing_token(a, &fence), FL_OK);
+        CHECK_ST(fl_semaphore_state(ps, &occ), FL_OK);
+        CHECK(occ.holders == 2);
+        CHECK_INVALID(fl_semaphore_holders(ps, list, 4, NULL), "count");
+        CHECK_INVALID(fl_semaphore_holders(ps, NULL, 4, &count), "capacity");
+        CHECK_ST(fl_semaphore_holders(ps, NULL, 0, &count), FL_OK);
+        CHECK(count == 1);
+        CHECK_ST(fl_semaphore_holders(ps, list, 4, &count), FL_OK);
+        CHECK(count == 1 && list[0].held && list[0].noted && list[0].fencing_token == fence);
+        CHECK(strcmp(list[0].label, "batch-7 (nightly)") == 0 && list[0].remaining_ms > 3000);
+        CHECK_ST(fl_lock_release(a), FL_OK);
+        CHECK_ST(fl_lock_release(b), FL_OK);
+        fl_lock_free(a);
+        fl_lock_free(b);
+        CHECK_ST(fl_semaphore_holders(ps, list, 4, &count), FL_OK);
+        CHECK(count == 0);
+        fl_semaphore_free(ls);
+        fl_semaphore_free(ps);
+    }
     fl_manager_free(labelled);
     fl_manager_free(defaulted);
     fl_manager_free(plain);
