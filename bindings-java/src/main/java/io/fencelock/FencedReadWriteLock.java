@@ -77,6 +77,13 @@ public final class FencedReadWriteLock implements AutoCloseable {
         return new Occupancy(o.readers, o.writer != 0, o.waiters);
     }
 
+    /**
+     * The readers or the writer that left a note (see {@link FencedSemaphore#holders()}).
+     */
+    public java.util.List<Holder> holders() {
+        return Holder.listed(handle, Native.LIB::fl_rwlock_holders);
+    }
+
     /** Releases the share or hold held with {@code token}. */
     public void releaseByToken(String token) {
         ByToken.release(handle, token, Native.LIB::fl_rwlock_release_by_token);

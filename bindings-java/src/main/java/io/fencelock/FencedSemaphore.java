@@ -71,6 +71,13 @@ public final class FencedSemaphore implements AutoCloseable {
         return new Occupancy(o.limit, o.held, o.holders, o.waiters);
     }
 
+    /**
+     * The holders that left a note (their managers were built with {@link LockManager.Builder#holder(String)}): label, since when, fencing token and how long each lease still runs, longest first. Leases without a note are only counted by {@link #state()}.
+     */
+    public java.util.List<Holder> holders() {
+        return Holder.listed(handle, Native.LIB::fl_semaphore_holders);
+    }
+
     /** Releases the lease held with {@code token} (one handed across processes). */
     public void releaseByToken(String token) {
         ByToken.release(handle, token, Native.LIB::fl_semaphore_release_by_token);

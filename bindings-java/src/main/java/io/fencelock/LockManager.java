@@ -5,15 +5,11 @@ import com.sun.jna.ptr.ByteByReference;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
 import java.lang.ref.Cleaner;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -182,22 +178,7 @@ public final class LockManager implements AutoCloseable {
         byte[] n = Native.cString("name", Args.name(name));
         Native.HolderInfo out = new Native.HolderInfo();
         handle.check(m -> Native.LIB.fl_manager_holder(m, n, out));
-        if (out.held == 0) {
-            return Optional.empty();
-        }
-        Duration remaining = out.remainingMs == Long.MAX_VALUE
-                ? ChronoUnit.FOREVER.getDuration()
-                : Duration.ofMillis(out.remainingMs);
-        if (out.noted == 0) {
-            return Optional.of(new Holder(remaining, Optional.empty(), Optional.empty(), OptionalLong.empty()));
-        }
-        int len = 0;
-        while (len < out.label.length && out.label[len] != 0) {
-            len++;
-        }
-        String label = new String(out.label, 0, len, StandardCharsets.UTF_8);
-        return Optional.of(new Holder(remaining, Optional.of(label), Optional.of(Instant.ofEpochMilli(out.sinceMs)),
-                OptionalLong.of(out.fencingToken)));
+        return out.held == 0 ? Optional.empty() : Optional.of(Holder.of(out));
     }
 
     /**

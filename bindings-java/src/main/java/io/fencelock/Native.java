@@ -101,6 +101,7 @@ final class Native {
         int fl_semaphore_acquire(Pointer semaphore, int count, byte[] token, long ttlMs, long waitMs, int flags,
                 PointerByReference out);
         int fl_semaphore_state(Pointer semaphore, SemaphoreOccupancy out);
+        int fl_semaphore_holders(Pointer semaphore, HolderInfo out, long capacity, LongByReference count);
         int fl_semaphore_release_by_token(Pointer semaphore, byte[] token);
         int fl_semaphore_extend_by_token(Pointer semaphore, byte[] token, long ttlMs, LongByReference validityMs);
 
@@ -111,6 +112,7 @@ final class Native {
         int fl_rwlock_acquire(Pointer rwlock, int mode, byte[] token, long ttlMs, long waitMs, int flags,
                 PointerByReference out);
         int fl_rwlock_state(Pointer rwlock, RwOccupancy out);
+        int fl_rwlock_holders(Pointer rwlock, HolderInfo out, long capacity, LongByReference count);
         int fl_rwlock_release_by_token(Pointer rwlock, byte[] token);
         int fl_rwlock_extend_by_token(Pointer rwlock, byte[] token, long ttlMs, LongByReference validityMs);
     }

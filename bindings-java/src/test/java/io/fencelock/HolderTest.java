@@ -44,6 +44,34 @@ class HolderTest extends RedisTestCase {
     }
 
     @Test
+    void aSemaphoresAndAReadWriteLocksNotedHoldersAreListed() {
+        try (LockManager web = LockManager.builder(redis.url()).holder("render-a").build();
+                FencedSemaphore mine = web.semaphore("render", 3);
+                FencedSemaphore theirs = manager.semaphore("render", 3);
+                FencedLock a = mine.acquire(Duration.ofSeconds(30), Duration.ZERO);
+                FencedLock b = theirs.acquire(Duration.ofSeconds(30), Duration.ZERO)) {
+            assertEquals(2, theirs.state().holders());
+            var holders = theirs.holders();
+            assertEquals(1, holders.size(), holders.toString());
+            assertEquals(Optional.of("render-a"), holders.get(0).label());
+            assertEquals(OptionalLong.of(a.fencingToken()), holders.get(0).fencingToken());
+            assertTrue(b.fencingToken() > 0);
+        }
+        try (LockManager web = LockManager.builder(redis.url()).holder("writer-1").build();
+                FencedReadWriteLock rw = web.readWriteLock("catalog");
+                FencedReadWriteLock seen = manager.readWriteLock("catalog");
+                FencedLock w = rw.write(Duration.ofSeconds(30), Duration.ZERO)) {
+            var holders = seen.holders();
+            assertEquals(1, holders.size(), holders.toString());
+            assertEquals(Optional.of("writer-1"), holders.get(0).label());
+            assertEquals(OptionalLong.of(w.fencingToken()), holders.get(0).fencingToken());
+        }
+        try (FencedSemaphore theirs = manager.semaphore("render", 3)) {
+            assertEquals(java.util.List.of(), theirs.holders());
+        }
+    }
+
+    @Test
     void badLabelsAreRefusedBeforeAnyNetworkCall() {
         var e = assertThrows(InvalidArgumentException.class,
                 () -> LockManager.builder("redis://127.0.0.1:1").holder("two\nlines").build());
