@@ -18,6 +18,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Once, RwLock};
 
+mod handles;
 mod totals;
 mod trace;
 mod watch;
@@ -250,20 +251,7 @@ pub(crate) fn record(m: &'static Measure, value: f64, labels: &[Value]) {
             sink(&sample);
         }
     }
-    let labels: Vec<metrics::Label> = m
-        .labels
-        .iter()
-        .zip(labels)
-        .map(|(k, v)| match v {
-            Cow::Borrowed(s) => metrics::Label::from_static_parts(k, s),
-            Cow::Owned(s) => metrics::Label::new(*k, s.clone()),
-        })
-        .collect();
-    match m.instrument {
-        Instrument::Counter => metrics::counter!(m.name, labels).increment(value as u64),
-        Instrument::Histogram => metrics::histogram!(m.name, labels).record(value),
-        Instrument::Gauge => metrics::gauge!(m.name, labels).increment(value),
-    }
+    handles::record(m, value, labels);
 }
 
 /// The `kind` label of a lease.
