@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::join_all;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use crate::engine::{Engine, Target};
 use crate::error::{Error, Result};
@@ -122,8 +123,9 @@ pub(crate) fn parse_note(token: &[u8], note: &[u8]) -> Option<HolderNote> {
 
 impl Engine {
     /// Leaves (or renews) the notes of `t`, granted at `since` with `fences` (one per name), on
-    /// every server, when the manager has a label. A server that does not answer, or no
-    /// longer holds the lock, gets none: a note is help for people, never part of the lock.
+    /// every server, when the manager has a label; returns once a quorum of them answered. A
+    /// server that does not answer by then, or no longer holds the lock, gets none: a note is
+    /// help for people, never part of the lock.
     pub(crate) async fn note_holder(&self, t: &Target, fences: &[u64], since: SystemTime) {
         let Some(label) = self.config.holder_label.as_deref() else {
             return;
@@ -141,12 +143,17 @@ impl Engine {
             })
             .collect();
         let timeout = self.server_timeout(crate::timing::DEFAULT_TTL);
-        join_all(self.servers.iter().flat_map(|s| {
-            calls.iter().map(move |call| async move {
-                let _ = s.eval::<i64>(call, timeout).await;
-            })
-        }))
-        .await;
+        // Done once a quorum of the servers answered: a server that hangs (one of a Redlock)
+        // must not hold up every acquisition with a label by its timeout; its note is left out.
+        let mut pending: FuturesUnordered<_> = self
+            .servers
+            .iter()
+            .map(|s| join_all(calls.iter().map(move |call| s.eval::<i64>(call, timeout))))
+            .collect();
+        let mut answered = 0;
+        while answered < t.quorum(self.n()) && pending.next().await.is_some() {
+            answered += 1;
+        }
     }
 }
 
