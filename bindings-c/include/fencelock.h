@@ -360,7 +360,7 @@ typedef struct fl_semaphore fl_semaphore;
  */
 typedef struct fl_holder {
   /**
-   * Whether a quorum of the servers hold the lock; when false, nothing else is set.
+   * Whether a quorum of the servers hold the lock; when false, the other fields are 0.
    */
   bool held;
   /**

@@ -24,7 +24,7 @@ const _: () = assert!(FL_HOLDER_LABEL_SIZE == FL_HOLDER_LABEL_MAX + 1);
 /// Who holds a lock, as `fl_manager_holder` fills it.
 #[repr(C)]
 pub struct fl_holder {
-    /// Whether a quorum of the servers hold the lock; when false, nothing else is set.
+    /// Whether a quorum of the servers hold the lock; when false, the other fields are 0.
     pub held: bool,
     /// How long it stays held at least, in milliseconds (`INT64_MAX`: no expiry).
     pub remaining_ms: i64,
