@@ -298,7 +298,23 @@ fn observe() -> Result<(), String> {
     if only == "tracing" {
         return tracing_only();
     }
-    let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+    if only == "spans" {
+        return spans_only();
+    }
+    // Each histogram with the buckets docs/observability.md gives it (a Prometheus histogram,
+    // as the Grafana dashboard reads it), not the exporter's default summary.
+    let mut builder = metrics_exporter_prometheus::PrometheusBuilder::new();
+    for m in fencelock::measure::MEASURES {
+        if !m.buckets.is_empty() {
+            builder = builder
+                .set_buckets_for_metric(
+                    metrics_exporter_prometheus::Matcher::Full(m.name.to_string()),
+                    m.buckets,
+                )
+                .map_err(|e| format!("metrics buckets: {e}"))?;
+        }
+    }
+    let handle = builder
         .install_recorder()
         .map_err(|e| format!("metrics recorder: {e}"))?;
     // The exporter's upkeep (histogram buckets drained), as its HTTP listener would run it.
@@ -311,6 +327,16 @@ fn observe() -> Result<(), String> {
         return Ok(());
     }
     tracing_only()
+}
+
+/// fencelock's spans kept by a subscriber that stores them and writes nothing
+/// (`FENCELOCK_BENCH_OBSERVE=spans`): the cost of the spans themselves, without an exporter's.
+fn spans_only() -> Result<(), String> {
+    use tracing_subscriber::layer::SubscriberExt;
+    let spans = tracing_subscriber::filter::Targets::new()
+        .with_target("fencelock", tracing::Level::INFO);
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(spans))
+        .map_err(|e| format!("tracing subscriber: {e}"))
 }
 
 /// The `tracing` part of [`observe`].
