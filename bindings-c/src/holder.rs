@@ -104,10 +104,7 @@ fn filled(holder: Option<LockHolder>) -> fl_holder {
             for (dst, src) in filled.label.iter_mut().zip(&label[..n]) {
                 *dst = *src as c_char;
             }
-            filled.since_ms = note
-                .since
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            filled.since_ms = i64::try_from(note.since_ms()).unwrap_or(i64::MAX);
             filled.fencing_token = note.fencing_token;
         }
     }

@@ -124,11 +124,7 @@ impl From<fencelock::LockHolder> for Holder {
         Holder {
             remaining: millis_or_inf(h.remaining),
             label: note.map(|n| n.label.clone()),
-            since: note.map(|n| {
-                n.since
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0.0, |d| d.as_millis() as f64)
-            }),
+            since: note.map(|n| n.since_ms() as f64),
             fencing_token: note.map(|n| BigInt::from(n.fencing_token)),
         }
     }

@@ -530,11 +530,7 @@ pub fn holder_to_py(
         return Ok(py.None().into_bound(py));
     };
     let note = h.note.as_ref();
-    let since_ms = note.map(|n| {
-        n.since
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
-    });
+    let since_ms = note.map(fencelock::HolderNote::since_ms);
     py.import("fencelock._holder")?.getattr("_make")?.call1((
         seconds_or_inf(h.remaining),
         note.map(|n| n.label.clone()),

@@ -36,7 +36,7 @@ pub async fn read(manager: &LockManager, name: &str, kind: LeaseKind) -> fencelo
             None => held,
         };
         let holder = st.holder.as_ref().map(|n| {
-            json!({"label": n.label, "since_ms": epoch_millis(n.since),
+            json!({"label": n.label, "since_ms": n.since_ms(),
                    "fencing_token": n.fencing_token})
         });
         let report = json!({"kind": "lock", "remaining_ms": st.remaining.map(millis),
@@ -68,7 +68,7 @@ pub async fn read(manager: &LockManager, name: &str, kind: LeaseKind) -> fencelo
     seen.report["holders_noted"] = json!(noted
         .iter()
         .filter_map(|h| h.note.as_ref().map(|n| json!({"label": n.label,
-            "since_ms": epoch_millis(n.since), "fencing_token": n.fencing_token,
+            "since_ms": n.since_ms(), "fencing_token": n.fencing_token,
             "remaining_ms": millis(h.remaining)})))
         .collect::<Vec<_>>());
     Ok(seen)
@@ -97,11 +97,6 @@ fn family_seen(state: FamilyState) -> Seen {
                            "waiters": s.waiters}),
         },
     }
-}
-
-/// Milliseconds since the epoch.
-fn epoch_millis(t: SystemTime) -> u64 {
-    t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, millis)
 }
 
 /// How long ago `since` was, in words a person reads at a glance (`3.2s`, `4m 05s`,

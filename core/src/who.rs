@@ -40,6 +40,14 @@ pub struct HolderNote {
     pub fencing_token: u64,
 }
 
+impl HolderNote {
+    /// [`since`](Self::since) in milliseconds since the Unix epoch (as the note keeps it; 0
+    /// for a time before it).
+    pub fn since_ms(&self) -> u64 {
+        epoch_ms(self.since)
+    }
+}
+
 /// Who holds a lock now, as [`LockManager::holder`](crate::LockManager::holder) reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockHolder {
@@ -218,6 +226,10 @@ mod tests {
             })
         );
         assert_eq!(parse_note(b"another", &text), None, "another token's note");
+        assert_eq!(
+            parse_note(token, &text).unwrap().since_ms(),
+            1_795_000_000_123
+        );
     }
 
     #[test]
