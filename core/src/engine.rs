@@ -92,12 +92,12 @@ impl Target {
     }
 
     /// The lock's name as a span's `lock` attribute: the name as text (bytes that are not
-    /// UTF-8 replaced), and how many more names a lock on several has.
-    pub fn span_name(&self) -> String {
-        let name = String::from_utf8_lossy(&self.name);
-        match self.more.len() {
-            0 => name.into_owned(),
-            more => format!("{name} (and {more} more names)"),
+    /// UTF-8 replaced), and how many more names a lock on several has. Written only when a
+    /// subscriber's layer reads the field (nothing is built for a span no one formats).
+    pub fn span_name(&self) -> SpanName<'_> {
+        SpanName {
+            name: &self.name,
+            more: self.more.len(),
         }
     }
 
@@ -540,4 +540,42 @@ fn trace_outcome<T>(
         error = judged.as_ref().err().map(tracing::field::display),
         "{what}"
     );
+}
+
+/// A [`Target`]'s name as a span shows it ([`Target::span_name`]).
+pub struct SpanName<'a> {
+    name: &'a [u8],
+    more: usize,
+}
+
+impl std::fmt::Display for SpanName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for chunk in self.name.utf8_chunks() {
+            f.write_str(chunk.valid())?;
+            if !chunk.invalid().is_empty() {
+                f.write_str("\u{fffd}")?;
+            }
+        }
+        match self.more {
+            0 => Ok(()),
+            more => write!(f, " (and {more} more names)"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SpanName;
+
+    #[test]
+    fn a_span_name_is_the_name_as_text_and_how_many_more() {
+        let shown = |name: &[u8], more| SpanName { name, more }.to_string();
+        assert_eq!(shown(b"orders", 0), "orders");
+        assert_eq!(shown(b"a\xffb", 0), "a\u{fffd}b");
+        assert_eq!(shown(b"a", 2), "a (and 2 more names)");
+        assert_eq!(
+            shown(b"\xf0\x9f\x94", 0),
+            String::from_utf8_lossy(b"\xf0\x9f\x94")
+        );
+    }
 }

@@ -218,7 +218,10 @@ impl Lock {
         );
         let measured = HoldWatch::new(labels, span, || {
             vec![
-                ("lock", SpanValue::Text(target.span_name().into())),
+                (
+                    "lock",
+                    SpanValue::Text(target.span_name().to_string().into()),
+                ),
                 ("kind", SpanValue::Text(measure::kind(target.kind))),
                 ("fencing_token", SpanValue::Int(acquired.fencing_token)),
             ]

@@ -355,6 +355,14 @@ fn measurements_and_spans_are_recorded_as_documented() {
     assert_eq!(handed.2["outcome"], "acquired");
     assert!(handed.2["fencing_token"].parse::<u64>().unwrap() > 0);
     assert_eq!(handed.2["servers"], "1");
+    assert!(acquires.iter().all(|c| c.2.contains_key("lock")));
+    assert!(acquires.iter().any(|c| c.2["lock"] == "orders"));
+    assert!(acquires
+        .iter()
+        .all(|c| c.2["waited_ms"].parse::<u64>().is_ok()));
+    // A call dropped before its end (a caller that stopped waiting) says so.
+    assert!(acquires.iter().all(|c| c.2.contains_key("outcome")));
+    assert!(acquires.iter().any(|c| c.2["outcome"] == "cancelled"));
     let refused = acquires
         .iter()
         .find(|c| c.2.get("outcome").map(String::as_str) == Some("not_acquired"))
@@ -362,6 +370,7 @@ fn measurements_and_spans_are_recorded_as_documented() {
     assert_eq!(refused.2["attempts"], "1");
     let holds: Vec<_> = closed.iter().filter(|c| c.0 == "fencelock.hold").collect();
     assert!(holds.iter().all(|c| c.1.as_deref() == Some("caller")));
+    assert!(holds.iter().all(|c| c.2["held_ms"].parse::<u64>().is_ok()));
     for outcome in ["released", "lost", "detached", "dropped"] {
         assert!(
             holds

@@ -223,7 +223,10 @@ impl AcquireCall {
         let n = engine.n();
         let trace = measure::Traced::begin(opts.trace.as_ref(), || {
             vec![
-                ("lock", SpanValue::Text(target.span_name().into())),
+                (
+                    "lock",
+                    SpanValue::Text(target.span_name().to_string().into()),
+                ),
                 ("kind", SpanValue::Text(measure::kind(target.kind))),
                 ("servers", SpanValue::Int(n as u64)),
                 ("quorum", SpanValue::Int(target.quorum(n) as u64)),
@@ -333,7 +336,6 @@ impl AcquireCall {
     fn acquired(mut self, a: Acquired, handed_over: bool) -> (Arc<Target>, Duration, Acquired) {
         self.watch
             .finish("acquired", handed_over, Some(a.fencing_token));
-        self.trace_end("acquired", Some(a.fencing_token), handed_over);
         tracing::debug!(
             target: "fencelock",
             lock = %self.target.label(),
@@ -353,21 +355,6 @@ impl AcquireCall {
             self.target.note_waited();
         }
         (Arc::clone(&self.target), self.ttl, a)
-    }
-
-    /// Fills the call's `fencelock.acquire` span (the current one: [`lock`](Self::lock)).
-    fn trace_end(&self, outcome: &'static str, fencing_token: Option<u64>, handed_over: bool) {
-        let span = tracing::Span::current();
-        if span.is_disabled() {
-            return;
-        }
-        span.record("outcome", outcome);
-        span.record("attempts", self.watch.attempts);
-        span.record("handed_over", handed_over);
-        span.record("waited_ms", self.started.elapsed().as_millis() as u64);
-        if let Some(token) = fencing_token {
-            span.record("fencing_token", token);
-        }
     }
 
     /// After a refused attempt: runs its undo and returns the time left, or the error when
@@ -411,7 +398,6 @@ impl AcquireCall {
             _ => "error",
         };
         self.watch.finish(outcome, false, None);
-        self.trace_end(outcome, None, false);
         // Give the place in the queue up before returning, so that a caller's next try-once
         // (or anyone else's) is not refused on its account; leaving also undoes the attempt's
         // votes. What a hung server keeps from finishing by the hard stop goes on in the

@@ -80,6 +80,7 @@ impl AcquireWatch {
             trace.end("fencelock.acquire", &more, fencing_token.is_none());
         }
         if !std::mem::replace(&mut self.done, true) {
+            self.fill_span(outcome, handed_over, fencing_token);
             let labels = [self.kind.clone(), Cow::Borrowed(outcome), self.name.clone()];
             record(&ACQUIRE_WAIT, self.started.elapsed().as_secs_f64(), &labels);
             record(&ACQUIRE_ATTEMPTS, f64::from(self.attempts), &labels);
@@ -90,6 +91,41 @@ impl AcquireWatch {
                 gauge(&WAITING, &self.kind, -1.0);
             }
         }
+    }
+}
+
+impl AcquireWatch {
+    /// Fills the call's `fencelock.acquire` span, the current one while the call runs or is
+    /// dropped (`AcquireCall::lock` instruments it), its fields at once (a layer that formats
+    /// them does it once, not per field).
+    fn fill_span(&self, outcome: &'static str, handed_over: bool, fencing_token: Option<u64>) {
+        use tracing::field::Value;
+        let span = tracing::Span::current();
+        let Some(fields) = span
+            .metadata()
+            .filter(|m| m.name() == "fencelock.acquire")
+            .map(|m| m.fields())
+        else {
+            return;
+        };
+        let field = |name| fields.field(name);
+        let (Some(o), Some(a), Some(h), Some(w), Some(t)) = (
+            field("outcome"),
+            field("attempts"),
+            field("handed_over"),
+            field("waited_ms"),
+            field("fencing_token"),
+        ) else {
+            return;
+        };
+        let waited_ms = self.started.elapsed().as_millis() as u64;
+        span.record_all(&fields.value_set(&[
+            (&o, Some(&outcome as &dyn Value)),
+            (&a, Some(&self.attempts as &dyn Value)),
+            (&h, Some(&handed_over as &dyn Value)),
+            (&w, Some(&waited_ms as &dyn Value)),
+            (&t, fencing_token.as_ref().map(|t| t as &dyn Value)),
+        ]));
     }
 }
 
@@ -173,8 +209,7 @@ impl HoldWatch {
         record(&HOLD, held.as_secs_f64(), &labels);
         let span = self.span.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(span) = span {
-            span.record("outcome", outcome);
-            span.record("held_ms", held.as_millis() as u64);
+            record_end(&span, outcome, held.as_millis() as u64);
         }
         let trace = self.trace.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(trace) = trace {
@@ -184,5 +219,20 @@ impl HoldWatch {
             ];
             trace.end("fencelock.hold", &more, true);
         }
+    }
+}
+
+/// Fills a `fencelock.hold` span's `outcome` and `held_ms` at once (a layer that formats the
+/// fields does it once, not per field).
+fn record_end(span: &tracing::Span, outcome: &'static str, held_ms: u64) {
+    use tracing::field::Value;
+    let Some(fields) = span.metadata().map(|m| m.fields()) else {
+        return;
+    };
+    if let (Some(o), Some(h)) = (fields.field("outcome"), fields.field("held_ms")) {
+        span.record_all(&fields.value_set(&[
+            (&o, Some(&outcome as &dyn Value)),
+            (&h, Some(&held_ms as &dyn Value)),
+        ]));
     }
 }
