@@ -5,7 +5,8 @@
 #                                bench/results/latest.png and bench/RESULTS.md; the coordination
 #                                family's FAMILY.md, the command line's CLI.md and the Java
 #                                binding's JAVA.md (bench/family.py, bench/cli.py,
-#                                bench/java.py), each with results/*-latest.json
+#                                bench/java.py), each with results/*-latest.json; what
+#                                observing costs, way by way (bench/observing.py, printed)
 #   ci/bench.sh --quick          a shorter run (under 3 minutes once built), same files
 #   ci/bench.sh --quick --smoke  one tiny round with debug builds, into target/bench/smoke/:
 #                                checks that every runner works (run by ci/test.sh)
@@ -95,6 +96,12 @@ javac --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$java_cp" \
 "$venv/bin/python" bench/java.py --c-bin "$c_prefix/cycle" \
   --java-classpath "$java_cp:$root/target/bench/java-$profile/runner" --out-dir "$out_dir" \
   "${family_flags[@]}"
+
+echo "--- what observing costs, way by way (bench/observing.py)"
+observing_flags=(--rounds 6 --seconds 3)
+[ "$smoke" = 1 ] && observing_flags=(--rounds 1 --seconds 0.3)
+[ "$smoke" = 0 ] && [ ${#quick[@]} -gt 0 ] && observing_flags=(--rounds 2 --seconds 2)
+"$venv/bin/python" bench/observing.py --bin "$rust_bin" "${observing_flags[@]}"
 
 for f in RESULTS.md results/latest.json results/latest.png FAMILY.md results/family-latest.json \
          CLI.md results/cli-latest.json JAVA.md results/java-latest.json; do

@@ -289,18 +289,33 @@ impl Floor {
 }
 
 /// Attaches what a service that looks at its locks runs: the `metrics` facade's Prometheus
-/// recorder (rendered every second, as a scrape would; no HTTP listener here), and a
-/// `tracing` subscriber that keeps fencelock's spans (`fencelock.acquire`, `fencelock.hold`)
-/// with their fields, formatting each closed span to a sink. `FENCELOCK_BENCH_OBSERVE=metrics`
-/// or `=tracing` attaches only one of them (to see which costs what, bench/notes.md).
+/// recorder (rendered every second, as a scrape would; no HTTP listener here) and a `tracing`
+/// subscriber that keeps fencelock's spans (`fencelock.acquire`, `fencelock.hold`) with their
+/// fields. `FENCELOCK_BENCH_OBSERVE` picks other ways (bench/observing.py compares them):
+/// `metrics` or `spans` alone; `fmt` (tracing-subscriber's fmt layer formatting every closed
+/// span, to a sink) alone, or `metrics+fmt`.
 fn observe() -> Result<(), String> {
-    let only = std::env::var("FENCELOCK_BENCH_OBSERVE").unwrap_or_default();
-    if only == "tracing" {
-        return tracing_only();
+    let way = std::env::var("FENCELOCK_BENCH_OBSERVE").unwrap_or_default();
+    match way.as_str() {
+        "" => {
+            prometheus()?;
+            spans_only()
+        }
+        "metrics" => prometheus(),
+        "spans" => spans_only(),
+        "fmt" => fmt_spans(),
+        "metrics+fmt" => {
+            prometheus()?;
+            fmt_spans()
+        }
+        other => Err(format!(
+            "FENCELOCK_BENCH_OBSERVE={other:?}: expected metrics, spans, fmt or metrics+fmt"
+        )),
     }
-    if only == "spans" {
-        return spans_only();
-    }
+}
+
+/// The metrics part of [`observe`]: a Prometheus recorder, rendered every second.
+fn prometheus() -> Result<(), String> {
     // Each histogram with the buckets docs/observability.md gives it (a Prometheus histogram,
     // as the Grafana dashboard reads it), not the exporter's default summary.
     let mut builder = metrics_exporter_prometheus::PrometheusBuilder::new();
@@ -323,10 +338,7 @@ fn observe() -> Result<(), String> {
         handle.run_upkeep();
         let _ = handle.render();
     });
-    if only == "metrics" {
-        return Ok(());
-    }
-    tracing_only()
+    Ok(())
 }
 
 /// fencelock's spans kept by a subscriber that stores them and writes nothing
@@ -339,8 +351,9 @@ fn spans_only() -> Result<(), String> {
         .map_err(|e| format!("tracing subscriber: {e}"))
 }
 
-/// The `tracing` part of [`observe`].
-fn tracing_only() -> Result<(), String> {
+/// fencelock's spans formatted by tracing-subscriber's fmt layer at every close, to a sink
+/// (`FENCELOCK_BENCH_OBSERVE=fmt`): what a writing exporter adds.
+fn fmt_spans() -> Result<(), String> {
     use tracing_subscriber::fmt::format::FmtSpan;
     use tracing_subscriber::layer::SubscriberExt;
     let layer = tracing_subscriber::fmt::layer()
