@@ -30,6 +30,7 @@
 // (quorum, timing, keys, token); observability (observe).
 mod acquire;
 mod attempt;
+mod batch;
 pub mod blocking;
 mod cleanup;
 mod config;
