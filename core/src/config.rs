@@ -49,8 +49,6 @@ pub struct Config {
     pub(crate) metric_names: MetricNames,
     /// The holder label this manager's locks note (`who.rs`); `None`: no note.
     pub(crate) holder_label: Option<String>,
-    /// Whether calls that meet at a server go out in batches (`batch.rs`).
-    pub(crate) batching: bool,
 }
 
 impl Config {
@@ -124,7 +122,6 @@ pub struct Builder {
     loop_io: Option<Arc<dyn LoopIo>>,
     metric_names: MetricNames,
     holder_label: Option<String>,
-    batching: bool,
     /// Never printed (the Debug form leaves it out).
     password: Option<String>,
 }
@@ -161,7 +158,6 @@ impl Builder {
             loop_io: None,
             metric_names: MetricNames::Hidden,
             holder_label: None,
-            batching: true,
             password: None,
         }
     }
@@ -298,15 +294,6 @@ impl Builder {
         self
     }
 
-    /// Whether the lock calls of this manager that meet at a server go out as one script
-    /// call (on by default): a call that finds the server idle goes
-    /// out alone at once, calls that come while others are in flight share the next one.
-    /// Each call's result is its own either way. Off: every call is its own script call.
-    pub fn batching(mut self, on: bool) -> Builder {
-        self.batching = on;
-        self
-    }
-
     /// Checks every option and returns the configuration.
     ///
     /// # Errors
@@ -397,7 +384,6 @@ impl Builder {
             loop_io: self.loop_io.clone(),
             metric_names: self.metric_names.clone(),
             holder_label: self.holder_label.clone(),
-            batching: self.batching,
         })
     }
 

@@ -178,7 +178,7 @@ impl Engine {
                 let shared = (Arc::clone(&preflight), Arc::clone(&identities));
                 Arc::new(Server::new(
                     s,
-                    (config.connect_timeout, config.replica_ack, config.batching),
+                    (config.connect_timeout, config.replica_ack),
                     clock.clone(),
                     shared,
                     config.loop_io.as_ref(),

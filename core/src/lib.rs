@@ -30,7 +30,6 @@
 // (quorum, timing, keys, token); observability (observe).
 mod acquire;
 mod attempt;
-mod batch;
 pub mod blocking;
 mod cleanup;
 mod config;

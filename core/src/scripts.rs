@@ -24,12 +24,10 @@ use crate::keys::LockKeys;
 use crate::queue::Place;
 use crate::token::WAKE_ID_LEN;
 
-mod batch;
 #[cfg(test)]
 mod conformance;
 mod permits;
 mod replies;
-pub(crate) use batch::{parse_batch, Carried};
 pub(crate) use replies::{
     parse_acquire, parse_inspect, parse_permits, parse_whos, AcquireReply, Compared, Holder,
     PermitsView,

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use redis::{AsyncConnectionConfig, FromRedisValue};
 use tokio::sync::watch;
 
-use crate::batch::{Batcher, Entry};
 use crate::config::ReplicaAck;
 use crate::conn::Conn;
 use crate::deadline::Clock;
@@ -53,9 +52,6 @@ pub(crate) struct Server {
     identities: Arc<Identities>,
     /// Replica acknowledgment of the writes that ask for it, when the manager wants it.
     replica_ack: Option<ReplicaAck>,
-    /// The batcher of the calls that may share a script call (`batch.rs`), when the
-    /// manager batches.
-    batcher: Option<Arc<Batcher>>,
     /// Whether the last connection opened to a cluster found sharded pub/sub (SPUBLISH): its
     /// subscriber listens the same way the scripts publish.
     sharded: AtomicBool,
@@ -78,7 +74,7 @@ impl Server {
     /// A server that runs `preflight` on each connection it opens (see `preflight.lua`).
     pub fn new(
         spec: &ServerSpec,
-        (connect_timeout, replica_ack, batching): (Duration, Option<ReplicaAck>, bool),
+        (connect_timeout, replica_ack): (Duration, Option<ReplicaAck>),
         clock: Clock,
         (preflight, identities): (Arc<ScriptCall>, Arc<Identities>),
         loop_io: Option<&Arc<dyn LoopIo>>,
@@ -91,7 +87,6 @@ impl Server {
             .filter(|_| plain_tcp && spec.sentinel.is_none() && spec.cluster.is_none())
             .cloned();
         Server {
-            batcher: batching.then(Arc::default),
             loop_io,
             loop_state: StdMutex::new(ConnState::Idle),
             preflight,
@@ -348,100 +343,59 @@ impl Server {
         timeout: Duration,
     ) -> Result<T, ServerFailure> {
         let lane = self.lane(lane::current());
-        let batched = self
-            .batcher(call, lane)
-            .map(|b| b.enter(self, call, timeout));
-        let result = match batched {
-            Some(Entry::Queued(reply)) => {
-                let run = async {
-                    let value = reply.await.unwrap_or_else(|_| {
-                        Err(ServerFailure::Connection("the batch was not sent".into()))
-                    })?;
-                    T::from_redis_value(value)
-                        .map_err(|e| ServerFailure::from_script(&e.into(), call.source()))
+        let run = async {
+            let mut retried = false;
+            loop {
+                let (generation, mut conn) = self.connection(lane).await?;
+                let ack = self.replica_ack.filter(|_| call.wants_ack()).map(|a| {
+                    // At least 1 ms: WAIT 0 would wait for ever.
+                    let wait = a.timeout.min(timeout * 3 / 4).max(Duration::from_millis(1));
+                    (a.replicas, wait)
+                });
+                let result = match ack {
+                    None => run_script(&mut conn, call).await,
+                    Some(ack) => match run_script_acked(&mut conn, call, ack).await {
+                        Ok((_, acked)) if acked < i64::from(ack.0) => {
+                            return Err(ServerFailure::NotReplicated(format!(
+                                "written, but acknowledged by {acked} of {} replicas within {} ms (WAIT), so not counted",
+                                ack.0,
+                                ack.1.as_millis()
+                            )))
+                        }
+                        other => other.map(|(value, _)| value),
+                    },
                 };
-                crate::deadline::within(&self.clock, timeout, run).await
+                match result {
+                    Ok(value) => return Ok(value),
+                    Err(e) => {
+                        let failure = ServerFailure::from_script(&e, call.source());
+                        // A cluster slot half moved: the script's keys are split between two
+                        // nodes for a moment (TRYAGAIN), or a redirection is not settled yet:
+                        // try again within the call's time.
+                        if matches!(failure, ServerFailure::SlotMoving(_)) {
+                            tokio::time::sleep(timing::TRYAGAIN_PAUSE).await;
+                            continue;
+                        }
+                        if matches!(failure, ServerFailure::Connection(_)) {
+                            self.forget_connection(generation);
+                            if !retried {
+                                retried = true;
+                                continue;
+                            }
+                        }
+                        return Err(failure);
+                    }
+                }
             }
-            Some(Entry::Alone(_busy)) => self.eval_within(call, lane, timeout).await,
-            None => self.eval_within(call, lane, timeout).await,
         };
-        let result = result.unwrap_or(Err(ServerFailure::Timeout(timeout)));
+        let result = match crate::deadline::within(&self.clock, timeout, run).await {
+            Ok(result) => result,
+            Err(_) => Err(ServerFailure::Timeout(timeout)),
+        };
         if let Err(failure) = &result {
             crate::measure::server_error(failure.label());
         }
         result
-    }
-
-    /// The batcher a call of `lane` joins: a batchable call on a plain server's runtime
-    /// connection, without replica acknowledgment, when the manager batches.
-    fn batcher(&self, call: &ScriptCall, lane: Lane) -> Option<&Arc<Batcher>> {
-        let batcher = self.batcher.as_ref()?;
-        let acked = self.replica_ack.is_some() && call.wants_ack();
-        (lane == Lane::Runtime && self.cluster.is_none() && !acked && call.is_batchable())
-            .then_some(batcher)
-    }
-
-    /// [`run_call`](Self::run_call) within `timeout` (`Err` when it passed).
-    pub(crate) async fn eval_within<T: FromRedisValue>(
-        self: &Arc<Self>,
-        call: &ScriptCall,
-        lane: Lane,
-        timeout: Duration,
-    ) -> Result<Result<T, ServerFailure>, crate::deadline::Elapsed> {
-        crate::deadline::within(&self.clock, timeout, self.run_call(call, lane, timeout)).await
-    }
-
-    /// Runs a script call on `lane`'s connection, as [`eval`](Self::eval) says, without its
-    /// time limit.
-    async fn run_call<T: FromRedisValue>(
-        self: &Arc<Self>,
-        call: &ScriptCall,
-        lane: Lane,
-        timeout: Duration,
-    ) -> Result<T, ServerFailure> {
-        let mut retried = false;
-        loop {
-            let (generation, mut conn) = self.connection(lane).await?;
-            let ack = self.replica_ack.filter(|_| call.wants_ack()).map(|a| {
-                // At least 1 ms: WAIT 0 would wait for ever.
-                let wait = a.timeout.min(timeout * 3 / 4).max(Duration::from_millis(1));
-                (a.replicas, wait)
-            });
-            let result = match ack {
-                None => run_script(&mut conn, call).await,
-                Some(ack) => match run_script_acked(&mut conn, call, ack).await {
-                    Ok((_, acked)) if acked < i64::from(ack.0) => {
-                        return Err(ServerFailure::NotReplicated(format!(
-                            "written, but acknowledged by {acked} of {} replicas within {} ms (WAIT), so not counted",
-                            ack.0,
-                            ack.1.as_millis()
-                        )))
-                    }
-                    other => other.map(|(value, _)| value),
-                },
-            };
-            match result {
-                Ok(value) => return Ok(value),
-                Err(e) => {
-                    let failure = ServerFailure::from_script(&e, call.source());
-                    // A cluster slot half moved: the script's keys are split between two
-                    // nodes for a moment (TRYAGAIN), or a redirection is not settled yet:
-                    // try again within the call's time.
-                    if matches!(failure, ServerFailure::SlotMoving(_)) {
-                        tokio::time::sleep(timing::TRYAGAIN_PAUSE).await;
-                        continue;
-                    }
-                    if matches!(failure, ServerFailure::Connection(_)) {
-                        self.forget_connection(generation);
-                        if !retried {
-                            retried = true;
-                            continue;
-                        }
-                    }
-                    return Err(failure);
-                }
-            }
-        }
     }
 
     /// Joins a release channel this server's subscriber already listens to, without a network
@@ -543,7 +497,7 @@ mod tests {
         let shared = (Arc::new(ScriptCall::preflight(b"")), Arc::default());
         Arc::new(Server::new(
             &spec,
-            (Duration::from_secs(2), None, false),
+            (Duration::from_secs(2), None),
             Clock::share(),
             shared,
             None,

@@ -57,15 +57,6 @@ const NOTE_SRC: &str = include_str!("note_permits.lua");
 static WHOS: LazyLock<Script> = LazyLock::new(|| Script::new(WHOS_SRC));
 const WHOS_SRC: &str = include_str!("whos.lua");
 
-/// The permit scripts a batch may carry (acquire, release, extend; `batch.rs`).
-pub(super) fn batchable() -> [(&'static Script, &'static str); 3] {
-    [
-        (&ACQUIRE, ACQUIRE_SRC),
-        (&RELEASE, RELEASE_SRC),
-        (&EXTEND, EXTEND_SRC),
-    ]
-}
-
 /// The six keys of a permit script, in their order.
 fn all(k: &LockKeys) -> [&[u8]; 6] {
     [
