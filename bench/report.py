@@ -131,6 +131,12 @@ def targets(res: dict[str, Any]) -> list[Row]:
     peer = (scale.get("node/redlock") or {}).get("256")
     ratio = ours["ops_per_s"] / peer["ops_per_s"] if ours and peer and peer["ops_per_s"] else None
     check("Node 256 concurrent tasks, distinct names, 1 server: ours / node-redlock", ratio, 1.2, True)
+    # Issue 37 item 5: Python asyncio at 256 tasks against redis-py's asyncio Lock.
+    ours = (scale.get("python/ours-asyncio") or {}).get("256")
+    peer = (scale.get("python/redis-py-asyncio") or {}).get("256")
+    ratio = ours["ops_per_s"] / peer["ops_per_s"] if ours and peer and peer["ops_per_s"] else None
+    check("Python asyncio 256 concurrent tasks, distinct names, 1 server: ours / redis-py asyncio Lock",
+          ratio, 1.5, True)
     # Issue 38: what observing costs (a Prometheus recorder and a tracing subscriber keeping
     # the spans attached; what a writing exporter adds on top: bench/observing.py).
     check("Rust 1 server, one call at a time: with metrics and spans / without",

@@ -8,10 +8,13 @@ prints one JSON object as the last line of stdout (everything else goes to stder
                       [--name NAME] [--samples]
     runner.py contend --impl IMPL --servers URLS --name NAME --hold-ms H --duration-ms D
                       --start-at-ms EPOCH_MS --worker ID [--ttl-ms 10000]
+    runner.py scale   --impl IMPL --servers URL --tasks K --duration-ms D [--ttl-ms 10000]
 
-IMPL: ours, ours-asyncio, redis-py, python-redis-lock, pottery, pottery-asyncio, floor,
-floor-asyncio. `scale` and `hold` are Rust/Node only. Bad flags, an unknown impl or an impl
-that cannot run the scenario (redis-py / python-redis-lock with several servers): exit 2.
+IMPL: ours, ours-asyncio, redis-py, redis-py-asyncio, python-redis-lock, pottery,
+pottery-asyncio, floor, floor-asyncio. `scale` (K asyncio tasks in one event loop, each
+cycling a name of its own) runs the asyncio impls; `hold` is Rust/Node only. Bad flags, an
+unknown impl or an impl that cannot run the scenario (redis-py / python-redis-lock with
+several servers, a sync impl in `scale`): exit 2.
 
 Standard library plus the packages pinned in requirements.txt; CPython 3.11+.
 """
@@ -31,9 +34,9 @@ from typing import Any, Callable, Optional
 
 LANG = "python"
 SYNC_IMPLS = ("ours", "redis-py", "python-redis-lock", "pottery", "floor")
-ASYNC_IMPLS = ("ours-asyncio", "pottery-asyncio", "floor-asyncio")
+ASYNC_IMPLS = ("ours-asyncio", "redis-py-asyncio", "pottery-asyncio", "floor-asyncio")
 IMPLS = SYNC_IMPLS + ASYNC_IMPLS
-SINGLE_SERVER_ONLY = ("redis-py", "python-redis-lock")
+SINGLE_SERVER_ONLY = ("redis-py", "redis-py-asyncio", "python-redis-lock")
 WARMUP_CYCLES = 50
 # After a failed cycle, pause this long so that a dead server does not turn the loop into a
 # hot spin on a shared machine (the failure still counts; the pause is not in its latency).
@@ -133,6 +136,39 @@ class RedisPy:
 
     def release(self, lock: Any) -> None:
         lock.release()
+
+
+class RedisPyAsyncio:
+    """redis.asyncio.lock.Lock through r.lock(name, timeout=ttl_s), as redis-py documents it,
+    over one redis.asyncio client (its connection pool: one connection per call in flight;
+    the pool's default limit refuses the 256 tasks of `scale` with MaxConnectionsError, so
+    it is raised above any task count the benchmark uses)."""
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        from redis.asyncio import Redis
+
+        self.r = Redis.from_url(servers[0], max_connections=4096)
+        self.ttl = ttl_s
+        self.locks: dict[str, Any] = {}
+
+    def _lock(self, name: str) -> Any:
+        lock = self.locks.get(name)
+        if lock is None:
+            lock = self.locks[name] = self.r.lock(name, timeout=self.ttl)
+        return lock
+
+    async def try_acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        return lock if await lock.acquire(blocking=False) else None
+
+    async def acquire(self, name: str) -> Any:
+        lock = self._lock(name)
+        if not await lock.acquire():
+            raise RuntimeError("redis-py asyncio Lock.acquire returned False")
+        return lock
+
+    async def release(self, lock: Any) -> None:
+        await lock.release()
 
 
 class PythonRedisLock:
@@ -353,6 +389,7 @@ FACTORIES: dict[str, Callable[[list[str], float], Any]] = {
     "ours": Ours,
     "ours-asyncio": OursAsyncio,
     "redis-py": RedisPy,
+    "redis-py-asyncio": RedisPyAsyncio,
     "python-redis-lock": PythonRedisLock,
     "pottery": Pottery,
     "pottery-asyncio": PotteryAsyncio,
@@ -675,14 +712,18 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--start-at-ms", type=_nonneg_int, required=True)
     k.add_argument("--worker", required=True)
 
+    sc = sub.add_parser("scale", help="K asyncio tasks, each cycling a name of its own")
+    common(sc)
+    sc.add_argument("--tasks", type=_positive_int, required=True)
+
     return p
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        if argv and argv[0] in ("scale", "hold"):
-            raise UsageError(f"scenario {argv[0]!r} is not implemented in Python (Rust and Node only)")
+        if argv and argv[0] == "hold":
+            raise UsageError("scenario 'hold' is not implemented in Python (Rust and Node only)")
         args = build_parser().parse_args(argv)
         if args.impl not in FACTORIES:
             raise UsageError(f"unknown impl {args.impl!r} (one of: {', '.join(IMPLS)})")
@@ -696,6 +737,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                 servers.append(part)
         if not servers:
             raise UsageError("--servers: no URL given")
+        if args.scenario == "scale" and args.impl not in ASYNC_IMPLS:
+            raise UsageError(f"scale runs the asyncio impls ({', '.join(ASYNC_IMPLS)}), not {args.impl!r}")
         if args.impl in SINGLE_SERVER_ONLY and len(servers) != 1:
             raise UsageError(f"impl {args.impl!r} works with one server only, got {len(servers)}")
         try:
@@ -710,7 +753,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     ttl_s = args.ttl_ms / 1000
     n = len(servers)
     is_async = args.impl in ASYNC_IMPLS
-    if args.scenario == "cycle":
+    if args.scenario == "scale":
+        from scale import scale_async
+
+        async def run(args: argparse.Namespace, impl: Any, n: int) -> dict[str, Any]:
+            return await scale_async(args, impl, n, _cycle_once_async)
+
+    elif args.scenario == "cycle":
         run = cycle_async if is_async else cycle_sync
     else:
         run = contend_async if is_async else contend_sync
