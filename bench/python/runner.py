@@ -114,7 +114,10 @@ class RedisPy:
     def __init__(self, servers: list[str], ttl_s: float) -> None:
         import redis
 
-        self.r = redis.Redis.from_url(servers[0])
+        self._use(redis.Redis.from_url(servers[0]), ttl_s)
+
+    def _use(self, client: Any, ttl_s: float) -> None:
+        self.r = client
         self.ttl = ttl_s
         self.locks: dict[str, Any] = {}
 
@@ -138,24 +141,12 @@ class RedisPy:
         lock.release()
 
 
-class RedisPyAsyncio:
-    """redis.asyncio.lock.Lock through r.lock(name, timeout=ttl_s), as redis-py documents it,
-    over one redis.asyncio client (its connection pool: one connection per call in flight;
-    the pool's default limit refuses the 256 tasks of `scale` with MaxConnectionsError, so
-    it is raised above any task count the benchmark uses)."""
+class _AsyncLockObjects:
+    """The calls of a library whose asyncio lock objects have `acquire(blocking=)` and
+    `release()`: one object per name, from the class's `_lock(name)`."""
 
-    def __init__(self, servers: list[str], ttl_s: float) -> None:
-        from redis.asyncio import Redis
-
-        self.r = Redis.from_url(servers[0], max_connections=4096)
-        self.ttl = ttl_s
-        self.locks: dict[str, Any] = {}
-
-    def _lock(self, name: str) -> Any:
-        lock = self.locks.get(name)
-        if lock is None:
-            lock = self.locks[name] = self.r.lock(name, timeout=self.ttl)
-        return lock
+    what = ""
+    _lock: Callable[[str], Any]
 
     async def try_acquire(self, name: str) -> Any:
         lock = self._lock(name)
@@ -164,11 +155,25 @@ class RedisPyAsyncio:
     async def acquire(self, name: str) -> Any:
         lock = self._lock(name)
         if not await lock.acquire():
-            raise RuntimeError("redis-py asyncio Lock.acquire returned False")
+            raise RuntimeError(f"{self.what}.acquire returned False")
         return lock
 
     async def release(self, lock: Any) -> None:
         await lock.release()
+
+
+class RedisPyAsyncio(_AsyncLockObjects, RedisPy):
+    """redis.asyncio.lock.Lock through r.lock(name, timeout=ttl_s), as redis-py documents it,
+    over one redis.asyncio client (its connection pool: one connection per call in flight;
+    the pool's default limit refuses the 256 tasks of `scale` with MaxConnectionsError, so
+    it is raised above any task count the benchmark uses)."""
+
+    what = "redis-py asyncio Lock"
+
+    def __init__(self, servers: list[str], ttl_s: float) -> None:
+        from redis.asyncio import Redis
+
+        self._use(Redis.from_url(servers[0], max_connections=4096), ttl_s)
 
 
 class PythonRedisLock:
@@ -253,27 +258,16 @@ class Pottery(_PotteryLocks):
         lock.release()
 
 
-class PotteryAsyncio(_PotteryLocks):
+class PotteryAsyncio(_PotteryLocks, _AsyncLockObjects):
     """pottery.AIORedlock with redis.asyncio clients."""
+
+    what = "pottery AIORedlock"
 
     def __init__(self, servers: list[str], ttl_s: float) -> None:
         from pottery import AIORedlock
         from redis.asyncio import Redis as AIORedis
 
         super().__init__({AIORedis.from_url(u) for u in servers}, ttl_s, AIORedlock)
-
-    async def try_acquire(self, name: str) -> Any:
-        lock = self._lock(name)
-        return lock if await lock.acquire(blocking=False) else None
-
-    async def acquire(self, name: str) -> Any:
-        lock = self._lock(name)
-        if not await lock.acquire():
-            raise RuntimeError("pottery AIORedlock.acquire returned False")
-        return lock
-
-    async def release(self, lock: Any) -> None:
-        await lock.release()
 
 
 def _floor_clients(servers: list[str], asyncio_flavour: bool) -> list[Any]:
