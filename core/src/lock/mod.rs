@@ -1,6 +1,12 @@
-//! A held lock: token, fencing token, validity, extension, auto-extension and release.
+//! A held lock: token, fencing token, validity, extension and release (this module),
+//! auto-extension (`auto_extend.rs`) and the lost signal (`lost_signal.rs`: `lost()`,
+//! `on_lost`, `LostView`).
 
-use std::future::Future;
+mod auto_extend;
+mod lost_signal;
+
+pub use lost_signal::LostView;
+
 use std::sync::{Arc, Mutex as StdMutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -12,7 +18,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::keys::display_name;
 use crate::lost::LostReason;
 use crate::measure::{self, HoldWatch, SpanValue};
-use crate::timing::{self, BACKGROUND_CLEANUP_TIMEOUT};
+use crate::timing::BACKGROUND_CLEANUP_TIMEOUT;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
@@ -321,59 +327,6 @@ impl Lock {
         self.shared.lost_reason()
     }
 
-    /// Completes when the lock is lost (`Some` with why), or when it is released, detached or
-    /// dropped first (`None`). Its validity running out counts as lost, so without
-    /// auto-extension this completes at the end of the validity.
-    pub fn lost(&self) -> impl Future<Output = Option<LostReason>> + Send + 'static {
-        let shared = Arc::clone(&self.shared);
-        let mut rx = shared.status.subscribe();
-        async move {
-            loop {
-                match *rx.borrow_and_update() {
-                    Status::Lost(why) => return Some(why),
-                    Status::Released => return None,
-                    Status::Held => {}
-                }
-                let until = shared.valid_until();
-                if Instant::now() >= until {
-                    shared.mark_lost(shared.expiry_reason());
-                    continue; // marked now, or by someone else meanwhile, or released
-                }
-                tokio::select! {
-                    changed = rx.changed() => if changed.is_err() { return None },
-                    _ = tokio::time::sleep_until(until.into()) => {}
-                }
-            }
-        }
-    }
-
-    /// A view of whether and why this lock was lost that outlives the handle: after a
-    /// [`release`](Lock::release) or the end of a scope it still tells a loss that was known
-    /// before, or that the release found.
-    pub fn lost_view(&self) -> LostView {
-        LostView {
-            shared: Arc::clone(&self.shared),
-        }
-    }
-
-    /// Calls `f` once, with why, when the lock is lost; never when it is released, detached
-    /// or dropped first. `f` runs on a thread of its own, outside any async runtime (never on
-    /// the thread that called this, never while a fencelock call waits for it), so it may
-    /// take its time and may call fencelock, the blocking API included. Each call registers
-    /// one more callback.
-    pub fn on_lost(&self, f: impl FnOnce(LostReason) + Send + 'static) {
-        let Some(runtime) = &self.shared.runtime else {
-            return;
-        };
-        let lost = self.lost();
-        let pool = runtime.clone();
-        runtime.spawn(async move {
-            if let Some(why) = lost.await {
-                call_outside_runtime(&pool, move || f(why));
-            }
-        });
-    }
-
     /// Asks the servers whether this lock is still held: a quorum of them hold its key under
     /// its token (read-only; never extends it). Unlike [`is_lost`](Lock::is_lost), which is
     /// this process's view, it notices a key deleted or overwritten behind the holder's back;
@@ -459,126 +412,12 @@ impl Lock {
         released
     }
 
-    /// Keeps the lock alive in the background: extends it every ttl/3 until it is released,
-    /// dropped or lost, and, with `max_hold`, for at most that long since acquisition (the
-    /// last extension ends exactly there). A failed extension is retried while validity lasts;
-    /// `NotHeld`, or validity running out, marks the lock lost (with why) and fires
-    /// [`lost`](Lock::lost) and the [`on_lost`](Lock::on_lost) callbacks.
-    ///
-    /// The task runs on the runtime the lock was acquired on; calling this again replaces the
-    /// previous task.
-    pub fn auto_extend(&self, max_hold: Option<Duration>) {
-        let Some(runtime) = &self.shared.runtime else {
-            return;
-        };
-        let shared = Arc::clone(&self.shared);
-        let task = runtime.spawn(async move { auto_extend_loop(shared, max_hold).await });
-        let mut st = self.shared.state();
-        if let Some(old) = st.auto_extend.replace(task.abort_handle()) {
-            old.abort();
-        }
-        if self.shared.status() != Status::Held {
-            if let Some(t) = st.auto_extend.take() {
-                t.abort();
-            }
-        }
-    }
-}
-
-/// Whether and why a lock was lost, readable after its handle is released or dropped
-/// ([`Lock::lost_view`]); the bindings keep one beside their lock objects.
-#[derive(Clone)]
-pub struct LostView {
-    shared: Arc<Holding>,
-}
-
-impl LostView {
-    /// Why the lock was lost: while it is held, as [`Lock::lost_reason`]; once released, the
-    /// loss known before the release or found by it; `None` when it was never lost (or was
-    /// detached).
-    pub fn reason(&self) -> Option<LostReason> {
-        self.shared.lost_reason_ever()
-    }
-}
-
-impl std::fmt::Debug for LostView {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LostView")
-            .field("reason", &self.reason())
-            .finish()
-    }
-}
-
-impl Lock {
     /// Gives up this handle without releasing the lock: it stays held on the servers until its
     /// TTL runs out or someone calls [`LockManager::release_by_token`](crate::LockManager::release_by_token)
     /// with its token (the classic "request id" pattern, or a lock handed to another process).
     /// Auto-extension stops; dropping the handle afterwards releases nothing.
     pub fn detach(self) {
         self.shared.mark_released("detached");
-    }
-}
-
-/// Runs `f` on a new thread, outside the runtime's context (the blocking API refuses to run
-/// inside one); if no thread can be started, on the runtime's blocking pool instead.
-fn call_outside_runtime(runtime: &tokio::runtime::Handle, f: impl FnOnce() + Send + 'static) {
-    let f = Arc::new(StdMutex::new(Some(f)));
-    let on_thread = Arc::clone(&f);
-    let started = std::thread::Builder::new()
-        .name("fencelock-on-lost".into())
-        .spawn(move || {
-            let f = on_thread.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some(f) = f {
-                f();
-            }
-        });
-    if started.is_err() {
-        let f = f.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(f) = f {
-            drop(runtime.spawn_blocking(f));
-        }
-    }
-}
-
-async fn auto_extend_loop(shared: Arc<Holding>, max_hold: Option<Duration>) {
-    let hold_until = max_hold.and_then(|m| shared.acquired_at.checked_add(m));
-    let mut next = {
-        let st = shared.state();
-        Instant::now() + timing::extend_every(st.ttl)
-    };
-    loop {
-        tokio::time::sleep_until(next.into()).await;
-        if shared.status() != Status::Held {
-            return;
-        }
-        let (ttl, valid_until) = {
-            let st = shared.state();
-            (st.ttl, st.valid_until)
-        };
-        let now = Instant::now();
-        let mut this_ttl = ttl;
-        if let Some(end) = hold_until {
-            let left = end.saturating_duration_since(now);
-            // What is left is too short for an extension to be granted: let it expire.
-            if left < shared.engine.min_ttl {
-                return;
-            }
-            this_ttl = this_ttl.min(left);
-        }
-        match shared.extend(this_ttl).await {
-            Ok(()) => next = Instant::now() + timing::extend_every(ttl),
-            // Marked lost, with why, by the extension.
-            Err(e) if e.kind() == ErrorKind::NotHeld => return,
-            Err(_) => {
-                let left = valid_until.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    shared.mark_lost(shared.expiry_reason());
-                    return;
-                }
-                // Try again soon, well before validity runs out.
-                next = Instant::now() + timing::extend_retry(left, ttl);
-            }
-        }
     }
 }
 
