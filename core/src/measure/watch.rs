@@ -4,6 +4,8 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use tracing::field::Value as FieldValue;
+
 use super::trace::{SpanValue, TraceParent, Traced};
 use super::{
     record, Measure, Value, ACQUIRE_ATTEMPTS, ACQUIRE_WAIT, EXTENSIONS, HANDOFFS, HELD, HOLD, LOST,
@@ -92,40 +94,28 @@ impl AcquireWatch {
             }
         }
     }
-}
 
-impl AcquireWatch {
     /// Fills the call's `fencelock.acquire` span, the current one while the call runs or is
-    /// dropped (`AcquireCall::lock` instruments it), its fields at once (a layer that formats
-    /// them does it once, not per field).
+    /// dropped (`AcquireCall::lock` instruments it).
     fn fill_span(&self, outcome: &'static str, handed_over: bool, fencing_token: Option<u64>) {
-        use tracing::field::Value;
         let span = tracing::Span::current();
-        let Some(fields) = span
-            .metadata()
-            .filter(|m| m.name() == "fencelock.acquire")
-            .map(|m| m.fields())
-        else {
+        if span.metadata().map(|m| m.name()) != Some("fencelock.acquire") {
             return;
-        };
-        let field = |name| fields.field(name);
-        let (Some(o), Some(a), Some(h), Some(w), Some(t)) = (
-            field("outcome"),
-            field("attempts"),
-            field("handed_over"),
-            field("waited_ms"),
-            field("fencing_token"),
-        ) else {
-            return;
-        };
+        }
         let waited_ms = self.started.elapsed().as_millis() as u64;
-        span.record_all(&fields.value_set(&[
-            (&o, Some(&outcome as &dyn Value)),
-            (&a, Some(&self.attempts as &dyn Value)),
-            (&h, Some(&handed_over as &dyn Value)),
-            (&w, Some(&waited_ms as &dyn Value)),
-            (&t, fencing_token.as_ref().map(|t| t as &dyn Value)),
-        ]));
+        record_at_once(
+            &span,
+            [
+                ("outcome", Some(&outcome as &dyn FieldValue)),
+                ("attempts", Some(&self.attempts)),
+                ("handed_over", Some(&handed_over)),
+                ("waited_ms", Some(&waited_ms)),
+                (
+                    "fencing_token",
+                    fencing_token.as_ref().map(|t| t as &dyn FieldValue),
+                ),
+            ],
+        );
     }
 }
 
@@ -209,7 +199,14 @@ impl HoldWatch {
         record(&HOLD, held.as_secs_f64(), &labels);
         let span = self.span.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(span) = span {
-            record_end(&span, outcome, held.as_millis() as u64);
+            let held_ms = held.as_millis() as u64;
+            record_at_once(
+                &span,
+                [
+                    ("outcome", Some(&outcome as &dyn FieldValue)),
+                    ("held_ms", Some(&held_ms)),
+                ],
+            );
         }
         let trace = self.trace.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(trace) = trace {
@@ -222,17 +219,23 @@ impl HoldWatch {
     }
 }
 
-/// Fills a `fencelock.hold` span's `outcome` and `held_ms` at once (a layer that formats the
-/// fields does it once, not per field).
-fn record_end(span: &tracing::Span, outcome: &'static str, held_ms: u64) {
-    use tracing::field::Value;
+/// Records `values` in `span`'s fields of those names in one call (a layer that formats the
+/// fields does it once, not per field); nothing when the span is disabled or lacks one.
+fn record_at_once<const N: usize>(
+    span: &tracing::Span,
+    values: [(&str, Option<&dyn FieldValue>); N],
+) {
     let Some(fields) = span.metadata().map(|m| m.fields()) else {
         return;
     };
-    if let (Some(o), Some(h)) = (fields.field("outcome"), fields.field("held_ms")) {
-        span.record_all(&fields.value_set(&[
-            (&o, Some(&outcome as &dyn Value)),
-            (&h, Some(&held_ms as &dyn Value)),
-        ]));
+    let found: [Option<tracing::field::Field>; N] =
+        std::array::from_fn(|i| fields.field(values[i].0));
+    if found.iter().any(Option::is_none) {
+        return;
     }
+    let pairs: [(&tracing::field::Field, Option<&dyn FieldValue>); N] = std::array::from_fn(|i| {
+        let field = found[i].as_ref().expect("every field was found above");
+        (field, values[i].1)
+    });
+    span.record_all(&fields.value_set(&pairs));
 }
