@@ -132,7 +132,7 @@ describe('ACL users and passwords', () => {
     // The minimal rule of docs/SECURITY.md.
     await c.call(
       'ACL', 'SETUSER', 'locker', 'on', '>right-password', 'resetkeys', '~*', 'resetchannels', '&fencelock:{*}:released:*',
-      '-@all', '+evalsha', '+script|load', '+get', '+set', '+incr', '+pttl', '+pexpire', '+time', '+zadd', '+zrem', '+zrange', '+zrangebyscore', '+hset', '+hget', '+hdel', '+del', '+publish',
+      '-@all', '+evalsha', '+script|load', '+get', '+set', '+incr', '+pttl', '+pexpire', '+time', '+zadd', '+zrem', '+zrange', '+zrangebyscore', '+hset', '+hget', '+hdel', '+del', '+publish', '+pubsub|numsub',
       '+subscribe', '+unsubscribe', '+ping',
     )
   })
@@ -142,7 +142,7 @@ describe('ACL users and passwords', () => {
     // Issue 20, item 4: zadd runs only when an acquire is refused.
     await acl.client().call('ACL', 'SETUSER', 'nozadd', 'on', '>pw', 'resetkeys', '~*', 'resetchannels', '&fencelock:{*}:released:*',
       '-@all', '+evalsha', '+script|load', '+get', '+set', '+incr', '+pttl', '+pexpire', '+time', '+zrem', '+zrange',
-      '+zrangebyscore', '+hset', '+hget', '+hdel', '+del', '+publish', '+subscribe', '+unsubscribe', '+ping')
+      '+zrangebyscore', '+hset', '+hget', '+hdel', '+del', '+publish', '+pubsub|numsub', '+subscribe', '+unsubscribe', '+ping')
     const mgr = new LockManager(`redis://nozadd:pw@127.0.0.1:${acl.port}`)
     await assert.rejects(mgr.acquire('acl-first', { ttl: 5000, wait: 10_000 }), (e) =>
       e.code === 'ERR_UNAVAILABLE' && /permission denied/.test(e.message) && /'zadd'/.test(e.message),

@@ -25,7 +25,7 @@ PREFIX = "app:"
 def minimal_acl(server: RedisServer, user: str, password: str, prefix: str = PREFIX) -> None:
     """The rule of docs/SECURITY.md ("The minimal ACL rule"), for key prefix ``prefix``."""
     rule = (f"on >{password} resetkeys ~{prefix}* resetchannels &{prefix}fencelock:{{*}}:released:* -@all "
-            "+evalsha +script|load +get +set +incr +pttl +pexpire +time +zadd +zrem +zrange +zrangebyscore +hset +hget +hdel +del +publish +subscribe "
+            "+evalsha +script|load +get +set +incr +pttl +pexpire +time +zadd +zrem +zrange +zrangebyscore +hset +hget +hdel +del +publish +pubsub|numsub +subscribe "
             "+unsubscribe +ping")
     assert server.client().execute_command("ACL", "SETUSER", user, *rule.split()) == b"OK"
 

@@ -8,7 +8,12 @@
 //! publishes with SPUBLISH), follows the slot map and subscribes again where a slot moved; a
 //! channel the cluster drops (its slot migrated) wakes its waiters and is subscribed again by
 //! the next one. On a cluster without sharded pub/sub (Redis 6.2) it subscribes with SUBSCRIBE
-//! on any node, and the scripts publish with PUBLISH, which the cluster carries to every node.
+//! at the node that owns the channel's slot (so that the scripts there see it listen), and the
+//! scripts publish with PUBLISH, which the cluster carries to every node; nothing moves such a
+//! subscription when its slot moves, but the first wake-up the new owner sends without seeing
+//! it listen ([`crate::queue::unheard`]) marks the connection stale: the next subscription
+//! opens a new one, which reads the slot map afresh, and subscribes again to every channel
+//! that has waiters, each at its slot's owner now (as after a lost connection).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,7 +28,7 @@ use tokio::sync::watch;
 
 use crate::conn::Sharded;
 use crate::failure::ServerFailure;
-use crate::queue::{parse_wake, Handoff};
+use crate::queue::{parse_wake, unheard, Handoff};
 use crate::sync::lock;
 use crate::timing::{SUBSCRIPTION_LINGER, UNSUBSCRIBE_TIMEOUT};
 use crate::url::ClusterSpec;
@@ -179,8 +184,9 @@ impl Subscriber {
             }
             Source::Cluster(cluster, sharded) => {
                 let dropped = Arc::clone(&self.dropped);
+                let flag = Arc::clone(&alive);
                 let push = move |info: PushInfo| {
-                    dispatch_push(&table, &dropped, info);
+                    dispatch_push(&table, &dropped, &flag, info);
                     Ok::<(), std::convert::Infallible>(())
                 };
                 let conn = cluster
@@ -207,6 +213,7 @@ impl Subscriber {
             conn.subscribed.clear();
             conn.sink = None;
             conn.sink = Some(self.connect(source).await?);
+            self.resubscribe(&mut conn).await?;
         }
         if lock(&self.dropped).remove(channel) {
             conn.subscribed.remove(channel);
@@ -232,6 +239,30 @@ impl Subscriber {
         }
         user.done = true;
         Ok(rx)
+    }
+
+    /// Subscribes a new connection to every channel that has waiters (they subscribed on the
+    /// one it replaces: lost, or stale), then wakes them all: a release that came while they
+    /// were not listening is not missed, they try at once.
+    async fn resubscribe(&self, conn: &mut SubscriberConn) -> Result<(), ServerFailure> {
+        let channels: Vec<Vec<u8>> = lock(&self.table)
+            .iter()
+            .filter(|(_, e)| e.users > 0)
+            .map(|(c, _)| c.clone())
+            .collect();
+        if channels.is_empty() {
+            return Ok(());
+        }
+        let (sink, _) = conn.sink.as_mut().expect("connected by the caller");
+        for channel in channels {
+            sink.subscribe(&channel)
+                .await
+                .map_err(|e| ServerFailure::from_redis(&e))?;
+            lock(&self.dropped).remove(&channel);
+            conn.subscribed.insert(channel);
+        }
+        wake_everyone(&self.table);
+        Ok(())
     }
 
     fn join_if_subscribed(&self, channel: &[u8], token: &[u8]) -> Option<Wakes> {
@@ -342,10 +373,18 @@ fn wake_everyone(table: &Table) {
     }
 }
 
-/// What a cluster's nodes push to the subscriber: a sharded message wakes the waiter it names;
-/// a channel dropped by the cluster (its slot migrated to another node) wakes its waiters and
-/// is subscribed again by the next one; a lost node connection wakes everyone.
-fn dispatch_push(table: &Table, dropped: &StdMutex<HashSet<Vec<u8>>>, info: PushInfo) {
+/// What a cluster's nodes push to the subscriber: a message wakes the waiter it names, and one
+/// its sender did not see this subscriber listen for (a plain subscription left on a node
+/// that no longer owns the slot) marks the connection stale (`alive` false: the next
+/// subscription opens a new one); a channel dropped by the cluster (its slot migrated to
+/// another node) wakes its waiters and is subscribed again by the next one; a lost node
+/// connection wakes everyone.
+fn dispatch_push(
+    table: &Table,
+    dropped: &StdMutex<HashSet<Vec<u8>>>,
+    alive: &AtomicBool,
+    info: PushInfo,
+) {
     let bytes = |v: Option<&Value>| match v {
         Some(Value::BulkString(b)) => Some(b.clone()),
         _ => None,
@@ -355,6 +394,9 @@ fn dispatch_push(table: &Table, dropped: &StdMutex<HashSet<Vec<u8>>>, info: Push
             if let (Some(channel), Some(payload)) =
                 (bytes(info.data.first()), bytes(info.data.get(1)))
             {
+                if info.kind == PushKind::Message && unheard(&payload) {
+                    alive.store(false, Ordering::Release);
+                }
                 if let Some(entry) = lock(table).get(&channel) {
                     entry.wake(&payload);
                 }

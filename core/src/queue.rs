@@ -3,10 +3,13 @@
 //!
 //! A caller that waits takes a [`Place`] in each server's queue at its first refusal: its
 //! arrival (the same on every server, so they all order waiters alike) and how long the place
-//! lasts without a new attempt. A release hands the lock straight to the first in line (its
-//! token, its TTL, a new fencing counter) and tells only that waiter's process, on its wake-up
-//! channel (`keys::LockKeys::wake_channel`), with the message `"COUNTER ARRIVAL TOKEN"`
-//! ([`parse_wake`]). The waiter then judges the messages of all servers ([`judge_handoffs`]):
+//! lasts without a new attempt. A release hands the lock straight to the first in line whose
+//! process the server sees listening (its token, its TTL, a new fencing counter) and only then
+//! tells that waiter's process, on its wake-up channel (`keys::LockKeys::wake_channel`), with
+//! the message `"COUNTER ARRIVAL TOKEN"` ([`parse_wake`]): a message that names a counter is
+//! sent only for a grant the script made. A waiter the server cannot see listen where a
+//! message would still reach it (a Redis 6.2 cluster) is woken instead ([`unheard`]) and the
+//! name kept free for it. The waiter then judges the messages of all servers ([`judge_handoffs`]):
 //! handed over on a quorum at one counter is a lock, with no further round trip.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -45,18 +48,30 @@ pub(crate) struct Handoff {
     pub arrival: u64,
 }
 
-/// Parses a release message, "COUNTER ARRIVAL TOKEN" (release.lua): the token it names and the
-/// handoff (`None` for a counter of 0: a plain wake-up). Anything else names the whole payload
-/// as the token (an empty one wakes every waiter).
+/// Parses a release message, "COUNTER ARRIVAL TOKEN" (queue.lua's `tell`): the token it names
+/// and the handoff (`None` for a counter of 0, or `?`: a plain wake-up). Anything else names
+/// the whole payload as the token (an empty one wakes every waiter).
 pub(crate) fn parse_wake(payload: &[u8]) -> (&[u8], Option<Handoff>) {
     let mut parts = payload.splitn(3, |&b| b == b' ');
     let number = |p: Option<&[u8]>| std::str::from_utf8(p?).ok()?.parse::<u64>().ok();
-    match (number(parts.next()), number(parts.next()), parts.next()) {
+    let counter = |p: Option<&[u8]>| match p {
+        Some(b"?") => Some(0),
+        p => number(p),
+    };
+    match (counter(parts.next()), number(parts.next()), parts.next()) {
         (Some(fence), Some(arrival), Some(token)) => {
             (token, (fence > 0).then_some(Handoff { fence, arrival }))
         }
         _ => (payload, None),
     }
+}
+
+/// Whether a release message is a wake-up the server sent without seeing the waiter's process
+/// listen there ("? ARRIVAL TOKEN"): on a cluster without sharded pub/sub (Redis 6.2) a
+/// message reaches every node, and its receiver learns that its subscription is on a node
+/// that no longer owns the channel's slot (`pubsub.rs` then subscribes again at the owner).
+pub(crate) fn unheard(payload: &[u8]) -> bool {
+    payload.starts_with(b"? ")
 }
 
 /// What the releases' messages say about a waiting acquire call.
@@ -138,8 +153,11 @@ mod tests {
                 })
             )
         );
-        // A counter of 0 is a plain wake-up.
+        // A counter of 0 is a plain wake-up, and so is '?', which says the server did not see
+        // the waiter's process listen.
         assert_eq!(parse_wake(b"0 0 tok"), (&b"tok"[..], None));
+        assert_eq!(parse_wake(b"? 5 tok"), (&b"tok"[..], None));
+        assert!(unheard(b"? 5 tok") && !unheard(b"0 5 tok") && !unheard(b"?5 tok"));
         // Anything else is a token as a whole (an empty one wakes everyone).
         assert_eq!(parse_wake(b"tok"), (&b"tok"[..], None));
         assert_eq!(parse_wake(b"x 1 tok"), (&b"x 1 tok"[..], None));

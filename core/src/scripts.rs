@@ -105,7 +105,9 @@ const PREFLIGHT_NAME: &[u8] = b"fencelock:{preflight}";
 
 /// The command the scripts wake a waiter with on a standalone or Sentinel-managed server; its
 /// sharded twin (`S` + it) on a cluster that has sharded pub/sub, where the wake-up channel
-/// lives in the lock's slot.
+/// lives in the lock's slot; `C` + it on a cluster without (Redis 6.2): PUBLISH, which the
+/// cluster carries to every node, so that the scripts know a node's count of listeners does
+/// not say who hears it (queue.lua's `listening`).
 const PUBLISH: &[u8] = b"PUBLISH";
 
 /// One script call, ready to send to any number of servers: the script (to load it where it
@@ -116,7 +118,8 @@ pub(crate) struct ScriptCall {
     source: &'static str,
     cmd: redis::Cmd,
     /// Whether the script publishes wake-ups: then its last argument starts with
-    /// [`PUBLISH`], and [`cmd_for`](Self::cmd_for) a sharded connection makes it `SPUBLISH`.
+    /// [`PUBLISH`], and [`cmd_for`](Self::cmd_for) a cluster makes it `SPUBLISH` (sharded
+    /// pub/sub) or `CPUBLISH` (without).
     publishes: bool,
     /// How many keys `cmd` declares.
     keys: usize,
@@ -387,13 +390,14 @@ impl ScriptCall {
     }
 
     /// The EVALSHA command for a connection that takes it by `route`. On a cluster, a script
-    /// that can delete a key declares the slot guard after its own keys, and with sharded
-    /// pub/sub a script that publishes wake-ups does it with `SPUBLISH` (in the lock's slot).
+    /// that can delete a key declares the slot guard after its own keys, and a script that
+    /// publishes wake-ups does it with `SPUBLISH` (sharded pub/sub, in the lock's slot), or
+    /// is told `CPUBLISH`: PUBLISH on a cluster, which reaches every node.
     pub fn cmd_for(&self, route: Route) -> &redis::Cmd {
         let Route::Cluster(sharded) = route else {
             return &self.cmd;
         };
-        let respell = sharded && self.publishes;
+        let respell = self.publishes;
         if self.guard.is_none() && !respell {
             return &self.cmd;
         }
@@ -415,9 +419,10 @@ impl ScriptCall {
             for a in head[3..].iter().chain(&guard).chain(argv) {
                 cmd.arg(*a);
             }
-            match respell {
-                true => cmd.arg([b"S", *last].concat()),
-                false => cmd.arg(*last),
+            match (respell, sharded) {
+                (true, true) => cmd.arg([b"S", *last].concat()),
+                (true, false) => cmd.arg([b"C", *last].concat()),
+                (false, _) => cmd.arg(*last),
             };
             cmd
         })
@@ -510,8 +515,9 @@ pub(crate) mod tests {
             format!("PUBLISH 3 16 {channel}").as_bytes()
         );
         // On a cluster the scripts that can delete a key declare the slot guard after their
-        // keys, and with sharded pub/sub the scripts that wake waiters do it with SPUBLISH; on
-        // one server every call is as it is.
+        // keys, and the scripts that wake waiters do it with SPUBLISH (sharded pub/sub) or are
+        // told CPUBLISH (PUBLISH, which a cluster carries to every node); on one server every
+        // call is as it is.
         for (i, call) in calls.iter().enumerate() {
             let plain = parts(call);
             let guarded = [0, 1, 2, 5].contains(&i);
@@ -522,9 +528,10 @@ pub(crate) mod tests {
                     want[2] = (n + 1).to_string().into_bytes();
                     want.insert(3 + n, keys.guard.clone());
                 }
-                if sharded && [0, 1, 2, 5, 6].contains(&i) {
+                if [0, 1, 2, 5, 6].contains(&i) {
                     let last = want.len() - 1;
-                    want[last] = [b"S", &want[last][..]].concat();
+                    let prefix: &[u8] = if sharded { b"S" } else { b"C" };
+                    want[last] = [prefix, &want[last][..]].concat();
                 }
                 assert_eq!(
                     cluster_parts(call, sharded),

@@ -34,6 +34,7 @@ const MINIMAL_ACL: &[&str] = &[
     "+hdel",
     "+del",
     "+publish",
+    "+pubsub|numsub",
     "+subscribe",
     "+unsubscribe",
     "+ping",

@@ -681,3 +681,79 @@ async fn a_tls_cluster_is_reached_with_rediss_cluster_and_its_ca() {
     drop(c);
     let _ = std::fs::remove_dir_all(&certs);
 }
+
+/// The wake-up channels of `name`'s waiters subscribed on the node on `port`, plain or sharded
+/// (Redis 6.2 has only the plain kind: its SHARDCHANNELS is an error, counted as none).
+fn wake_subscriptions(c: &RedisCluster, port: u16, name: &[u8]) -> usize {
+    let keys = LockKeys::new(b"", name);
+    let pattern = [&keys.channel[..], b"|*"].concat();
+    [&b"CHANNELS"[..], b"SHARDCHANNELS"]
+        .iter()
+        .map(
+            |kind| match c.node(port).cmd(&[b"PUBSUB", kind, &pattern]) {
+                Reply::Array(Some(channels)) => channels.len(),
+                _ => 0,
+            },
+        )
+        .sum()
+}
+
+/// A waiter of `waiter` for "following" while `holder` holds it, handed the lock at the release.
+async fn hand_over_once(c: &RedisCluster, holder: &LockManager, waiter: &LockManager) -> u64 {
+    let held = holder.acquire("following", MS(30_000), None).await.unwrap();
+    let w = waiter.clone();
+    let wait =
+        tokio::spawn(async move { w.acquire("following", MS(30_000), Some(MS(20_000))).await });
+    wait_until_async(MS(10_000), "the waiter is in line", || {
+        queued(c, b"following") == 1
+    })
+    .await;
+    let before = held.fencing_token();
+    held.release().await.unwrap();
+    let got = wait.await.unwrap().unwrap();
+    let token = got.fencing_token();
+    assert!(token > before);
+    got.release().await.unwrap();
+    token
+}
+
+/// Issue 51: a waiter's wake-up subscription follows its slot to the new master. With sharded
+/// pub/sub the cluster drops the channel when the slot moves; on Redis 6.2 a plain subscription
+/// stays on the old master, where the scripts of the new one cannot see it listen (they wake
+/// the waiter there, "? ARRIVAL TOKEN", instead of handing it the lock), and that wake-up
+/// makes the manager subscribe again, at the slot's owner, before its next wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiters_wake_subscription_follows_its_slot_to_the_new_master() {
+    let c = RedisCluster::start_with_args(3, 1, &["--cluster-node-timeout".into(), "5000".into()]);
+    let (holder, waiter) = (manager(&c), manager(&c));
+    let keys = LockKeys::new(b"", b"following");
+    let from = c.master_of_slot(keys.slot).port();
+    let mut last = hand_over_once(&c, &holder, &waiter).await;
+    assert_eq!(wake_subscriptions(&c, from, b"following"), 1);
+    let to = c.another_master(from);
+    c.migrate_slot(keys.slot, to, || {});
+    // The first hand-off after the move: the subscription may still be on the old master
+    // (6.2), so the waiter is woken and takes the lock by an attempt of its own; then it
+    // listens at the new master, and later hand-offs go straight to it.
+    for _ in 0..3 {
+        let token = hand_over_once(&c, &holder, &waiter).await;
+        assert!(token > last);
+        last = token;
+    }
+    let held = holder.acquire("following", MS(30_000), None).await.unwrap();
+    let w = waiter.clone();
+    let wait =
+        tokio::spawn(async move { w.acquire("following", MS(30_000), Some(MS(20_000))).await });
+    wait_until_async(
+        MS(10_000),
+        "the waiter listens at the slot's new master",
+        || {
+            queued(&c, b"following") == 1
+                && wake_subscriptions(&c, to, b"following") == 1
+                && wake_subscriptions(&c, from, b"following") == 0
+        },
+    )
+    .await;
+    held.release().await.unwrap();
+    wait.await.unwrap().unwrap().release().await.unwrap();
+}

@@ -256,10 +256,12 @@ async fn a_partial_grant_is_undone_on_the_lean_path() {
     assert_eq!(s[1].get(b"partial").as_deref(), Some(&b"classic"[..]));
 }
 
-/// What a release that hands the lock over runs: the handoff (the sweep, the first in line
-/// and its TTL, the counter, the message, the key) and `own`, what differs from release to
-/// release (the lean path's check, leaving a place).
-fn handoff_release(own: &[(&str, u64)]) -> HashMap<String, u64> {
+/// What a release that hands the lock over runs on `server`: the handoff (the sweep, the first
+/// in line and its TTL, whether its process listens, the counter, the message, the key) and
+/// `own`, what differs from release to release (the lean path's check, leaving a place).
+/// Redis 6.2 counts `PUBSUB NUMSUB` as `pubsub`, which [`calls`] leaves out with the
+/// testkit's probes.
+fn handoff_release(server: &RedisServer, own: &[(&str, u64)]) -> HashMap<String, u64> {
     let mut commands = ran(&[
         ("evalsha", 1),
         ("get", 1),
@@ -271,6 +273,9 @@ fn handoff_release(own: &[(&str, u64)]) -> HashMap<String, u64> {
         ("publish", 1),
         ("set", 1),
     ]);
+    if !server.version().starts_with("redis 6.") {
+        commands.extend(ran(&[("pubsub|numsub", 1)]));
+    }
     commands.extend(ran(own));
     commands
 }
@@ -346,7 +351,7 @@ async fn a_contended_critical_section_runs_the_queues_upkeep_once_per_place_life
     held.release().await.unwrap();
     assert_eq!(
         calls(&server),
-        handoff_release(&[("pttl", 1), ("zrem", 1)]),
+        handoff_release(&server, &[("pttl", 1), ("zrem", 1)]),
         "a release that hands over, with no place"
     );
     let one = one.await.unwrap().unwrap();
@@ -359,7 +364,7 @@ async fn a_contended_critical_section_runs_the_queues_upkeep_once_per_place_life
     one.release().await.unwrap();
     assert_eq!(
         calls(&server),
-        handoff_release(&[("zrem", 2), ("hdel", 1)]),
+        handoff_release(&server, &[("zrem", 2), ("hdel", 1)]),
         "a release that hands over, leaving its place"
     );
     let two = two.await.unwrap().unwrap();

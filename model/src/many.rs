@@ -97,7 +97,7 @@ fn acquire(
     for i in names_in(want) {
         let mut run = Run::new(x, &mut names[i]);
         let new = run.server.key.is_none();
-        let f = run.grant(c, new, false);
+        let f = run.grant(c, new);
         fence.get_or_insert(f);
         // A grant keeps a place the caller had, and takes none it had not.
         if !placed[i] {

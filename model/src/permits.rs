@@ -158,9 +158,9 @@ impl Run<'_, '_> {
     }
 
     /// Hands the freed weight to the waiters at the head of the line, in order, until one does
-    /// not fit or `caller` is reached (`permits.lua`'s `hand_out`).
+    /// not fit or `caller` is reached (`permits.lua`'s `hand_out`); a waiter that does not
+    /// listen is passed over and told nothing (the counter is raised by a grant only).
     pub(crate) fn hand_out(&mut self, caller: Option<Client>) -> Stop {
-        let mut fence = None;
         let mut at = 0;
         while let Some(p) = self.server.line.get(at).copied() {
             if Some(p.client) == caller {
@@ -170,16 +170,13 @@ impl Run<'_, '_> {
             if self.held() + weight > limit {
                 return Stop::Blocked;
             }
-            let f = *fence.get_or_insert_with(|| {
-                self.server.counter += 1;
-                self.server.counter
-            });
             if self.x.listening[p.client] {
+                self.server.counter += 1;
+                let f = self.server.counter;
                 self.granted(p.client, f, true);
                 self.put_lease(p.client);
                 self.server.line.remove(at);
                 self.served.handed.push((p.client, f));
-                fence = None;
             } else {
                 at += 1;
             }

@@ -173,7 +173,7 @@ impl Run<'_, '_> {
     fn acquire(&mut self, c: Client, arrival: u8) -> Reply {
         if self.server.key.is_some_and(|k| k.holder == c) {
             // Re-entry by token: the TTL reset, a new fencing token.
-            let fence = self.grant(c, false, false);
+            let fence = self.grant(c, false);
             return Reply::Granted { fence };
         }
         let placed = self.take_place(c, arrival);
@@ -182,7 +182,7 @@ impl Run<'_, '_> {
                 Walk::Handed(w) => self.hand_over(w),
                 Walk::Woke => {}
                 Walk::Caller | Walk::Nobody => {
-                    let fence = self.grant(c, true, false);
+                    let fence = self.grant(c, true);
                     // A grant keeps a place the caller had, and takes none it had not.
                     if !placed {
                         self.server.line.retain(|p| p.client != c);
@@ -240,13 +240,11 @@ impl Run<'_, '_> {
     }
 
     /// Walks the line to the first client that listens, or is `caller`; places of clients
-    /// that do not listen are passed over (and kept). As `hand_over` in `queue.lua`, the walk
-    /// takes the waiters' fencing token from the counter at the first place of a waiter of
-    /// this name alone that is not the caller's, before it knows whether anyone listens: a
-    /// walk that finds nobody listening still raises the counter. A listening waiter of
-    /// several names is woken (and the walk stops there).
+    /// that do not listen are passed over (and kept), and told nothing. As `hand_over` in
+    /// `queue.lua`, the walk asks whether a waiter listens before anything is sent to it, and
+    /// the counter is raised only by the grant that follows ([`Run::hand_over`]). A listening
+    /// waiter of several names is woken (and the walk stops there).
     pub(crate) fn walk_line(&mut self, caller: Option<Client>) -> Walk {
-        let mut counted = false;
         for w in self.server.line.iter().map(|p| p.client) {
             if Some(w) == caller {
                 return Walk::Caller;
@@ -258,10 +256,6 @@ impl Run<'_, '_> {
                 }
                 continue;
             }
-            if !counted {
-                counted = true;
-                self.server.counter += 1;
-            }
             if self.x.listening[w] {
                 return Walk::Handed(w);
             }
@@ -269,13 +263,10 @@ impl Run<'_, '_> {
         Walk::Nobody
     }
 
-    /// A grant to `c`: the counter incremented (unless `counted`: a hand-over's walk did),
-    /// the key set. `new`: not a re-entry, so it must not pass a listening waiter ahead of
-    /// `c`'s place.
-    pub(crate) fn grant(&mut self, c: Client, new: bool, counted: bool) -> u32 {
-        if !counted {
-            self.server.counter += 1;
-        }
+    /// A grant to `c`: the counter incremented, the key set. `new`: not a re-entry, so it
+    /// must not pass a listening waiter ahead of `c`'s place.
+    pub(crate) fn grant(&mut self, c: Client, new: bool) -> u32 {
+        self.server.counter += 1;
         let fence = self.server.counter;
         self.server.key = Some(Key {
             holder: c,
@@ -298,7 +289,7 @@ impl Run<'_, '_> {
 
     /// The key to waiter `w`, told by a message.
     pub(crate) fn hand_over(&mut self, w: Client) {
-        let fence = self.grant(w, true, true);
+        let fence = self.grant(w, true);
         self.served.handed.push((w, fence));
     }
 }

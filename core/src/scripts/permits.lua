@@ -143,14 +143,16 @@ local function grant(k, token, weight, ttl, now, held, kind, limit, queued)
 end
 
 -- Hands the freed weight to the waiters at the head of the line, in order, each as its own
--- acquire would (grant) and told with "COUNTER ARRIVAL TOKEN" on its wake-up channel, until
--- one does not fit (first come, first served: nobody passes it) or SELF (an acquire's own
--- token) is reached. A waiter nobody listens for (its process gone, or not subscribed yet)
--- is passed over, keeping its place, as hand_over does for a lock. Returns 'self' when SELF
--- was reached, 'blocked' when a waiter did not fit, else 'end'; and the weights held after.
+-- acquire would (grant) and then told with "COUNTER ARRIVAL TOKEN" on its wake-up channel,
+-- until one does not fit (first come, first served: nobody passes it) or SELF (an acquire's
+-- own token) is reached. A waiter nobody listens for (listening() in queue.lua: its process
+-- gone, or not subscribed yet) is passed over, keeping its place and told nothing, as
+-- hand_over does for a lock; one that may listen on another node ('maybe') is woken ("?
+-- ARRIVAL TOKEN") and the line stops there, the weight kept free for it. Returns 'self' when
+-- SELF was reached, 'blocked' when a waiter did not fit or was woken, else 'end'; and the
+-- weights held after.
 local function hand_out(k, held, limit, now, self)
   local line = redis.call('ZRANGE', k.queue, 0, 99, 'WITHSCORES')
-  local fence = nil
   for i = 1, #line, 2 do
     local token, arrival = line[i], line[i + 1]
     if token == self then
@@ -162,9 +164,13 @@ local function hand_out(k, held, limit, now, self)
       if held + weight > limit then
         return 'blocked', held
       end
-      fence = fence or redis.call('INCR', k.fence)
       local wake = k.channel .. '|' .. string.sub(token, 1, k.wake_id_len)
-      if publish_wake(k.publish, wake, fence .. ' ' .. arrival .. ' ' .. token) > 0 then
+      local heard = listening(k.publish, wake)
+      if heard == 'maybe' then
+        tell(k.publish, wake, '?', arrival, token)
+        return 'blocked', held
+      elseif heard == 'yes' then
+        local fence = redis.call('INCR', k.fence)
         redis.call('HSET', k.key, 'held', held + weight, '=' .. token, weight)
         redis.call('ZADD', k.holders, now + tonumber(ttl), token)
         redis.call('ZREM', k.queue, token)
@@ -172,7 +178,7 @@ local function hand_out(k, held, limit, now, self)
         redis.call('HDEL', k.ttls, token)
         upkeep(k, tonumber(ttl))
         held = held + weight
-        fence = nil
+        tell(k.publish, wake, fence, arrival, token)
       end
     end
   end

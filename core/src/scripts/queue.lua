@@ -21,31 +21,58 @@ local function sweep(queue, deadlines, ttls, now)
   return #gone
 end
 
--- Publishes a wake-up: sharded (SPUBLISH) on a cluster, where the channel is in the lock's
--- slot, PUBLISH elsewhere. Returns how many subscribers (on this node) received it.
-local function publish_wake(publish, channel, message)
-  if publish == 'SPUBLISH' then
-    return redis.call('SPUBLISH', channel, message)
+-- Whether anyone listens on a wake-up channel, asked before anything is told on it, so that a
+-- message saying "handed to you" only ever goes to a waiter the script has made the holder:
+-- 'yes' when a subscriber is on this server (PUBSUB NUMSUB, or SHARDNUMSUB); 'no' when there
+-- is none here and a message published here reaches no one else; 'maybe' when there is none
+-- here but a message would reach subscribers elsewhere: on a cluster without sharded pub/sub
+-- (Redis 6.2) PUBLISH goes to every node while the counts see only this one, and a waiter's
+-- subscription may sit on a node that no longer owns the slot (it moved). A publish's reply is
+-- never read for this: it counts this node's listeners only, and by then the message is out.
+-- (Listeners on replicas, which a master's PUBLISH or SPUBLISH also reaches, are never told
+-- anything unless one listens here: a 'no' publishes nothing.)
+local function listening(publish, channel)
+  local sub = publish == 'SPUBLISH' and 'SHARDNUMSUB' or 'NUMSUB'
+  if redis.call('PUBSUB', sub, channel)[2] > 0 then
+    return 'yes'
   end
-  return redis.call('PUBLISH', channel, message)
+  return publish == 'CPUBLISH' and 'maybe' or 'no'
+end
+
+-- Tells the waiter whose token is TOKEN (place arrival ARRIVAL) on its wake-up channel WAKE,
+-- with SPUBLISH on a cluster that has sharded pub/sub (the channel is in the lock's slot), else
+-- PUBLISH ('PUBLISH'; 'CPUBLISH': a cluster without it, Redis 6.2, which carries the message to
+-- every node): "COUNTER ARRIVAL TOKEN" when it was handed the lock or a lease (COUNTER > 0: the
+-- fencing counter it was handed at), "0 ARRIVAL TOKEN" to wake it for an attempt of its own,
+-- "? ARRIVAL TOKEN" to wake it where this server cannot see it listen (a 'maybe': its process
+-- also learns that its subscription is on a node that does not own the slot; pubsub.rs).
+local function tell(publish, wake, counter, arrival, token)
+  local message = counter .. ' ' .. arrival .. ' ' .. token
+  if publish == 'SPUBLISH' then
+    redis.call('SPUBLISH', wake, message)
+  else
+    redis.call('PUBLISH', wake, message)
+  end
 end
 
 -- Hands the lock to the first waiter in line that listens for it, as its own acquire would:
--- the lock key set to its token with its TTL, the fencing counter incremented, and the message
--- "COUNTER ARRIVAL TOKEN" published (with PUBLISH: 'PUBLISH', or 'SPUBLISH' on a cluster, where
--- the channel is in the lock's hash slot) on its wake-up channel (CHANNEL, '|', the first
--- WAKE_ID_LEN bytes of its token). A waiter nobody listens for (its process is gone: the
--- server closed its connections; or it is not subscribed yet) is passed over, keeping its
--- place: the lock never goes to a dead waiter, and a live one not yet listening takes its
--- turn at its next attempt. A waiter for several names at once (its TTL entry is 'm' and the
--- TTL) is never handed one name alone, which would have it hold one while it waits for
--- another: it is woken ("0 ARRIVAL TOKEN") and takes all its names in one attempt, while the
--- name stays free for it (nobody behind it passes it). Stops at `self` (an acquire's own
--- token): returns 'self' there, true when handed to another waiter, 'woke' when a waiter for
--- several names was woken, false when nobody in line listens.
+-- the lock key set to its token with its TTL, the fencing counter incremented, and then the
+-- message "COUNTER ARRIVAL TOKEN" published (with PUBLISH: 'PUBLISH', 'CPUBLISH' on a cluster
+-- without sharded pub/sub, or 'SPUBLISH' on a cluster, where the channel is in the lock's hash
+-- slot) on its wake-up channel (CHANNEL, '|', the first WAKE_ID_LEN bytes of its token). A
+-- waiter nobody listens for (listening(): its process is gone, the server closed its
+-- connections; or it is not subscribed yet) is passed over, keeping its place, and told
+-- nothing: the lock never goes to a dead waiter, and a live one not yet listening takes its
+-- turn at its next attempt. A waiter that may listen elsewhere ('maybe') is woken ("? ARRIVAL
+-- TOKEN") and the name stays free for it: nobody behind it passes it, and it takes the lock at
+-- the attempt the message starts (or, if it is gone, once its place expires). A waiter for
+-- several names at once (its TTL entry is 'm' and the TTL) is never handed one name alone,
+-- which would have it hold one while it waits for another: it is woken ("0 ARRIVAL TOKEN")
+-- and takes all its names in one attempt, while the name stays free for it. Stops at `self`
+-- (an acquire's own token): returns 'self' there, true when handed to another waiter, 'woke'
+-- when a waiter was woken instead, false when nobody in line listens.
 local function hand_over(lock, fence_key, queue, ttls, publish, channel, wake_id_len, self)
   local line = redis.call('ZRANGE', queue, 0, 7, 'WITHSCORES')
-  local fence = nil
   for i = 1, #line, 2 do
     local token, arrival = line[i], line[i + 1]
     if token == self then
@@ -55,16 +82,18 @@ local function hand_over(lock, fence_key, queue, ttls, publish, channel, wake_id
     -- A permit waiter's entry ('p...') is never a lock's (permits.lua): passed over.
     if ttl and string.sub(ttl, 1, 1) ~= 'p' then
       local wake = channel .. '|' .. string.sub(token, 1, wake_id_len)
-      if string.sub(ttl, 1, 1) == 'm' then
-        if publish_wake(publish, wake, '0 ' .. arrival .. ' ' .. token) > 0 then
-          return 'woke'
-        end
-      else
-        fence = fence or redis.call('INCR', fence_key)
-        if publish_wake(publish, wake, fence .. ' ' .. arrival .. ' ' .. token) > 0 then
-          redis.call('SET', lock, token, 'PX', ttl)
-          return true
-        end
+      local heard = listening(publish, wake)
+      if heard == 'maybe' then
+        tell(publish, wake, '?', arrival, token)
+        return 'woke'
+      elseif heard == 'yes' and string.sub(ttl, 1, 1) == 'm' then
+        tell(publish, wake, '0', arrival, token)
+        return 'woke'
+      elseif heard == 'yes' then
+        local fence = redis.call('INCR', fence_key)
+        redis.call('SET', lock, token, 'PX', ttl)
+        tell(publish, wake, fence, arrival, token)
+        return true
       end
     end
   end

@@ -13,6 +13,15 @@ use crate::{fixed_port, free_port, requests, wait_until, RedisServer, Reply};
 /// tests; failover then takes a few seconds).
 pub const NODE_TIMEOUT_MS: u64 = 1000;
 
+/// How [`RedisCluster::migrate_slot_by`] moves a slot's keys, as the two ways of
+/// `redis-cli --cluster reshard`: one `MIGRATE` per key with `REPLACE`, or each batch of the
+/// keys `CLUSTER GETKEYSINSLOT` returns in one `MIGRATE ... KEYS`, without `REPLACE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Migrate {
+    OneByOne,
+    Batched,
+}
+
 /// A running cluster: `masters` masters with `replicas` replicas each, every slot assigned.
 pub struct RedisCluster {
     /// Every node, the masters first (in `redis-cli --cluster create` order).
@@ -489,10 +498,16 @@ impl RedisCluster {
 
     /// Moves `slot` (and its keys) from the master that serves it to the master on `to`, the
     /// way `redis-cli --cluster reshard` does: IMPORTING on the target, MIGRATING on the
-    /// source, MIGRATE of every key, then the slot assigned to the target on every master.
-    /// Between the steps a client sees ASK redirections; `between` runs after the keys moved
-    /// and before the slot is reassigned (to act while the slot is half moved).
+    /// source, MIGRATE of every key (one at a time, with REPLACE), then the slot assigned to the
+    /// target on every master. Between the steps a client sees ASK redirections; `between`
+    /// runs after the keys moved and before the slot is reassigned (to act while the slot is
+    /// half moved).
     pub fn migrate_slot(&self, slot: u16, to: u16, between: impl FnOnce()) {
+        self.migrate_slot_by(slot, to, Migrate::OneByOne, between)
+    }
+
+    /// [`migrate_slot`](Self::migrate_slot), its keys moved `how`.
+    pub fn migrate_slot_by(&self, slot: u16, to: u16, how: Migrate, between: impl FnOnce()) {
         let from = self.open_migration(slot, to);
         let source = self.node(from);
         let to_id = self.id_of(to);
@@ -503,26 +518,37 @@ impl RedisCluster {
                 "fencelock-testkit: {what}: {r:?}"
             );
         };
+        let port = to.to_string();
         loop {
             let keys = match source.cmd(&[b"CLUSTER", b"GETKEYSINSLOT", s.as_bytes(), b"100"]) {
                 Reply::Array(Some(k)) => k,
                 other => panic!("fencelock-testkit: GETKEYSINSLOT replied {other:?}"),
             };
+            let keys: Vec<Vec<u8>> = keys
+                .into_iter()
+                .filter_map(|k| match k {
+                    Reply::Bulk(Some(key)) => Some(key),
+                    _ => None,
+                })
+                .collect();
             if keys.is_empty() {
                 break;
             }
-            for k in keys {
-                let Reply::Bulk(Some(key)) = k else { continue };
-                let port = to.to_string();
-                let r = source.cmd(&[
-                    b"MIGRATE",
-                    b"127.0.0.1",
-                    port.as_bytes(),
-                    &key,
-                    b"0",
-                    b"5000",
-                    b"REPLACE",
-                ]);
+            let head = [&b"MIGRATE"[..], b"127.0.0.1", port.as_bytes()];
+            let calls: Vec<Vec<&[u8]>> = match how {
+                Migrate::OneByOne => keys
+                    .iter()
+                    .map(|k| [&head[..], &[&k[..], b"0", b"5000", b"REPLACE"]].concat())
+                    .collect(),
+                Migrate::Batched => {
+                    let mut call = [&head[..], &[&b""[..], b"0", b"5000", b"KEYS"]].concat();
+                    call.extend(keys.iter().map(|k| &k[..]));
+                    vec![call]
+                }
+            };
+            for call in calls {
+                let r = source.cmd(&call);
+                // NOKEY (a status too): the keys expired since GETKEYSINSLOT listed them.
                 assert!(
                     matches!(&r, Reply::Status(_)),
                     "fencelock-testkit: MIGRATE replied {r:?}"

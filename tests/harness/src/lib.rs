@@ -587,6 +587,25 @@ impl RedisServer {
         self.int_cmd(&[b"DBSIZE"])
     }
 
+    /// The server's name and version as `INFO server` gives them: `redis 6.2.14`,
+    /// `valkey 8.1.1` (Valkey names itself in `server_name`, and answers `redis_version` with
+    /// the Redis version it is compatible with).
+    pub fn version(&self) -> String {
+        let info = match self.cmd(&[b"INFO", b"server"]) {
+            Reply::Bulk(Some(v)) => String::from_utf8_lossy(&v).into_owned(),
+            other => panic!("fencelock-testkit: unexpected INFO reply {other:?}"),
+        };
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                .map(|v| v.trim().to_string())
+        };
+        match (field("server_name"), field("valkey_version")) {
+            (Some(name), Some(version)) => format!("{name} {version}"),
+            _ => format!("redis {}", field("redis_version").unwrap_or_default()),
+        }
+    }
+
     /// `INFO commandstats` as text (lines like `cmdstat_set:calls=3,...`).
     pub fn info_commandstats(&self) -> String {
         match self.cmd(&[b"INFO", b"commandstats"]) {
