@@ -84,14 +84,17 @@ pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
     out
 }
 
-/// The `atexit` hook (registered by `fencelock/__init__.py`): from now on no thread enters
-/// Python through this module; waits (GIL released) for those inside to leave or park.
+/// The `atexit` hook (registered by `fencelock/__init__.py`): first waits (GIL released) for
+/// the managers' background cleanups (a waiter interrupted by Ctrl-C withdrew its place in
+/// the background: the process must not exit before that went out); then from now on no
+/// thread enters Python through this module, and it waits for those inside to leave or park.
 #[pyfunction]
 pub fn _at_exit(py: Python<'_>) {
+    let deadline = Instant::now() + EXIT_WAIT;
+    py.detach(|| fencelock::settle_all(EXIT_WAIT));
     CLOSING.store(true, SeqCst);
     crate::events::wake();
     py.detach(|| {
-        let deadline = Instant::now() + EXIT_WAIT;
         while ACTIVE.load(SeqCst) > PARKED.load(SeqCst) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }

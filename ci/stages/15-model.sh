@@ -5,14 +5,16 @@
 # Larger bounds by hand: cd model && cargo run --release -- --help.
 # Then the model's runs for the conformance test (docs/SAFETY.md "The model held to the
 # scripts"): core/src/scripts/conformance.trace (the lock), conformance/permits.trace (a
-# semaphore and a read-write lock) and conformance/many.trace (a lock on two names), which
+# semaphore and a read-write lock), conformance/many.trace (a lock on two names) and
+# conformance/broadcast.trace (the lock on a Redis 6.2 cluster whose slot moves), which
 # stage 10 replayed on a real server, must be exactly what the model writes today.
 set -euo pipefail
 cd "$FENCELOCK_ROOT/model"
 export CARGO_TARGET_DIR="$CARGO_TARGET_DIR/model"
 cargo test --locked --release
 # The runs of each trace file: `traces` writes the lock's, `traces --permits` a semaphore's
-# and a read-write lock's, `traces --many` a lock's on two names.
+# and a read-write lock's, `traces --many` a lock's on two names, `traces --broadcast` the lock's
+# on a Redis 6.2 cluster.
 check_trace() {
   local committed=$1 flag=$2 written
   written="$CARGO_TARGET_DIR/$(basename "$committed")"
@@ -31,3 +33,4 @@ check_trace() {
 check_trace core/src/scripts/conformance.trace ""
 check_trace core/src/scripts/conformance/permits.trace --permits
 check_trace core/src/scripts/conformance/many.trace --many
+check_trace core/src/scripts/conformance/broadcast.trace --broadcast

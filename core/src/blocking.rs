@@ -450,10 +450,17 @@ impl LockManager {
     /// from it is alive), waits up to `timeout` for the runtime's thread to stop, instead of
     /// letting it wind down in the background as a plain drop does. For callers that must
     /// leave no thread behind: the C binding's `fl_manager_free`, or a process about to exit
-    /// under a leak checker. Tasks are cancelled, not awaited, so no network wait happens here.
-    /// Called from inside an async runtime it is a plain drop.
+    /// under a leak checker. The manager's background cleanups (an interrupted acquisition's
+    /// place given up, a dropped lock's release) are awaited first, up to `timeout` too, so
+    /// that a program that frees its manager and exits leaves nothing in the queues; other
+    /// tasks are cancelled. Called from inside an async runtime it is a plain drop.
     pub fn close(self, timeout: Duration) {
         let LockManager { inner, runtime } = self;
+        if tokio::runtime::Handle::try_current().is_err() {
+            if let Ok(rt) = self::runtime(&runtime) {
+                rt.block_on(inner.settle(timeout));
+            }
+        }
         drop(inner);
         if tokio::runtime::Handle::try_current().is_ok() {
             return;

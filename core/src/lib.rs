@@ -66,6 +66,7 @@ mod url;
 pub mod who;
 
 pub use acquire::AcquireOptions;
+pub use cleanup::settle_all;
 pub use config::{Builder, Config, ReplicaAck, DEFAULT_DRIFT_FACTOR, MAX_SERVERS};
 pub use error::{Error, ErrorKind, Result, ServerOutcome, ServerReport};
 pub use family::{Family, FamilyState};

@@ -77,6 +77,27 @@ fn an_interrupted_acquire_is_cancelled_and_leaves_no_lock() {
     );
 }
 
+/// Issue 51 item 4: a program whose wait was interrupted and that closes its manager at once
+/// (a C program freeing it before `exit`) leaves no place in the queue: closing awaits the
+/// background withdrawal instead of cancelling it with the runtime.
+#[test]
+fn closing_a_manager_right_after_an_interrupted_wait_leaves_no_place_behind() {
+    let server = RedisServer::start();
+    let holder = LockManager::new([server.url()]).unwrap();
+    let held = holder.acquire("closing", MS(30_000), None).unwrap();
+    for _ in 0..5 {
+        let m = LockManager::new([server.url()]).unwrap();
+        let queued = || server.queued("", "closing") == 1;
+        let e = m
+            .acquire_interruptible("closing", &AcquireOptions::new(MS(30_000)), MS(5), queued)
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Cancelled);
+        m.close(Duration::from_secs(5));
+        assert_eq!(server.queued("", "closing"), 0, "a place was left behind");
+    }
+    held.release().unwrap();
+}
+
 #[test]
 fn dropping_a_lock_on_a_plain_thread_releases_it() {
     let server = RedisServer::start();

@@ -33,7 +33,7 @@ use stateright::{Model, Property};
 
 use crate::many;
 use crate::permits::Family;
-use crate::scripts::{self, Ctx, Served};
+use crate::scripts::{self, Ctx, Pubsub, Served};
 
 /// A client's index.
 pub type Client = usize;
@@ -56,6 +56,13 @@ pub struct Faults {
     /// holding the token alone: the call does not know it holds it, and it may be another
     /// acquisition's with the same token (issue 36's open case; docs/SAFETY.md).
     pub gives_up: bool,
+    /// The name's slot moves to another node of the cluster (once; with
+    /// [`Pubsub::Broadcast`]): the wake-up subscriptions open then stay on the old node, where
+    /// the new owner's messages still reach them and its count of listeners does not see them
+    /// (Redis 6.2 moves no plain subscription with its slot). Nothing moves them back in the
+    /// model, though the core subscribes again at the owner after the first wake-up that tells
+    /// it: the scripts must be safe either way.
+    pub moves: bool,
 }
 
 impl Faults {
@@ -65,6 +72,7 @@ impl Faults {
         pauses: false,
         restarts: false,
         gives_up: false,
+        moves: false,
     };
     /// Every fault the timing assumptions allow: lost replies and crashes.
     pub const ASSUMED: Faults = Faults {
@@ -73,6 +81,7 @@ impl Faults {
         pauses: false,
         restarts: false,
         gives_up: false,
+        moves: false,
     };
 }
 
@@ -99,6 +108,8 @@ pub struct LockModel {
     /// A lock's names each client takes at once, as a bitmask (of two names at most): empty,
     /// every client takes name 0 alone.
     pub wants: Vec<u8>,
+    /// How the server's messages reach waiters (a Redis 6.2 cluster's reach every node).
+    pub pubsub: Pubsub,
 }
 
 impl LockModel {
@@ -115,6 +126,7 @@ impl LockModel {
             faults,
             family: Family::Lock,
             wants: Vec::new(),
+            pubsub: Pubsub::Exact,
         }
     }
 
@@ -255,6 +267,9 @@ pub struct ClientState {
     /// Its clock stopped at this tick.
     pub paused_at: Option<u8>,
     pub was_paused: bool,
+    /// Its wake-up subscription is on a node that no longer owns the name's slot
+    /// ([`Faults::moves`]).
+    pub elsewhere: bool,
 }
 
 /// The fenced store: it accepts a write whose token is at least the largest it accepted.
@@ -295,6 +310,10 @@ pub struct History {
     /// A script refreshed or moved a place in line other than its caller's.
     pub moved_a_place: bool,
     pub restarted: bool,
+    /// The name's slot moved ([`Faults::moves`]).
+    pub slot_moved: bool,
+    /// A script woke a waiter it did not see listen ([`Pubsub::Broadcast`]).
+    pub unheard_woken: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -323,6 +342,7 @@ pub enum Action {
     Resume(Client),
     GiveUp(Client),
     Restart,
+    MoveSlot,
 }
 
 impl State {
@@ -406,6 +426,7 @@ impl Model for LockModel {
             handoff: None,
             paused_at: None,
             was_paused: false,
+            elsewhere: false,
         };
         vec![State {
             now: 0,
@@ -423,6 +444,9 @@ impl Model for LockModel {
         if self.faults.restarts && !s.history.restarted {
             actions.push(Action::Restart);
         }
+        if self.faults.moves && !s.history.slot_moved {
+            actions.push(Action::MoveSlot);
+        }
         for c in 0..self.clients {
             self.client_actions(s, c, actions);
         }
@@ -435,6 +459,12 @@ impl Model for LockModel {
             Action::Restart => {
                 s.names.fill(Server::default());
                 s.history.restarted = true;
+            }
+            Action::MoveSlot => {
+                for c in 0..s.clients.len() {
+                    s.clients[c].elsewhere |= s.listening(c);
+                }
+                s.history.slot_moved = true;
             }
             Action::Send(c, request) => self.send(&mut s, c, request),
             Action::Serve(c) => {
@@ -516,8 +546,8 @@ impl LockModel {
         c: Client,
         request: Request,
     ) -> (Vec<Served>, Option<Reply>) {
-        let (listening, many) = self.who_listens(s);
-        let x = self.ctx(s, &listening, &many);
+        let (listening, heard, many) = self.who_listens(s);
+        let x = self.ctx(s, (&listening, &heard), &many);
         let want = self.wants(c);
         let before: Vec<_> = s.names.iter().map(|n| scripts::untold(&x, n)).collect();
         let had: Vec<_> = s
@@ -547,6 +577,7 @@ impl LockModel {
                 s.history.handed_off = true;
             }
             s.history.woke |= served.woken.is_some();
+            s.history.unheard_woken |= served.unheard.is_some();
             let last = &mut s.history.last_grant[i];
             for &fence in &served.granted {
                 s.history.fence_regressed |= fence <= *last;
@@ -557,21 +588,32 @@ impl LockModel {
         (served, reply)
     }
 
-    /// Which clients listen, and which wait for several names.
-    fn who_listens(&self, s: &State) -> (Vec<bool>, Vec<bool>) {
-        let listening = (0..s.clients.len()).map(|w| s.listening(w)).collect();
+    /// Which clients listen, which of them the server sees listen (not those whose
+    /// subscription stayed on another node), and which wait for several names.
+    fn who_listens(&self, s: &State) -> (Vec<bool>, Vec<bool>, Vec<bool>) {
+        let listening: Vec<bool> = (0..s.clients.len()).map(|w| s.listening(w)).collect();
+        let heard = (0..s.clients.len())
+            .map(|w| listening[w] && !s.clients[w].elsewhere)
+            .collect();
         let many = (0..s.clients.len()).map(|w| self.many(w)).collect();
-        (listening, many)
+        (listening, heard, many)
     }
 
-    fn ctx<'a>(&'a self, s: &State, listening: &'a [bool], many: &'a [bool]) -> Ctx<'a> {
+    fn ctx<'a>(
+        &'a self,
+        s: &State,
+        (listening, heard): (&'a [bool], &'a [bool]),
+        many: &'a [bool],
+    ) -> Ctx<'a> {
         Ctx {
             now: s.now,
             ttl: self.ttl,
             place_life: self.place_life,
             listening,
+            heard,
             many,
             family: &self.family,
+            pubsub: self.pubsub,
         }
     }
 
@@ -579,14 +621,17 @@ impl LockModel {
     /// there (the walk passes a place whose client does not listen). A semaphore's waiter
     /// that does not fit beside the leases held stops the line, listening or not (first come,
     /// first served), until its place ends: a place's life after its client's last request,
-    /// since no script refreshes a place but its caller's ([`History::moved_a_place`]).
+    /// since no script refreshes a place but its caller's ([`History::moved_a_place`]). So
+    /// does any waiter the server does not see listen on a Redis 6.2 cluster, where it may
+    /// listen on another node ([`Pubsub::Broadcast`]).
     pub fn passes_the_dead(&self, s: &State) -> bool {
         let dead = |p: &Place| s.clients[p.client].phase == Phase::Crashed;
-        if self.family.is_permits() || !s.names.iter().flat_map(|n| &n.line).any(dead) {
+        let stops = self.family.is_permits() || self.pubsub != Pubsub::Exact;
+        if stops || !s.names.iter().flat_map(|n| &n.line).any(dead) {
             return true;
         }
-        let (listening, many) = self.who_listens(s);
-        let x = self.ctx(s, &listening, &many);
+        let (listening, heard, many) = self.who_listens(s);
+        let x = self.ctx(s, (&listening, &heard), &many);
         s.names.iter().all(|n| {
             let mut alive = n.clone();
             alive

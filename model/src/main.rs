@@ -3,18 +3,22 @@
 //! ```text
 //! cargo run --release -- [--clients N] [--servers N] [--ttl T] [--max-time T] [--max-extends N]
 //!                        [--max-grants N] [--faults none|assumed|all]
+//!                        [--pubsub exact|broadcast|before51]
 //!                        [--semaphore LIMIT:COUNTS | --rwlock ROLES | --wants MASKS]
-//! cargo run --release -- traces [--permits | --many] [--runs N] [--steps N]
+//! cargo run --release -- traces [--permits | --many | --broadcast] [--runs N] [--steps N]
 //! ```
 //!
 //! `traces` writes the random runs the conformance test replays ([`fencelock_model::trace`]);
-//! with the defaults, `core/src/scripts/conformance.trace`.
+//! with the defaults, `core/src/scripts/conformance.trace`. `--pubsub broadcast` checks a
+//! Redis 6.2 cluster's node whose slot may move under the waiters (`before51`: with the
+//! hand-over before issue 51, which the checker finds granting twice).
 
 use stateright::{Checker, Model};
 
 use fencelock_model::lock::{Faults, LockModel};
 use fencelock_model::permits::Family;
 use fencelock_model::redlock::RedlockModel;
+use fencelock_model::scripts::Pubsub;
 
 fn main() {
     let mut m = LockModel::small(3, Faults::ASSUMED);
@@ -46,6 +50,14 @@ fn main() {
             "--max-time" => m.max_time = number(),
             "--max-extends" => m.max_extends = number(),
             "--max-grants" => m.max_grants = u32::from(number()),
+            "--pubsub" => {
+                m.pubsub = match value.as_str() {
+                    "exact" => Pubsub::Exact,
+                    "broadcast" => Pubsub::Broadcast,
+                    "before51" => Pubsub::BroadcastBefore51,
+                    _ => usage(&format!("--pubsub: {value}")),
+                };
+            }
             "--semaphore" => m.family = semaphore(value),
             "--rwlock" => m.family = rwlock(value),
             "--wants" => m.wants = wants(value),
@@ -64,6 +76,8 @@ fn main() {
             _ => usage(&format!("unknown option {flag}")),
         }
     }
+    // A Redis 6.2 cluster's node: the name's slot may move under the waiters.
+    m.faults.moves = m.pubsub != Pubsub::Exact;
     if !m.wants.is_empty() && (m.wants.len() != m.clients || m.family != Family::Lock) {
         usage("--wants names one mask per client (--clients), of a lock");
     }
@@ -173,24 +187,28 @@ where
 
 const USAGE: &str = "usage: fencelock-model [--clients N] [--servers N] [--ttl T] [--max-time T] \
      [--max-extends N] [--max-grants N] [--faults none|assumed|all]\n       \
+     [--pubsub exact|broadcast|before51]\n       \
      [--semaphore LIMIT:COUNTS (as 2:1,1,2) | --rwlock ROLES (as r,r,w) | --wants MASKS (as 1,3,2)]\n       \
      (Redlock: --servers 3 [--max-faults N])\n       \
-     fencelock-model traces [--permits | --many] [--runs N] [--steps N]\n       \
+     fencelock-model traces [--permits | --many | --broadcast] [--runs N] [--steps N]\n       \
      (defaults: 300 runs of 80 steps; with --permits, 150 of a semaphore and 150 of a read-write lock)";
 
-/// `traces [--permits | --many] [--runs N] [--steps N]`: the conformance test's runs (of the
-/// lock, of a semaphore and a read-write lock, or of a lock on two names), on standard output.
+/// `traces [--permits | --many | --broadcast] [--runs N] [--steps N]`: the conformance test's
+/// runs (of the lock, of a semaphore and a read-write lock, of a lock on two names, or of the
+/// lock on a Redis 6.2 cluster's node whose slot moves), on standard output.
 fn traces(args: &[String]) {
     use fencelock_model::trace::Traces;
     let (mut runs, mut steps, mut traces) = (None, 80usize, Traces::Lock);
     let mut it = args.iter();
     while let Some(flag) = it.next() {
-        if flag == "--permits" || flag == "--many" {
-            traces = if flag == "--many" {
-                Traces::Many
-            } else {
-                Traces::Permits
-            };
+        let kind = match flag.as_str() {
+            "--permits" => Some(Traces::Permits),
+            "--many" => Some(Traces::Many),
+            "--broadcast" => Some(Traces::Broadcast),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            traces = kind;
             continue;
         }
         let value = it

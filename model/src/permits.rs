@@ -23,7 +23,7 @@
 //! that do not listen still raises the counter.
 
 use crate::lock::{Client, Lease, Reply, Request};
-use crate::scripts::Run;
+use crate::scripts::{Pubsub, Run};
 
 /// What the model's name is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -123,14 +123,20 @@ impl Run<'_, '_> {
         if self.held() + weight <= limit {
             // With a line, the caller's place first, where its arrival puts it: a waiter
             // whose place expired gets its turn back.
-            let fits = self.server.line.is_empty() || {
+            let lined = !self.server.line.is_empty();
+            let fits = !lined || {
                 self.take_place(c, arrival);
                 self.hand_out(Some(c)) != Stop::Blocked && self.held() + weight <= limit
             };
             if fits {
-                return Reply::Granted {
-                    fence: self.lease_to(c, true),
-                };
+                let fence = self.lease_to(c, true);
+                if lined {
+                    // Those behind it that fit beside it are handed theirs, as a release
+                    // would hand them (a caller woken first, on a Redis 6.2 cluster, leaves
+                    // room behind it that nobody told).
+                    self.hand_out(None);
+                }
+                return Reply::Granted { fence };
             }
         }
         self.take_place(c, arrival);
@@ -158,8 +164,9 @@ impl Run<'_, '_> {
     }
 
     /// Hands the freed weight to the waiters at the head of the line, in order, until one does
-    /// not fit or `caller` is reached (`permits.lua`'s `hand_out`); a waiter that does not
-    /// listen is passed over and told nothing (the counter is raised by a grant only).
+    /// not fit or `caller` is reached (`permits.lua`'s `hand_out`); a waiter the server does
+    /// not see listen is passed over and told nothing (the counter is raised by a grant only),
+    /// or on a Redis 6.2 cluster woken, the line stopping there.
     pub(crate) fn hand_out(&mut self, caller: Option<Client>) -> Stop {
         let mut at = 0;
         while let Some(p) = self.server.line.get(at).copied() {
@@ -170,13 +177,16 @@ impl Run<'_, '_> {
             if self.held() + weight > limit {
                 return Stop::Blocked;
             }
-            if self.x.listening[p.client] {
+            if self.x.heard[p.client] {
                 self.server.counter += 1;
                 let f = self.server.counter;
                 self.granted(p.client, f, true);
                 self.put_lease(p.client);
                 self.server.line.remove(at);
                 self.served.handed.push((p.client, f));
+            } else if self.x.pubsub != Pubsub::Exact {
+                self.served.unheard = Some(p.client);
+                return Stop::Blocked;
             } else {
                 at += 1;
             }

@@ -33,6 +33,8 @@ pub const CRASHED_WAITER_BOUNDED: &str =
 pub const UNDO_LEAVES_NO_KEY: &str = "an attempt given up leaves no key behind";
 pub const DEAD_PLACE_AHEAD: &str = "a crashed waiter's place ahead of a listening waiter";
 pub const UNDID_A_GRANT: &str = "an undo took back what a server had granted";
+pub const MOVED_UNDER_WAITERS: &str =
+    "a waiter heard only elsewhere (its slot moved) was woken (Redis 6.2 cluster)";
 
 /// The line's liveness as safety (stateright checks `eventually` only where a path ends, and
 /// bounded runs end everywhere): no script leaves a waiter untold that it owed a word; a
@@ -46,6 +48,14 @@ fn liveness() -> Vec<Property<LockModel>> {
         }),
         Property::sometimes(DEAD_PLACE_AHEAD, |_, s: &State| s.dead_place_ahead()),
     ]
+}
+
+/// A script woke a waiter whose subscription its slot's move left on another node: the model
+/// reaches what issue 51's fix is for.
+fn moved_under_waiters() -> Property<LockModel> {
+    Property::sometimes(MOVED_UNDER_WAITERS, |_, s: &State| {
+        s.history.unheard_woken && s.clients.iter().any(|c| c.elsewhere)
+    })
 }
 
 pub fn lock() -> Vec<Property<LockModel>> {
@@ -67,6 +77,7 @@ pub fn lock() -> Vec<Property<LockModel>> {
             s.clients.iter().all(|c| c.phase == Phase::Done)
         }),
         Property::sometimes(HANDED_OFF, |_, s: &State| s.history.handed_off),
+        moved_under_waiters(),
         Property::sometimes(RESTART_REPEATS_A_TOKEN, |_, s: &State| {
             s.history.restarted && s.history.fence_regressed
         }),
@@ -140,6 +151,7 @@ pub fn permits() -> Vec<Property<LockModel>> {
             !s.history.passed_a_waiter
         }),
         Property::sometimes(SHARED, |_, s: &State| s.in_cs().len() >= 2),
+        moved_under_waiters(),
         Property::sometimes(PAUSE_EXCEEDS, |m: &LockModel, s: &State| {
             let (limit, _) = m.family.weight(0);
             s.any_paused() && s.weight_in_cs(&m.family) > limit

@@ -29,7 +29,7 @@ use stateright::{Model, Property, Representative};
 
 use crate::lock::{Client, Faults, Hold, Reply, Request, Server, Store};
 use crate::permits::Family;
-use crate::scripts::{self, Ctx};
+use crate::scripts::{self, Ctx, Pubsub};
 
 #[derive(Clone, Debug)]
 pub struct RedlockModel {
@@ -499,8 +499,10 @@ impl RedlockModel {
             ttl: self.ttl,
             place_life: self.place_life,
             listening: &listening,
+            heard: &listening,
             many: &vec![false; listening.len()],
             family: &self.family,
+            pubsub: Pubsub::Exact,
         };
         let before = scripts::untold(&x, &s.servers[i]);
         let had = scripts::holds(&s.servers[i], c, s.now);

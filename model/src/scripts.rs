@@ -10,27 +10,50 @@ use crate::lock::{Client, Key, Place, Reply, Request, Server};
 use crate::permits::Family;
 
 /// What a script runs with: the time, the lock's TTL and a place's life (ticks), which
-/// clients listen on their wake-up channels, which wait for several names at once (their
-/// places say so: a release wakes them rather than handing them one name), and what the name
-/// is (a lock, a semaphore, a read-write lock).
+/// clients listen on their wake-up channels and which of those the server sees listen (its
+/// count of a channel's subscribers: `heard`), which wait for several names at once (their
+/// places say so: a release wakes them rather than handing them one name), what the name is
+/// (a lock, a semaphore, a read-write lock), and how the server's messages reach waiters.
 pub struct Ctx<'a> {
     pub now: u8,
     pub ttl: u8,
     pub place_life: u8,
     pub listening: &'a [bool],
+    pub heard: &'a [bool],
     pub many: &'a [bool],
     pub family: &'a Family,
+    pub pubsub: Pubsub,
+}
+
+/// How a server's wake-up messages reach waiters, and which hand-over its scripts run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pubsub {
+    /// A message reaches only the subscribers the server counts (a standalone or Sentinel
+    /// server; sharded pub/sub on a cluster): every listener is heard.
+    Exact,
+    /// A node of a Redis 6.2 cluster: `PUBLISH` reaches subscribers on every node, the count
+    /// (`PUBSUB NUMSUB`) sees the node's own; a subscription left on a node its slot moved away
+    /// from still hears, unseen. The scripts wake a waiter they cannot see listen ("? ARRIVAL
+    /// TOKEN") and keep the name free for it (`queue.lua`'s `listening`, 'maybe').
+    Broadcast,
+    /// The same cluster under the hand-over before issue 51, kept so that the checker shows
+    /// its fault: it published "handed to you" before it knew whether anyone listened, and
+    /// took a count of 0 for nobody, so a waiter heard elsewhere was told of a grant that the
+    /// script then made to another.
+    BroadcastBefore51,
 }
 
 /// What a script did on a name: its reply (none for an undo, whose reply nobody waits for),
-/// the waiters it handed the lock (or leases) to with their tokens, the waiter of several
-/// names it woke instead, the tokens of the grants it made in order, and whether a grant
-/// passed a listening waiter ahead in line (which it must never).
+/// the waiters it told the lock (or leases) were handed to them with their tokens, the waiter
+/// of several names it woke instead, the waiter it woke without seeing it listen (a Redis 6.2
+/// cluster's), the tokens of the grants it made in order, and whether a grant passed a
+/// listening waiter ahead in line (which it must never).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Served {
     pub reply: Option<Reply>,
     pub handed: Vec<(Client, u32)>,
     pub woken: Option<Client>,
+    pub unheard: Option<Client>,
     pub granted: Vec<u32>,
     pub passed_a_waiter: bool,
 }
@@ -239,25 +262,58 @@ impl Run<'_, '_> {
         false
     }
 
-    /// Walks the line to the first client that listens, or is `caller`; places of clients
-    /// that do not listen are passed over (and kept), and told nothing. As `hand_over` in
-    /// `queue.lua`, the walk asks whether a waiter listens before anything is sent to it, and
-    /// the counter is raised only by the grant that follows ([`Run::hand_over`]). A listening
-    /// waiter of several names is woken (and the walk stops there).
+    /// Walks the line to the first client the server sees listen, or is `caller`; places of
+    /// clients that do not listen are passed over (and kept), and told nothing. As
+    /// `hand_over` in `queue.lua`, the walk asks whether a waiter listens before anything is
+    /// sent to it, and the counter is raised only by the grant that follows
+    /// ([`Run::hand_over`]). A listening waiter of several names is woken (and the walk stops
+    /// there); on a Redis 6.2 cluster so is the first waiter the server does not see listen
+    /// (it may, on another node).
     pub(crate) fn walk_line(&mut self, caller: Option<Client>) -> Walk {
+        if self.x.pubsub == Pubsub::BroadcastBefore51 {
+            return self.walk_line_before51(caller);
+        }
+        for w in self.server.line.iter().map(|p| p.client) {
+            if Some(w) == caller {
+                return Walk::Caller;
+            }
+            if self.x.heard[w] && self.x.many[w] {
+                self.served.woken = Some(w);
+                return Walk::Woke;
+            }
+            if self.x.heard[w] {
+                return Walk::Handed(w);
+            }
+            if self.x.pubsub == Pubsub::Broadcast {
+                self.served.unheard = Some(w);
+                return Walk::Woke;
+            }
+        }
+        Walk::Nobody
+    }
+
+    /// The walk before issue 51 on a Redis 6.2 cluster: "handed to you" published to each
+    /// waiter of this name alone in turn, at the counter the walk took, and the lock given to
+    /// the first whose publish the server counted; a waiter subscribed on another node heard
+    /// it though the count said nobody, and took the lock the script went on to give another.
+    fn walk_line_before51(&mut self, caller: Option<Client>) -> Walk {
         for w in self.server.line.iter().map(|p| p.client) {
             if Some(w) == caller {
                 return Walk::Caller;
             }
             if self.x.many[w] {
-                if self.x.listening[w] {
+                if self.x.heard[w] {
                     self.served.woken = Some(w);
                     return Walk::Woke;
                 }
                 continue;
             }
-            if self.x.listening[w] {
+            if self.x.heard[w] {
                 return Walk::Handed(w);
+            }
+            if self.x.listening[w] {
+                let fence = self.server.counter + 1;
+                self.served.handed.push((w, fence));
             }
         }
         Walk::Nobody

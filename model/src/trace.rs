@@ -50,6 +50,13 @@
 //!
 //! `VALUE` of a grant is the tokens of the client's names, as `4,2`; `WOKEN` the waiter of
 //! several names the script woke on that name (`-`: none); a place is `CLIENT:ARRIVAL:LEFT`.
+//!
+//! The runs of the lock on a Redis 6.2 cluster's node (`traces --broadcast`,
+//! `core/src/scripts/conformance/broadcast.trace`, header `model broadcast CLIENTS TTL
+//! PLACE_LIFE`) are a lock's lines; their slot may move under the waiters, and `LISTENING`
+//! names only the clients the server sees listen (a subscription left on another node is
+//! none), so that the replay, calling the scripts as on such a cluster (`CPUBLISH`), finds a
+//! waiter it cannot see woken and the name kept free for it, as the model does.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -58,7 +65,7 @@ use stateright::Model;
 
 use crate::lock::{Action, Faults, LockModel, Phase, Reply, Request, Server, State};
 use crate::permits::Family;
-use crate::scripts::Served;
+use crate::scripts::{Pubsub, Served};
 
 /// The bounds of the runs: 3 clients, TTL 3, places living 2 ticks, 30 ticks at most, and
 /// every fault but a restart.
@@ -95,6 +102,18 @@ pub fn many_model() -> LockModel {
     }
 }
 
+/// The runs' model of the lock on a Redis 6.2 cluster's node ([`Pubsub::Broadcast`]), whose
+/// slot may move under the waiters: a waiter it does not see listen is woken and the name kept
+/// for it (the replay calls the scripts as on such a cluster, `CPUBLISH`).
+pub fn broadcast_model() -> LockModel {
+    let mut m = LockModel {
+        pubsub: Pubsub::Broadcast,
+        ..model()
+    };
+    m.faults.moves = true;
+    m
+}
+
 /// Which runs to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Traces {
@@ -104,6 +123,8 @@ pub enum Traces {
     Permits,
     /// A lock's on two names ([`many_model`]).
     Many,
+    /// A lock's on a Redis 6.2 cluster's node whose slot may move ([`broadcast_model`]).
+    Broadcast,
 }
 
 /// Writes `runs` runs of at most `steps` actions each.
@@ -111,6 +132,11 @@ pub fn write(out: &mut impl Write, runs: u64, steps: usize, traces: Traces) -> i
     if traces == Traces::Lock {
         let m = model();
         writeln!(out, "model {} {} {}", m.clients, m.ttl, m.place_life)?;
+        return write_runs(out, &m, runs, steps);
+    }
+    if traces == Traces::Broadcast {
+        let m = broadcast_model();
+        writeln!(out, "model broadcast {} {} {}", m.clients, m.ttl, m.place_life)?;
         return write_runs(out, &m, runs, steps);
     }
     if traces == Traces::Many {
@@ -236,8 +262,10 @@ fn call(before: &State, c: usize, request: Request) -> String {
             unreachable!("Redlock's alone, and calls that end (not traced)")
         }
     };
+    // Those the server sees listen: a subscription left on another node ([`Faults::moves`])
+    // is none on the server the replay runs.
     let listening: Vec<String> = (0..before.clients.len())
-        .filter(|&w| before.listening(w))
+        .filter(|&w| before.listening(w) && !before.clients[w].elsewhere)
         .map(|w| w.to_string())
         .collect();
     let listening = if listening.is_empty() {

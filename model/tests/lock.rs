@@ -2,10 +2,11 @@
 //! hold in every interleaving, the scenarios that make them meaningful are reached, and the
 //! broken assumptions give the counterexamples docs/SAFETY.md describes.
 
-use stateright::{Checker, Model};
+use stateright::{Checker, HasDiscoveries, Model};
 
 use fencelock_model::lock::{Action, Faults, LockModel, Phase};
 use fencelock_model::properties::*;
+use fencelock_model::scripts::Pubsub;
 
 fn check(m: LockModel) -> impl Checker<LockModel> {
     m.checker().spawn_bfs().join()
@@ -139,4 +140,54 @@ fn a_hand_off_to_a_call_that_ended_waits_out_one_ttl_and_breaks_nothing() {
     c.assert_no_discovery(NO_LOST_WAKEUP);
     c.assert_no_discovery(CRASHED_WAITER_BOUNDED);
     eprintln!("calls that end: {} unique states", c.unique_state_count());
+}
+
+/// Issue 51, the hand-over before the fix: on a Redis 6.2 cluster whose slot moved under two
+/// waiters (their subscriptions left on the old node, where the new owner's PUBLISH still
+/// reaches them while its count says nobody listens), a release told each of them "handed to
+/// you" and deleted the key, and a newcomer took it: two holders. The checker finds it.
+#[test]
+fn the_hand_over_before_issue_51_grants_twice_when_a_6_2_clusters_slot_moves() {
+    let mut m = moved_slot_model(Faults::NONE);
+    m.pubsub = Pubsub::BroadcastBefore51;
+    let wanted = HasDiscoveries::AnyOf([MUTUAL_EXCLUSION].into_iter().collect());
+    let c = m.checker().finish_when(wanted).spawn_bfs().join();
+    let found = c.discovery(MUTUAL_EXCLUSION);
+    assert!(found.is_some(), "the old hand-over kept exclusion");
+    eprintln!("before issue 51: {:?}", found.unwrap().into_actions());
+}
+
+/// The hand-over since: the scripts ask who listens first, tell "handed to you" only to the
+/// waiter they granted, and wake a waiter they cannot see (it may listen on another node),
+/// keeping the name free for it. With the slot moved under the waiters, replies lost and
+/// clients crashing: exclusion, increasing tokens, the line's order and its liveness hold.
+#[test]
+fn on_a_6_2_cluster_a_slot_moved_under_the_waiters_keeps_exclusion_and_the_line() {
+    let faults = Faults {
+        crashes: true,
+        ..Faults::NONE
+    };
+    let c = check(moved_slot_model(faults));
+    c.assert_no_discovery(MUTUAL_EXCLUSION);
+    c.assert_no_discovery(FENCING_INCREASES);
+    c.assert_no_discovery(NEVER_PASSES_A_WAITER);
+    c.assert_no_discovery(NO_LOST_WAKEUP);
+    c.assert_no_discovery(CRASHED_WAITER_BOUNDED);
+    c.assert_any_discovery(MOVED_UNDER_WAITERS);
+    c.assert_any_discovery(HANDED_OFF);
+    eprintln!("6.2 cluster, slot moved: {} unique states", c.unique_state_count());
+}
+
+/// Three clients on a Redis 6.2 cluster's node whose slot may move once, with `faults`.
+fn moved_slot_model(faults: Faults) -> LockModel {
+    let mut m = LockModel::small(
+        3,
+        Faults {
+            moves: true,
+            ..faults
+        },
+    );
+    (m.max_time, m.max_extends) = (2, 0);
+    m.pubsub = Pubsub::Broadcast;
+    m
 }

@@ -9,6 +9,7 @@ use stateright::{Checker, Model};
 use fencelock_model::lock::{Faults, LockModel};
 use fencelock_model::permits::Family;
 use fencelock_model::properties::*;
+use fencelock_model::scripts::Pubsub;
 
 fn check(m: LockModel) -> impl Checker<LockModel> {
     m.checker().spawn_bfs().join()
@@ -66,4 +67,28 @@ fn a_pause_past_validity_exceeds_a_semaphores_limit() {
     let c = check(model(Family::semaphore(2, &[1, 2]), 2, faults, 5));
     c.assert_any_discovery(PAUSE_EXCEEDS);
     c.assert_no_discovery(FENCING_INCREASES);
+}
+
+/// Issue 51 for the permits: a semaphore on a Redis 6.2 cluster's node whose slot moves under
+/// the waiters (their subscriptions left on the old node). The hand-out grants only to a
+/// waiter the server sees listen and wakes one it cannot see, stopping the line there: the
+/// limit, the tokens and the line hold.
+#[test]
+fn a_semaphore_on_a_6_2_cluster_keeps_its_limit_when_its_slot_moves() {
+    let faults = Faults {
+        moves: true,
+        crashes: true,
+        ..Faults::NONE
+    };
+    let mut m = model(Family::semaphore(2, &[1, 1, 2]), 3, faults, 2);
+    m.pubsub = Pubsub::Broadcast;
+    let c = check(m);
+    c.assert_no_discovery(WITHIN_LIMIT);
+    c.assert_no_discovery(FENCING_INCREASES);
+    c.assert_no_discovery(NEVER_PASSES_A_WAITER);
+    c.assert_no_discovery(NO_LOST_WAKEUP);
+    c.assert_no_discovery(CRASHED_WAITER_BOUNDED);
+    c.assert_any_discovery(SHARED);
+    c.assert_any_discovery(MOVED_UNDER_WAITERS);
+    eprintln!("semaphore, 6.2 cluster: {} unique states", c.unique_state_count());
 }

@@ -7,7 +7,10 @@
 //! know fails here, as does a model that no longer matches the scripts.
 //!
 //! The runs of a semaphore and a read-write lock (`conformance/permits.trace`, replayed by
-//! [`permits`]) hold the permit scripts to the model the same way.
+//! [`permits`]) hold the permit scripts to the model the same way, and the lock's runs on a
+//! Redis 6.2 cluster's node whose slot moves (`conformance/broadcast.trace`) hold the scripts
+//! as such a cluster is told to run them (`CPUBLISH`: a waiter the server does not see listen
+//! is woken and the name kept for it).
 //!
 //! The replay stands for what the model abstracts: a tick is [`TICK_MS`] of the server's time
 //! (every TTL and place deadline moved back by it: nothing real waits), a client listening is
@@ -21,6 +24,7 @@ mod many;
 mod permits;
 
 use super::{parse_acquire, AcquireReply, ScriptCall};
+use crate::conn::Route;
 use crate::keys::LockKeys;
 use crate::queue::Place;
 use crate::token::WAKE_ID_LEN;
@@ -28,6 +32,9 @@ use crate::token::WAKE_ID_LEN;
 /// The runs `fencelock-model traces` writes with its defaults (stage 15-model checks that the
 /// model still writes exactly this).
 const TRACE: &str = include_str!("conformance.trace");
+
+/// The runs of `fencelock-model traces --broadcast`.
+const BROADCAST_TRACE: &str = include_str!("conformance/broadcast.trace");
 
 /// A model tick on the server: long beside the time a whole run takes, so that no key or
 /// place ends in another tick than the model's for the time the replay itself takes.
@@ -56,6 +63,11 @@ return 0
 #[test]
 fn the_scripts_do_what_the_model_of_the_lock_says() {
     replay_runs("FENCELOCK_CONFORMANCE_TRACE", TRACE);
+}
+
+#[test]
+fn the_scripts_on_a_redis_6_2_cluster_do_what_the_model_says() {
+    replay_runs("FENCELOCK_CONFORMANCE_BROADCAST_TRACE", BROADCAST_TRACE);
 }
 
 /// Replays the runs in the file the environment variable `env` names, or else `committed`,
@@ -105,6 +117,9 @@ struct Replay {
     subs: Vec<[Option<Sub>; 2]>,
     wants: Vec<u8>,
     permits: Option<permits::Kinds>,
+    /// How the scripts are called: as on one server, or (`model broadcast`) as on a cluster
+    /// without sharded pub/sub.
+    route: Route,
     calls: usize,
 }
 
@@ -128,6 +143,7 @@ impl Replay {
             subs: Vec::new(),
             wants: Vec::new(),
             permits: None,
+            route: Route::Single,
             calls: 0,
         }
     }
@@ -136,6 +152,11 @@ impl Replay {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["model", clients, ttl, place_life] => self.model(clients, ttl, place_life, None),
+            ["model", "broadcast", clients, ttl, place_life] => {
+                self.model(clients, ttl, place_life, None)?;
+                self.route = Route::Cluster(false);
+                Ok(())
+            }
             ["model", "many", clients, ttl, place_life, wants] => {
                 self.model(clients, ttl, place_life, None)?;
                 self.wants = wants
@@ -189,6 +210,7 @@ impl Replay {
         kinds: Option<permits::Kinds>,
     ) -> Result<(), String> {
         self.subs = (0..number(clients)?).map(|_| [None, None]).collect();
+        self.route = Route::Single;
         (self.ttl, self.place_life) = (number(ttl)?, number(place_life)?);
         (self.permits, self.wants) = (kinds, Vec::new());
         Ok(())
@@ -270,7 +292,7 @@ impl Replay {
 
     /// Runs `call` (loading its script when the server does not have it).
     fn run(&mut self, call: &ScriptCall) -> Result<Value, String> {
-        let cmd = call.cmd_for(crate::conn::Route::Single);
+        let cmd = call.cmd_for(self.route);
         match cmd.query::<Value>(&mut self.con) {
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
                 redis::cmd("SCRIPT")

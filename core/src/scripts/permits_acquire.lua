@@ -12,7 +12,8 @@
 -- first: a newcomer never passes a waiter, also one that needs more than is free (first come,
 -- first served; no starvation); with someone in line the caller takes its place by its
 -- arrival (a waiter whose place expired gets its turn back), the waiters ahead of it that fit
--- are handed their leases first (hand_out), then this caller if it still fits.
+-- are handed their leases first (hand_out), then this caller if it still fits, then those
+-- behind it that fit beside it.
 local publish, ttl, wake_id_len, arrival, lasts, own, kind, limit, weight, channel =
   string.match(ARGV[2], '^(%S+) (%d+) (%d+) (%d+) (%d+) ([01]) ([srw]) (%d+) (%d+) (.*)$')
 local k = {key = KEYS[1], holders = KEYS[2], fence = KEYS[3], queue = KEYS[4],
@@ -63,7 +64,14 @@ elseif held + weight <= capacity then
     fits = stop ~= 'blocked' and held + weight <= capacity
   end
   if fits then
-    return {1, grant(k, token, weight, ttl, now, held + weight, kind, limit, first ~= nil)}
+    local fence = grant(k, token, weight, ttl, now, held + weight, kind, limit, first ~= nil)
+    if first ~= nil then
+      -- Those behind the caller that fit beside it are handed theirs, as a release would hand
+      -- them (a caller woken first, on a Redis 6.2 cluster, leaves room behind it that nobody
+      -- told).
+      hand_out(k, held + weight, capacity, now, nil)
+    end
+    return {1, fence}
   end
 end
 if arrival ~= '0' and same == 0 then
