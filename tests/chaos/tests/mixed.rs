@@ -13,12 +13,14 @@ use std::path::Path;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
+use fencelock::keys::LockKeys;
 use fencelock_chaos::history::now_us;
 use fencelock_chaos::mixed::{
     collect, contended_names, start, start_every_language, start_every_language_with, Language,
     Outcome, Spec, Toolchains,
 };
 use fencelock_chaos::{scaled, soak, urls};
+use fencelock_testkit::cluster::{Migrate, RedisCluster};
 use fencelock_testkit::servers;
 
 const WORKER: &str = env!("CARGO_BIN_EXE_chaos-worker");
@@ -162,6 +164,60 @@ fn rust_python_node_and_c_workers_exclude_each_other_on_a_cluster() {
         summary(&out)
     );
     assert_mixed_run_ok(&out);
+}
+
+/// Issue 51: workers in every language on a cluster while the contended names' slots move to
+/// other masters and back (the keys one at a time with REPLACE, then in batches without it).
+/// Stage 60 runs it on Redis 7.0 and on Redis 6.2, whose cluster carries every wake-up to
+/// every node while its count of listeners sees one.
+#[test]
+fn every_languages_workers_keep_exclusion_while_a_clusters_slots_move() {
+    let Some(t) = toolchains() else { return };
+    let cluster = RedisCluster::start(3, 1);
+    let run = scaled(Duration::from_millis(8000), 4);
+    let spec = Spec {
+        servers: vec![cluster.url()],
+        names: contended_names(),
+        rounds: 1_000_000,
+        hold_ms: 1,
+        ttl_ms: 2000,
+        wait_ms: 10_000,
+        server_timeout_ms: 1000,
+        duration_ms: Some(run.as_millis() as u64),
+    };
+    println!("a cluster of {}", cluster.nodes[0].version());
+    let started = Instant::now();
+    let workers = start_every_language(&t, &spec, PER_LANGUAGE);
+    sleep(Duration::from_millis(1500));
+    let mut moves = Vec::new();
+    let mut round = 0;
+    while started.elapsed() + Duration::from_millis(1500) < run {
+        let how = [Migrate::OneByOne, Migrate::Batched][round % 2];
+        for name in &spec.names {
+            let slot = LockKeys::new(b"", name.as_bytes()).slot;
+            let from = cluster.master_of_slot(slot).port();
+            cluster.migrate_slot_by(slot, cluster.another_master(from), how, || {});
+            moves.push(now_us());
+        }
+        round += 1;
+        sleep(Duration::from_millis(500));
+    }
+    let out = collect(workers, started + run + HANG_LIMIT);
+    println!(
+        "cluster, {} workers, {:?}, {} slot moves: {}",
+        out.holders.len(),
+        started.elapsed(),
+        moves.len(),
+        summary(&out)
+    );
+    assert_mixed_run_ok(&out);
+    assert!(!moves.is_empty(), "no slot moved");
+    let last = *moves.last().expect("a move");
+    assert!(
+        out.holds.iter().any(|h| h.start_us > last),
+        "no lock granted after the last move: {}",
+        summary(&out)
+    );
 }
 
 /// The same with a fault in the middle: one of the five servers is killed, kept down longer
