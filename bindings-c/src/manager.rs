@@ -85,8 +85,11 @@ pub unsafe extern "C" fn fl_manager_new(
 }
 
 /// Frees a manager. NULL is a no-op. When no lock made by it is still alive, this also stops
-/// the manager's thread before returning (it cancels background work and waits for no
-/// server: normally well under a millisecond, at most 1 s), so no thread outlives it. Locks
+/// the manager's thread before returning, so no thread outlives it: it first lets the
+/// manager's background clean-ups finish (an interrupted acquisition's place in line given
+/// up, a dropped lock's release: each bounded by its server timeout), then cancels any other
+/// background work (normally well under a millisecond, at most 1 s each), so that a program
+/// that frees its manager and exits leaves nothing behind in the servers' queues. Locks
 /// made by it stay valid (they keep what they need alive) until freed themselves; free them
 /// first, though, if you want an unreleased lock to be released in the background by
 /// `fl_lock_free` rather than expire after its TTL. Freeing a manager twice, or using it
