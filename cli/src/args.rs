@@ -129,7 +129,7 @@ pub struct KindArgs {
 #[group(multiple = false)]
 pub struct WaitArgs {
     /// Wait at most this long for the lock (default: without limit; Ctrl-C stops)
-    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true)]
     pub wait: Option<Duration>,
     /// Do not wait: one try
     #[arg(long)]
@@ -153,7 +153,7 @@ pub struct LockArgs {
     /// The lock's name
     pub name: String,
     /// The lock's time to live, renewed while it is held (30s, 500ms, 2m, 1h, or seconds)
-    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "30s")]
+    #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true, default_value = "30s")]
     pub ttl: Duration,
     #[command(flatten)]
     pub wait: WaitArgs,
@@ -184,10 +184,10 @@ pub struct RunArgs {
     #[command(flatten)]
     pub lock: LockArgs,
     /// Keep the lock at most this long, counted from acquisition; then it is lost
-    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true)]
     pub max_hold: Option<Duration>,
     /// After a lost lock's SIGTERM, SIGKILL the command's process group this much later
-    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "5s")]
+    #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true, default_value = "5s")]
     pub kill_after: Duration,
     /// Exit code when the lock was lost while the command ran
     #[arg(long, value_name = "N", default_value_t = crate::exit::LOST)]
@@ -240,7 +240,7 @@ pub struct ExtendArgs {
     #[command(flatten)]
     pub held: TokenArgs,
     /// The new time to live, from now
-    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true)]
     pub ttl: Duration,
 }
 
@@ -261,6 +261,11 @@ pub struct StatusArgs {
 /// seconds (`30`).
 pub fn duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
+    // Taken as a value, not as a flag (`allow_hyphen_values`): clap would answer "-5s" with
+    // its tip to write `-- -5s`, which here starts the command.
+    if text.starts_with('-') {
+        return Err(format!("{text:?}: a duration cannot be negative"));
+    }
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(text.len());
@@ -303,6 +308,10 @@ mod tests {
         for bad in ["", "s", "10x", "-1s", "1e3", "1..2s"] {
             assert!(duration(bad).is_err(), "{bad}");
         }
+        assert_eq!(
+            duration("-5s"),
+            Err("\"-5s\": a duration cannot be negative".to_owned())
+        );
     }
 
     #[test]

@@ -40,6 +40,11 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> u8 {
         }
     };
     report::set_json(matches!(&cli.command, Command::Run(a) if a.json));
+    report::set_quiet(match &cli.command {
+        Command::Run(a) => a.lock.output.quiet,
+        Command::Acquire(a) => a.lock.output.quiet,
+        _ => false,
+    });
     // One thread: the child's parent-death signal is tied to the thread that spawned it.
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use crate::exit::Failure;
 
 static JSON: AtomicBool = AtomicBool::new(false);
+static QUIET: AtomicBool = AtomicBool::new(false);
 
 /// Words (false) or JSON (true) for every later line; set once per command line, as a
 /// process may run several (the Node package's tests do).
@@ -29,6 +30,12 @@ pub fn set_json(json: bool) {
 
 pub fn is_json() -> bool {
     JSON.load(Ordering::Relaxed)
+}
+
+/// `-q`: a refusal (another holds the name) is said by the exit code alone, as the cron recipe
+/// of docs/cli.md needs (cron mails whatever a job prints); errors are still printed.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
 }
 
 /// How fencelock's work ended, when it did not fail: the exit code and, for `run`, what the
@@ -112,8 +119,11 @@ pub fn done(done: &Done) {
     line(value);
 }
 
-/// The last line of a failure: `fencelock: <message>`.
+/// The last line of a failure: `fencelock: <message>`; nothing for a refusal under `-q`.
 pub fn failed(failure: &Failure) {
+    if QUIET.load(Ordering::Relaxed) && failure.outcome == "not_acquired" && !is_json() {
+        return;
+    }
     if is_json() {
         line(json!({
             "event": "exit",

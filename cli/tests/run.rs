@@ -70,6 +70,44 @@ fn the_cron_pattern_runs_the_job_once() {
     assert_eq!(code(&winner), 0, "{}", stderr(&winner));
 }
 
+/// `-q`: a refusal says nothing (the exit code says it), as the cron recipe of docs/cli.md
+/// promises: cron mails whatever a job prints. Without `-q` it is said.
+#[test]
+fn quiet_says_nothing_when_another_holds_the_name() {
+    let s = servers(1);
+    let holder = output(cmd(&[&s[0]], &["acquire", "busy-q", "--ttl", "60s"]));
+    assert_eq!(code(&holder), 0, "{}", stderr(&holder));
+    let quiet = output(cmd(
+        &[&s[0]],
+        &["run", "-q", "busy-q", "--no-wait", "--", "true"],
+    ));
+    assert_eq!(code(&quiet), 75, "{}", stderr(&quiet));
+    assert_eq!(stderr(&quiet), "", "-q printed something");
+    let loud = output(cmd(&[&s[0]], &["run", "busy-q", "--no-wait", "--", "true"]));
+    assert_eq!(code(&loud), 75);
+    assert!(stderr(&loud).contains("not acquired"), "{}", stderr(&loud));
+}
+
+/// A negative duration is our own usage error (64), naming the value, before anything runs;
+/// clap used to answer it with a tip to write `-- -5s`, which here starts the command.
+#[test]
+fn a_negative_duration_is_a_usage_error_of_ours() {
+    let s = servers(1);
+    let dir = Scratch::new("negative");
+    let marker = dir.p("ran");
+    for flag in ["--ttl", "--wait"] {
+        let args = ["run", "neg", flag, "-5s", "--", "touch", &marker];
+        let out = output(cmd(&[&s[0]], &args));
+        assert_eq!(code(&out), 64, "{flag}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("a duration cannot be negative"),
+            "{flag}: {}",
+            stderr(&out)
+        );
+        assert!(!dir.path("ran").exists(), "{flag}: the command ran");
+    }
+}
+
 #[test]
 fn the_command_gets_the_name_and_tokens_and_can_extend_by_token() {
     let s = servers(1);
