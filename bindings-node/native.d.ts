@@ -130,7 +130,10 @@ export declare class LockManager {
   get closed(): boolean
   /**
    * Closes the manager: later calls reject with `ERR_INVALID_ARG`. Locks already held stay
-   * usable until released.
+   * usable until released. Settles once the manager's background clean-ups are done (an
+   * aborted wait's place in line given up, a dropped lock's release; each bounded by its
+   * server timeout), so that a program that closes its manager and exits leaves nothing in
+   * the servers' queues.
    */
   close(): Promise<void>
 

@@ -15,6 +15,11 @@ use crate::lock::JsLock;
 use crate::promise::{promise, rejected, rejected_with, settled_by};
 use crate::types::AcquireOptions as AcquireOptionsType;
 
+/// The longest `close()` waits for the manager's background clean-ups: each is bounded by
+/// its own time limit (`fencelock::timing::BACKGROUND_CLEANUP_TIMEOUT`, 1 s), and they run at
+/// once, so this is only a backstop.
+const CLOSE_SETTLE_LIMIT: Duration = Duration::from_secs(5);
+
 /// A lock manager over one Redis server or several (Redlock).
 #[napi(js_name = "LockManager")]
 pub struct JsLockManager {
@@ -535,13 +540,19 @@ impl JsLockManager {
     }
 
     /// Closes the manager: later calls reject with `ERR_INVALID_ARG`. Locks already held stay
-    /// usable until released.
+    /// usable until released. Settles once the manager's background clean-ups are done (an
+    /// aborted wait's place in line given up, a dropped lock's release; each bounded by its
+    /// server timeout), so that a program that closes its manager and exits leaves nothing in
+    /// the servers' queues.
     #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn close<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
         let manager = self.inner.borrow_mut().take();
         promise(
             env,
             async move {
+                if let Some(m) = &manager {
+                    m.settle(CLOSE_SETTLE_LIMIT).await;
+                }
                 drop(manager);
                 Ok(())
             },

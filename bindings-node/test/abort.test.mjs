@@ -2,6 +2,7 @@
 // call waits on the network.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 
 import { RedisServer } from './redis.mjs'
@@ -44,6 +45,31 @@ describe('AbortSignal', () => {
     const next = await mgr.tryAcquire('abort-wait')
     assert.ok(next, 'free after the holder released')
     await next.release()
+  })
+
+  it('a process that aborts its wait, closes its manager and exits leaves no place in line', async () => {
+    // Issue 51 item 4: the withdrawal runs in the background; close() settles after it, so a
+    // program that closes its manager and exits at once leaves nothing for others to wait out.
+    const held = await mgr.acquire('abort-exit', { ttl: 60_000 })
+    const script = `
+      const { LockManager } = require(${JSON.stringify(require.resolve('../index.js'))})
+      const m = new LockManager(process.argv[1])
+      const controller = new AbortController()
+      m.acquire('abort-exit', { ttl: 60_000, signal: controller.signal }).catch(async (e) => {
+        await m.close()
+        process.exit(e.name === 'AbortError' ? 0 : 1)
+      })
+      process.stdin.once('data', () => controller.abort())
+    `
+    for (let i = 0; i < 3; i++) {
+      const child = spawn(process.execPath, ['-e', script, server.url], { stdio: ['pipe', 'inherit', 'inherit'] })
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      while ((await server.queued('abort-exit')) === 0) await new Promise((r) => setTimeout(r, 5))
+      child.stdin.write('abort\n')
+      assert.equal(await exited, 0)
+      assert.equal(await server.queued('abort-exit'), 0, 'a place was left behind')
+    }
+    await held.release()
   })
 
   it('aborts racing with acquisitions leave no lock behind', async () => {
