@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Cross-language exclusion (tests/chaos/tests/mixed.rs): worker processes in Rust, Python,
 # Node, C and Java (two of each) contend for the same names on five redis-servers, without
-# and with a server killed and restarted, and on a cluster whose slots move (Redis 7.0 and
-# 6.2); then (tests/chaos/tests/mixed_faults.rs) with a
+# and with a server killed and restarted, and on a cluster whose slots move (Redis 7.0, 6.2
+# and Valkey 8.1); then (tests/chaos/tests/mixed_faults.rs) with a
 # majority killed, a server stalled behind the proxy, latency near the TTL, a Python holder
 # SIGKILLed, and a Python, Node, C or Java holder SIGSTOPped past its TTL whose late write a
 # fenced store rejects; the history checker's verdict over every hold is part of each
@@ -21,11 +21,13 @@ tests/chaos/workers/build.sh
 source target/mixed/env
 export FENCELOCK_MIXED_REQUIRED=1
 cargo test --locked -p fencelock-chaos --test mixed -- --test-threads=1 --nocapture
-# Slots moving under workers of every language on Redis 6.2 too (issue 51: its cluster carries
-# every wake-up to every node while its count of listeners sees one).
-redis62=$(ci/servers.sh redis-6.2 | cut -d' ' -f2)
-REDIS_SERVER_BIN="$redis62" cargo test --locked -p fencelock-chaos --test mixed -- \
-  --test-threads=1 --nocapture every_languages_workers_keep_exclusion_while_a_clusters_slots_move
+# Slots moving under workers of every language on Redis 6.2 and Valkey 8.1 too (issue 51:
+# 6.2's cluster carries every wake-up to every node while its count of listeners sees one).
+while read -r name path; do
+  echo "--- workers of every language on a cluster whose slots move, on $name"
+  REDIS_SERVER_BIN="$path" cargo test --locked -p fencelock-chaos --test mixed -- --test-threads=1 \
+    --nocapture every_languages_workers_keep_exclusion_while_a_clusters_slots_move
+done < <(ci/servers.sh redis-6.2 valkey-8.1)
 cargo test --locked -p fencelock-chaos --test mixed_faults -- --test-threads=1 --nocapture
 cargo test --locked -p fencelock-chaos --test partitions -- --test-threads=1 --nocapture
 echo "--- ci/demo.sh --seconds 4 --quiet"
