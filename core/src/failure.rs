@@ -191,6 +191,14 @@ impl ServerFailure {
             ServerFailure::Config(format!("TLS handshake failed: {text}"))
         } else if NO_SUCH_HOST.iter().any(|m| text.contains(m)) {
             ServerFailure::Config(format!("the host name does not resolve ({text})"))
+        } else if e.kind() == redis::ErrorKind::Parse {
+            // Something else listens on the port (a web server, a database of another kind):
+            // its answer is not the Redis protocol. Retrying never cures that.
+            ServerFailure::Config(
+                "did not answer as a Redis server (its reply is not the Redis protocol: is this \
+                 the Redis port?)"
+                    .into(),
+            )
         } else if e.is_io_error()
             || e.is_connection_dropped()
             || e.is_connection_refusal()

@@ -105,6 +105,39 @@ async fn a_host_that_cannot_resolve_fails_at_once_even_without_a_wait_limit() {
     assert!(e.message().contains("no-such-host.invalid:6390"), "{e}");
 }
 
+/// Issue 57: a port where something else than Redis listens (here a web server's answer) is
+/// a configuration mistake, said plainly and at once, even without a wait limit (it used to
+/// be "Incompatible type - Parse error at 1", retried for ever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_that_is_not_redis_fails_at_once_saying_so() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let web = tokio::spawn(async move {
+        loop {
+            let (mut c, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf).await;
+            let _ = c.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").await;
+        }
+    });
+    let m = LockManager::new([format!("redis://127.0.0.1:{port}")]).unwrap();
+    let e = tokio::time::timeout(
+        Duration::from_secs(20),
+        m.acquire("m", Duration::from_secs(5), None),
+    )
+    .await
+    .expect("a port that is not Redis was retried forever")
+    .unwrap_err();
+    web.abort();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(
+        e.message().contains("did not answer as a Redis server"),
+        "{e}"
+    );
+    assert!(e.message().contains(&format!("127.0.0.1:{port}")), "{e}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_that_keeps_retrying_warns_naming_the_server_and_the_reason() {
     use fencelock::observe::{add_listener, remove_listener, EventLevel};
