@@ -66,7 +66,7 @@ pub async fn acquire(
 ) -> Result<(LockManager, Lock), Failure> {
     let kind = kind::of(&args.kind)?;
     let manager = connect::manager(&args.servers, args.output.quiet)?;
-    verbose(args.output);
+    listen(args.output);
     let mut progress = Progress::new(args.output.quiet || report::is_json());
     let mut tick = tokio::time::interval(PROGRESS_EVERY);
     let acquiring = manager.acquire_lease_with(&args.name, kind, opts);
@@ -104,15 +104,24 @@ fn not_acquired(e: &fencelock::Error, args: &LockArgs, kind: LeaseKind) -> Failu
     failure
 }
 
-/// `--verbose`: fencelock's events on stderr.
-fn verbose(output: OutputArgs) {
-    if output.verbose {
-        let listen = fencelock::observe::add_listener(fencelock::observe::EventLevel::Debug, |e| {
-            report::trace(&e.to_line());
-        });
-        if let Err(e) = listen {
-            report::warn(&e.to_string());
-        }
+/// `--verbose`: fencelock's events on stderr. Otherwise, unless `-q`, the core's warning that
+/// a wait makes no progress because servers do not answer (every few seconds, naming them and
+/// why), on a terminal or not: a wait without a limit is never silent.
+fn listen(output: OutputArgs) {
+    use fencelock::observe::{add_listener, EventLevel};
+    let listen = if output.verbose {
+        add_listener(EventLevel::Debug, |e| report::trace(&e.to_line()))
+    } else if !output.quiet {
+        add_listener(EventLevel::Warn, |e| {
+            if e.message.starts_with("acquire still waiting") {
+                report::warn(&e.to_line());
+            }
+        })
+    } else {
+        return;
+    };
+    if let Err(e) = listen {
+        report::warn(&e.to_string());
     }
 }
 

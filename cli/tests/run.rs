@@ -108,6 +108,43 @@ fn a_negative_duration_is_a_usage_error_of_ours() {
     }
 }
 
+/// Issue 57 item 3: a wait on servers that do not answer is not silent (stderr is a pipe here,
+/// not a terminal): the core's warning names the server and why, every few seconds; `-q`
+/// keeps it quiet.
+#[test]
+fn a_wait_on_a_server_that_does_not_answer_says_so_unless_quiet() {
+    let port = fencelock_testkit::free_port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let args = |quiet: bool| {
+        let mut a = vec!["run", "nobody-home", "--server", &url, "--wait", "4s"];
+        if quiet {
+            a.push("-q");
+        }
+        a.extend(["--", "true"]);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run = |quiet: bool| {
+        let mut c = std::process::Command::new(common::BIN);
+        c.args(args(quiet)).env_remove("FENCELOCK_SERVERS");
+        output(c)
+    };
+    let loud = run(false);
+    assert_eq!(code(&loud), 69, "{}", stderr(&loud));
+    assert!(
+        stderr(&loud).contains("warning: acquire still waiting"),
+        "{}",
+        stderr(&loud)
+    );
+    assert!(stderr(&loud).contains(&format!("127.0.0.1:{port}")));
+    let quiet = run(true);
+    assert_eq!(code(&quiet), 69);
+    assert!(
+        !stderr(&quiet).contains("still waiting"),
+        "{}",
+        stderr(&quiet)
+    );
+}
+
 #[test]
 fn the_command_gets_the_name_and_tokens_and_can_extend_by_token() {
     let s = servers(1);
