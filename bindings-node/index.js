@@ -185,6 +185,16 @@ function formatEvent(event) {
   return line
 }
 
+// A wait that makes no progress because servers do not answer is never silent: the core's
+// warning (every 3 s, naming the servers and why) becomes a process warning, which Node
+// prints on stderr as `(node:PID) FencelockWarning: acquire still waiting ...` unless the
+// program handles 'warning' events or runs with --no-warnings (Python logs the same warning).
+onEvent((event) => {
+  if (event.message.startsWith('acquire still waiting')) {
+    process.emitWarning(formatEvent(event), { type: 'FencelockWarning', code: 'FENCELOCK_STILL_WAITING' })
+  }
+}, { level: 'warn' })
+
 // NODE_DEBUG=fencelock prints every event (debug level and up) to stderr, as Node's own
 // modules do: `FENCELOCK 1234: acquired lock="jobs" attempts=1 ...`.
 const debuglog = require('node:util').debuglog('fencelock')

@@ -9,7 +9,7 @@ import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { inspect } from 'node:util'
 
-import { RedisServer, makeCerts } from './redis.mjs'
+import { RedisServer, freePort, makeCerts } from './redis.mjs'
 
 const require = createRequire(import.meta.url)
 const { LockManager, InvalidArgumentError, UnavailableError } = require('../index.js')
@@ -200,6 +200,29 @@ describe('ACL users and passwords', () => {
       () => new LockManager('redis://locker:hunter2@127.0.0.1:99999'),
       (e) => e.code === 'ERR_INVALID_ARG' && !inspect(e).includes('hunter2'),
     )
+  })
+})
+
+describe('a wait that makes no progress', () => {
+  it('warns through process warnings, naming the server and why (issue 57 item 3)', async () => {
+    const port = await freePort()
+    const warnings = []
+    const seen = (w) => warnings.push(w)
+    process.on('warning', seen)
+    const m = new LockManager(`redis://127.0.0.1:${port}`)
+    try {
+      await assert.rejects(m.acquire('nobody-home', { ttl: 5000, wait: 4000 }), UnavailableError)
+    } finally {
+      process.off('warning', seen)
+      await m.close()
+    }
+    const ours = warnings.filter((w) => w.name === 'FencelockWarning' && w.message.includes('nobody-home'))
+    assert.ok(ours.length > 0, `no warning during a 4 s wait on a refused server: ${warnings.map(String)}`)
+    for (const w of ours) {
+      assert.equal(w.code, 'FENCELOCK_STILL_WAITING')
+      assert.match(w.message, /^acquire still waiting/)
+      assert.ok(w.message.includes(`127.0.0.1:${port}`), w.message)
+    }
   })
 })
 
