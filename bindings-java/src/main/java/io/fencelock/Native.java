@@ -39,6 +39,11 @@ final class Native {
                 long labelCount, Pointer userData);
     }
 
+    /** {@code fl_event_callback}: the level, what happened, its fields on one line. */
+    interface EventCallback extends Callback {
+        void invoke(int level, Pointer message, Pointer fields, Pointer userData);
+    }
+
     @SuppressWarnings("checkstyle:MethodName")
     interface Lib extends Library {
         Pointer fl_last_error_message();
@@ -60,6 +65,7 @@ final class Native {
         int fl_manager_options_set_tls_insecure(Pointer opts, byte insecure);
         int fl_manager_options_add_metric_name(Pointer opts, byte[] name);
         int fl_set_metric_callback(MetricCallback callback, Pointer userData);
+        int fl_set_event_callback(EventCallback callback, Pointer userData, int minLevel);
         void fl_manager_options_free(Pointer opts);
 
         int fl_manager_new(StringArray urls, long nUrls, Pointer opts, PointerByReference out);

@@ -1,0 +1,42 @@
+package io.fencelock;
+
+import com.sun.jna.Pointer;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * A wait that makes no progress because servers do not answer is never silent: the core's
+ * warning (every 3 s, naming the lock, each server that did not answer and why) is logged at
+ * {@code WARNING} to the {@code System.Logger} named {@code io.fencelock}, as Python logs it and
+ * Node emits a process warning. Installed once, by the first {@link LockManager}.
+ */
+final class Warnings {
+    private Warnings() {}
+
+    /** {@code FL_EVENT_WARN}. */
+    private static final int WARN = 3;
+    private static final System.Logger LOG = System.getLogger("io.fencelock");
+    /** Kept reachable while C may call it. */
+    private static Native.EventCallback installed;
+
+    static synchronized void install() {
+        if (installed != null) {
+            return;
+        }
+        Native.EventCallback callback = (level, message, fields, userData) -> {
+            try {
+                String what = text(message);
+                if (what.startsWith("acquire still waiting")) {
+                    LOG.log(System.Logger.Level.WARNING, "fencelock: " + what + " " + text(fields));
+                }
+            } catch (Throwable t) {
+                // Never into C.
+            }
+        };
+        Native.check(Native.LIB.fl_set_event_callback(callback, null, WARN));
+        installed = callback;
+    }
+
+    private static String text(Pointer p) {
+        return p == null ? "" : new String(p.getByteArray(0, (int) p.indexOf(0, (byte) 0)), StandardCharsets.UTF_8);
+    }
+}
