@@ -51,7 +51,7 @@ pub async fn run(args: RunArgs) -> Result<Done, Failure> {
             return Err(failure);
         }
     };
-    let done = supervise(running, &lock, &args, &mut signals).await?;
+    let done = supervise(running, &lock, &args, &mut signals, Instant::now()).await?;
     let done = finish(lock, name, done, args.lost_exit_code).await;
     drop(manager);
     Ok(done)
@@ -132,6 +132,7 @@ async fn supervise(
     lock: &Lock,
     args: &RunArgs,
     signals: &mut Signals,
+    held_since: Instant,
 ) -> Result<Done, Failure> {
     let lost = lock.lost();
     tokio::pin!(lost);
@@ -151,11 +152,18 @@ async fn supervise(
                 watching = false;
                 let Some(reason) = reason else { continue };
                 let name = &args.lock.name;
-                report::lost(name, reason.as_str(), &format!(
-                    "lost the lock {name}: {reason}; stopping the command (SIGTERM to its \
-                     process group {}, SIGKILL {:?} later)",
+                let stopping = format!(
+                    "stopping the command (SIGTERM to its process group {}, SIGKILL {:?} later)",
                     running.group, args.kill_after
-                ));
+                );
+                match args.max_hold.filter(|m| ended_at_max_hold(*m, held_since.elapsed())) {
+                    Some(m) => report::lost(name, "max_hold", &format!(
+                        "held the lock {name} for --max-hold {m:?}: {stopping}"
+                    )),
+                    None => report::lost(name, reason.as_str(), &format!(
+                        "lost the lock {name}: {reason}; {stopping}"
+                    )),
+                }
                 let status = running.terminate(args.kill_after).await?;
                 running.give_back_terminal();
                 return Ok(Done {
@@ -167,6 +175,12 @@ async fn supervise(
             signal = signals.recv() => running.signal_group(signal),
         }
     }
+}
+
+/// Whether a hold that ended after `held` did so because `--max-hold` (`max_hold`) passed: the
+/// core's auto-extension makes the lock's validity end there (less its drift allowance).
+fn ended_at_max_hold(max_hold: Duration, held: Duration) -> bool {
+    held + max_hold / 10 + Duration::from_millis(50) >= max_hold
 }
 
 /// Releases after the command ended. A lock found not held any more means the command's end

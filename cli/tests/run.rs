@@ -145,6 +145,25 @@ fn a_wait_on_a_server_that_does_not_answer_says_so_unless_quiet() {
     );
 }
 
+/// Issue 57 item 4: `--max-hold` ends the hold there (with the default 30 s TTL, longer than
+/// it): the command's group is stopped, fencelock exits with the lost code and says
+/// `--max-hold`. It used to run the whole command and exit 0.
+#[test]
+fn max_hold_ends_the_hold_and_the_command_at_max_hold() {
+    let s = servers(1);
+    let started = std::time::Instant::now();
+    let out = output(cmd(
+        &[&s[0]],
+        &["run", "bounded-short", "--max-hold", "1s", "--", "sleep", "20"],
+    ));
+    let took = started.elapsed();
+    assert_eq!(code(&out), 76, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--max-hold 1s"), "{}", stderr(&out));
+    // A hang check: the command sleeps 20 s.
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert_eq!(s[0].get(b"bounded-short"), None, "the lock outlived --max-hold");
+}
+
 #[test]
 fn the_command_gets_the_name_and_tokens_and_can_extend_by_token() {
     let s = servers(1);
@@ -352,7 +371,7 @@ fn max_hold_ends_a_command_that_runs_too_long() {
     ));
     assert_eq!(code(&out), 76, "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("lost the lock bounded"),
+        stderr(&out).contains("held the lock bounded for --max-hold 1.5s"),
         "{}",
         stderr(&out)
     );
@@ -467,7 +486,7 @@ fn run_json_says_how_each_run_ended() {
         .expect("a lost line");
     assert_eq!(
         (lost["name"].as_str(), lost["reason"].as_str()),
-        (Some("report"), Some("expired"))
+        (Some("report"), Some("max_hold"))
     );
     assert_eq!(
         ev.last().unwrap(),

@@ -373,7 +373,9 @@ async fn a_handoff_on_fewer_than_a_quorum_is_completed_by_an_attempt() {
     let started = Instant::now();
     holder.release().await.unwrap();
     let lock = task.await.unwrap();
-    assert!(started.elapsed() < MS(1_000), "{:?}", started.elapsed());
+    // A hang check (the waiter must not sit on its one handoff until its 20 s wait ends), with
+    // room for a busy machine: it failed once at 1 s with CI running beside it.
+    assert!(started.elapsed() < MS(5_000), "{:?}", started.elapsed());
     assert_eq!(holders(&srv, b"r", lock.token()), 3);
     lock.release().await.unwrap();
 }

@@ -252,6 +252,52 @@ async fn auto_extension_stops_at_the_maximum_hold_time() {
     .await;
 }
 
+/// An extension that shortens the lock (a TTL below what is left) shortens its validity too:
+/// the servers expire the key at the new TTL, so a validity kept at the longer one would let
+/// the holder act on a lock another may hold by then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_that_shortens_the_lock_shortens_its_validity() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let lock = m.acquire("shortened", MS(30_000), None).await.unwrap();
+    assert!(lock.validity() > MS(20_000));
+    lock.extend(MS(1000)).await.unwrap();
+    assert!(server.pttl(b"shortened") <= 1000);
+    assert!(
+        lock.validity() <= MS(1000),
+        "validity {:?} after shortening to 1 s",
+        lock.validity()
+    );
+    // And a later, longer extension lengthens it again.
+    lock.extend(MS(20_000)).await.unwrap();
+    assert!(lock.validity() > MS(10_000));
+}
+
+/// Issue 57: a max hold shorter than a third of the TTL (before the first regular extension)
+/// ends the hold there too: the one extension, halfway, shortens the lock to what is left. It
+/// used to keep the lock for its whole TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_max_hold_shorter_than_the_ttl_ends_the_hold_at_max_hold() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let lock = m.acquire("short-hold", MS(30_000), None).await.unwrap();
+    lock.auto_extend(Some(MS(500)));
+    let started = Instant::now();
+    assert_eq!(
+        tokio::time::timeout(MS(5000), lock.lost()).await,
+        Ok(Some(LostReason::Expired)),
+        "still held 5 s after a max hold of 500 ms (TTL 30 s)"
+    );
+    let held = started.elapsed();
+    assert!(held < MS(1500), "held {held:?}, max hold 500 ms");
+    wait_until_async(
+        Duration::from_secs(2),
+        "the key expired at the max hold time",
+        || server.get(b"short-hold").is_none(),
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_is_woken_by_the_release_not_by_polling() {
     let server = RedisServer::start();

@@ -38,7 +38,7 @@ async fn auto_extend_loop(shared: Arc<Holding>, max_hold: Option<Duration>) {
     let hold_until = max_hold.and_then(|m| shared.acquired_at.checked_add(m));
     let mut next = {
         let st = shared.state();
-        Instant::now() + timing::extend_every(st.ttl)
+        next_extension(Instant::now(), st.ttl, hold_until)
     };
     loop {
         tokio::time::sleep_until(next.into()).await;
@@ -60,7 +60,9 @@ async fn auto_extend_loop(shared: Arc<Holding>, max_hold: Option<Duration>) {
             this_ttl = this_ttl.min(left);
         }
         match shared.extend(this_ttl).await {
-            Ok(()) => next = Instant::now() + timing::extend_every(ttl),
+            // The last extension, capped: validity now ends where the hold must.
+            Ok(()) if this_ttl < ttl => return,
+            Ok(()) => next = next_extension(Instant::now(), ttl, hold_until),
             // Marked lost, with why, by the extension.
             Err(e) if e.kind() == ErrorKind::NotHeld => return,
             Err(_) => {
@@ -73,5 +75,43 @@ async fn auto_extend_loop(shared: Arc<Holding>, max_hold: Option<Duration>) {
                 next = Instant::now() + timing::extend_retry(left, ttl);
             }
         }
+    }
+}
+
+/// When to extend next: a third of the TTL from `now`, or, when the hold must end before that
+/// (`hold_until`, from `max_hold`), halfway to its end, where one extension capped to what is
+/// left makes the lock's validity end there, even when `max_hold` is shorter than the TTL
+/// (the lock is then shortened).
+fn next_extension(now: Instant, ttl: Duration, hold_until: Option<Instant>) -> Instant {
+    let regular = timing::extend_every(ttl);
+    let wait = match hold_until {
+        Some(end) => regular.min(end.saturating_duration_since(now) / 2),
+        None => regular,
+    };
+    now + wait
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hold_shorter_than_a_period_is_capped_halfway_to_its_end() {
+        let now = Instant::now();
+        let ttl = Duration::from_secs(30);
+        assert_eq!(
+            next_extension(now, ttl, None),
+            now + timing::extend_every(ttl)
+        );
+        let end = now + Duration::from_secs(1);
+        assert_eq!(
+            next_extension(now, ttl, Some(end)),
+            now + Duration::from_millis(500)
+        );
+        let far = now + Duration::from_secs(3600);
+        assert_eq!(
+            next_extension(now, ttl, Some(far)),
+            now + timing::extend_every(ttl)
+        );
     }
 }

@@ -48,6 +48,9 @@ struct Holding {
 struct State {
     ttl: Duration,
     valid_until: Instant,
+    /// Extensions started, and the newest whose outcome set `valid_until` (see
+    /// [`Holding::note_extended`]).
+    extensions: (u64, u64),
     auto_extend: Option<AbortHandle>,
     /// The last extension failed for want of servers (not because the lock was gone): if
     /// validity now runs out, the lock was lost as [`LostReason::Unreachable`].
@@ -133,21 +136,30 @@ impl Holding {
     }
 
     async fn extend(&self, ttl: Duration) -> Result<()> {
+        let seq = self.extension_started();
         let extended = self.engine.extend(&self.target, ttl).await;
         if extended.is_ok() {
             self.state().ttl = ttl;
             self.note_holder().await;
         }
-        self.note_extended(extended)
+        self.note_extended(seq, extended)
     }
 
     /// An additive extension's outcome: the lock's TTL (the pace of auto-extension) stays.
     async fn extend_by(&self, add: Duration) -> Result<()> {
+        let seq = self.extension_started();
         let extended = self.engine.extend_by(&self.target, add).await;
         if extended.is_ok() {
             self.note_holder().await;
         }
-        self.note_extended(extended)
+        self.note_extended(seq, extended)
+    }
+
+    /// Numbers an extension as it starts, for [`note_extended`](Self::note_extended).
+    fn extension_started(&self) -> u64 {
+        let mut st = self.state();
+        st.extensions.0 += 1;
+        st.extensions.0
     }
 
     /// Leaves (or renews, with the lock's new remaining time) the holder label's note, when
@@ -158,16 +170,36 @@ impl Holding {
             .await;
     }
 
+    /// An extension's outcome. Its validity replaces the lock's when it is the newest to
+    /// succeed so far, also when shorter: the servers set the key's TTL to what it asked, so a
+    /// validity kept at a longer one would let the holder act on a lock the servers have let
+    /// go (an extension to a shorter TTL, a max hold's last capped extension). An older one
+    /// that succeeds after a newer can only shorten it: which of the two the servers ran last
+    /// is not known here, and the shorter validity is the safe one.
     fn note_extended(
         &self,
+        seq: u64,
         extended: std::result::Result<Instant, crate::engine::Failed>,
     ) -> Result<()> {
         self.measured.extended(extended.is_ok());
         match extended {
             Ok(valid_until) => {
-                let mut st = self.state();
-                st.valid_until = st.valid_until.max(valid_until);
-                st.unreachable = false;
+                let shortened = {
+                    let mut st = self.state();
+                    let before = st.valid_until;
+                    if seq > st.extensions.1 {
+                        st.extensions.1 = seq;
+                        st.valid_until = valid_until;
+                    } else {
+                        st.valid_until = st.valid_until.min(valid_until);
+                    }
+                    st.unreachable = false;
+                    st.valid_until < before
+                };
+                if shortened {
+                    // `lost()` sleeps until the validity it saw: it must look again.
+                    self.status.send_modify(|_| {});
+                }
                 Ok(())
             }
             Err(failed) => {
@@ -245,6 +277,7 @@ impl Lock {
                 state: StdMutex::new(State {
                     ttl,
                     valid_until: acquired.valid_until,
+                    extensions: (0, 0),
                     auto_extend: None,
                     unreachable: false,
                     released_lost: None,
