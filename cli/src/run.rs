@@ -74,7 +74,7 @@ pub async fn acquire(
         tokio::pin!(acquiring);
         loop {
             tokio::select! {
-                got = &mut acquiring => break got.map_err(|e| not_acquired(&e, args, kind)),
+                got = &mut acquiring => break Ok(got),
                 signal = signals.recv() => break Err(Failure::new(
                     exit::SIGNALLED + signal as u8,
                     format!("stopped by {} while waiting for {}", signals::name(signal), args.name),
@@ -86,6 +86,12 @@ pub async fn acquire(
         }
     };
     progress.clear();
+    // The acquisition's end (`Ok`: the core's outcome), or a signal that stopped the wait.
+    let outcome = match outcome {
+        Ok(Ok(lock)) => Ok(lock),
+        Ok(Err(e)) => Err(not_acquired(&e, args, kind, &manager).await),
+        Err(stopped) => Err(stopped),
+    };
     if outcome.is_err() {
         // A wait stopped by a signal dropped its acquisition, whose votes and place in line
         // are given back in the background: let that finish before the process exits, so the
@@ -95,11 +101,30 @@ pub async fn acquire(
     Ok((manager, outcome?))
 }
 
-/// The failure of an acquisition: "not acquired" says so plainly, with the conflict code.
-fn not_acquired(e: &fencelock::Error, args: &LockArgs, kind: LeaseKind) -> Failure {
+/// How long a refusal's message may wait to say who holds the name.
+const WHO_HOLDS_LIMIT: Duration = Duration::from_secs(2);
+
+/// The failure of an acquisition: "not acquired" says so plainly, with the conflict code, and
+/// what holds the name (its holder's label, since when and its fencing token when the holder
+/// left a note, `--holder`; the time left; who waits), read once more.
+async fn not_acquired(
+    e: &fencelock::Error,
+    args: &LockArgs,
+    kind: LeaseKind,
+    manager: &LockManager,
+) -> Failure {
     let mut failure = Failure::from_core(e, args.conflict_exit_code);
     if e.kind() == ErrorKind::NotAcquired {
-        failure.message = format!("{}: not acquired", kind::taken(&args.name, kind));
+        let taken = kind::taken(&args.name, kind);
+        let seen = tokio::time::timeout(
+            WHO_HOLDS_LIMIT,
+            crate::state::read(manager, &args.name, kind),
+        )
+        .await;
+        failure.message = match seen {
+            Ok(Ok(seen)) if seen.held => format!("{taken} ({}): not acquired", seen.line),
+            _ => format!("{taken}: not acquired"),
+        };
     }
     failure
 }

@@ -70,6 +70,35 @@ fn the_cron_pattern_runs_the_job_once() {
     assert_eq!(code(&winner), 0, "{}", stderr(&winner));
 }
 
+/// Issue 57 item 5: a refusal names what holds the name: the holder's label, since when and
+/// its fencing token (it was taken with `--holder`), and the time left.
+#[test]
+fn a_refusal_names_the_holders_label_and_the_time_left() {
+    let s = servers(1);
+    let held = output(cmd(
+        &[&s[0]],
+        &[
+            "acquire",
+            "labelled",
+            "--ttl",
+            "60s",
+            "--holder",
+            "backup on db-3",
+        ],
+    ));
+    assert_eq!(code(&held), 0, "{}", stderr(&held));
+    let out = output(cmd(
+        &[&s[0]],
+        &["run", "labelled", "--no-wait", "--", "true"],
+    ));
+    assert_eq!(code(&out), 75, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("held by backup on db-3 for"), "{err}");
+    assert!(err.contains("fencing token"), "{err}");
+    assert!(err.contains("s left"), "{err}");
+    assert!(err.trim_end().ends_with("not acquired"), "{err}");
+}
+
 /// `-q`: a refusal says nothing (the exit code says it), as the cron recipe of docs/cli.md
 /// promises: cron mails whatever a job prints. Without `-q` it is said.
 #[test]
@@ -154,14 +183,26 @@ fn max_hold_ends_the_hold_and_the_command_at_max_hold() {
     let started = std::time::Instant::now();
     let out = output(cmd(
         &[&s[0]],
-        &["run", "bounded-short", "--max-hold", "1s", "--", "sleep", "20"],
+        &[
+            "run",
+            "bounded-short",
+            "--max-hold",
+            "1s",
+            "--",
+            "sleep",
+            "20",
+        ],
     ));
     let took = started.elapsed();
     assert_eq!(code(&out), 76, "{}", stderr(&out));
     assert!(stderr(&out).contains("--max-hold 1s"), "{}", stderr(&out));
     // A hang check: the command sleeps 20 s.
     assert!(took < Duration::from_secs(10), "took {took:?}");
-    assert_eq!(s[0].get(b"bounded-short"), None, "the lock outlived --max-hold");
+    assert_eq!(
+        s[0].get(b"bounded-short"),
+        None,
+        "the lock outlived --max-hold"
+    );
 }
 
 #[test]
