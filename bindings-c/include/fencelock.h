@@ -688,6 +688,19 @@ void fl_manager_options_free(struct fl_manager_options *opts);
 fl_status fl_manager_new(const char *const *urls, size_t n_urls, const struct fl_manager_options *opts, struct fl_manager **out);
 
 /**
+ * Waits until no background clean-up of any manager of the process runs (a wait
+ * interrupted through `fl_lock_acquire_interruptible` gives its place in line up in the
+ * background; a lock freed while held is released there), at most `timeout_ms`: for a program
+ * about to exit without freeing its managers (`atexit`, a signal handler's last words on
+ * another thread), so that nothing is left in the servers' queues. Each clean-up is bounded
+ * by its server timeout; with none running this returns at once.
+ *
+ * Errors: `FL_UNAVAILABLE` when clean-ups still run after `timeout_ms` (their servers do not
+ * answer).
+ */
+fl_status fl_settle_all(uint64_t timeout_ms);
+
+/**
  * Frees a manager. NULL is a no-op. When no lock made by it is still alive, this also stops
  * the manager's thread before returning, so no thread outlives it: it first lets the
  * manager's background clean-ups finish (an interrupted acquisition's place in line given

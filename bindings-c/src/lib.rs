@@ -80,7 +80,7 @@ pub use lock::{
 pub use lost::{
     fl_lock_is_held, fl_lock_lost_reason, fl_lock_on_lost, fl_lost_reason, fl_lost_reason_str,
 };
-pub use manager::{fl_manager, fl_manager_free, fl_manager_new};
+pub use manager::{fl_manager, fl_manager_free, fl_manager_new, fl_settle_all};
 pub use many::{
     fl_lock_acquire_many, fl_lock_fencing_token_at, fl_lock_name_at, fl_lock_name_count,
 };

@@ -84,6 +84,28 @@ pub unsafe extern "C" fn fl_manager_new(
     })
 }
 
+/// Waits until no background clean-up of any manager of the process runs (a wait
+/// interrupted through `fl_lock_acquire_interruptible` gives its place in line up in the
+/// background; a lock freed while held is released there), at most `timeout_ms`: for a program
+/// about to exit without freeing its managers (`atexit`, a signal handler's last words on
+/// another thread), so that nothing is left in the servers' queues. Each clean-up is bounded
+/// by its server timeout; with none running this returns at once.
+///
+/// Errors: `FL_UNAVAILABLE` when clean-ups still run after `timeout_ms` (their servers do not
+/// answer).
+#[no_mangle]
+pub extern "C" fn fl_settle_all(timeout_ms: u64) -> fl_status {
+    boundary(|| {
+        if fencelock::settle_all(Duration::from_millis(timeout_ms)) {
+            Ok(())
+        } else {
+            Err(fencelock::Error::unavailable(format!(
+                "background clean-ups still running after {timeout_ms} ms"
+            )))
+        }
+    })
+}
+
 /// Frees a manager. NULL is a no-op. When no lock made by it is still alive, this also stops
 /// the manager's thread before returning, so no thread outlives it: it first lets the
 /// manager's background clean-ups finish (an interrupted acquisition's place in line given

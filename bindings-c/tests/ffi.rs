@@ -427,3 +427,41 @@ fn a_wait_limit_holds_on_a_hung_server() {
         fl_manager_options_free(opts);
     }
 }
+
+unsafe extern "C" fn once_queued(data: *mut c_void) -> bool {
+    let server = unsafe { &*(data as *const RedisServer) };
+    server.queued("", "settled") > 0
+}
+
+/// Issue 51 item 4: a wait interrupted through the C interface gives its place up in the
+/// background; `fl_settle_all` waits for that, so a program about to exit leaves no place.
+#[test]
+fn settle_all_waits_for_an_interrupted_waits_withdrawal() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let name = CString::new("settled").unwrap();
+    let mut held = ptr::null_mut();
+    let status = unsafe { fl_lock_acquire(m, name.as_ptr(), 60_000, 0, &mut held) };
+    assert_eq!(status, fl_status::FL_OK, "{}", last_error());
+    let mut waiter = ptr::null_mut();
+    let data = &server as *const RedisServer as *mut c_void;
+    let status = unsafe {
+        fl_lock_acquire_interruptible(
+            m,
+            name.as_ptr(),
+            ptr::null(),
+            60_000,
+            -1,
+            Some(once_queued),
+            data,
+            &mut waiter,
+        )
+    };
+    assert_eq!(status, fl_status::FL_CANCELLED, "{}", last_error());
+    assert_eq!(fl_settle_all(5000), fl_status::FL_OK, "{}", last_error());
+    assert_eq!(server.queued("", "settled"), 0, "a place was left behind");
+    unsafe {
+        fl_lock_free(held);
+        fl_manager_free(m);
+    }
+}

@@ -38,7 +38,7 @@ public final class LockManager implements AutoCloseable {
     private final Cleaner.Cleanable cleanable;
 
     private LockManager(Pointer ptr) {
-        Warnings.install();
+        ProcessHooks.install();
         this.handle = new Handle(ptr, "the lock manager", Native.LIB::fl_manager_free);
         this.cleanable = Handle.CLEANER.register(this, handle);
     }

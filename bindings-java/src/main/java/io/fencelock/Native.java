@@ -66,6 +66,7 @@ final class Native {
         int fl_manager_options_add_metric_name(Pointer opts, byte[] name);
         int fl_set_metric_callback(MetricCallback callback, Pointer userData);
         int fl_set_event_callback(EventCallback callback, Pointer userData, int minLevel);
+        int fl_settle_all(long timeoutMs);
         void fl_manager_options_free(Pointer opts);
 
         int fl_manager_new(StringArray urls, long nUrls, Pointer opts, PointerByReference out);

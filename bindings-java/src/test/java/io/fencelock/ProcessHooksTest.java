@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
  * Issue 57 item 3: a wait that makes no progress because servers do not answer is logged (the
  * {@code io.fencelock} logger, {@code WARNING}, every 3 s), naming the lock, the server and why.
  */
-class WarningsTest {
+class ProcessHooksTest {
     @Test
     void aWaitOnAServerThatDoesNotAnswerIsLoggedNamingIt() throws Exception {
         int port = RedisServer.freePort();
