@@ -7,9 +7,10 @@ and reads the series of that name (the gauges, which carry no name, by their cha
 
 from __future__ import annotations
 
+import sys
 import threading
 import urllib.request
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import pytest
 
@@ -171,3 +172,20 @@ def _plain(url: str) -> Any:
     import redis
 
     return redis.Redis.from_url(url)
+
+
+@pytest.mark.parametrize(
+    "module, extra, call",
+    [
+        ("prometheus_client", "prometheus", lambda: register_prometheus()),
+        ("opentelemetry", "opentelemetry", lambda: instrument_opentelemetry()),
+    ],
+)
+def test_a_missing_extra_is_named_with_its_pip_install(monkeypatch: pytest.MonkeyPatch, module: str, extra: str,
+                                                        call: Callable[[], object]) -> None:
+    """Issue 57 item 5: only one extra installed, the other's exporter says what to install
+    (it was a bare ModuleNotFoundError)."""
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(ModuleNotFoundError, match=f'pip install "fencelock\\[{extra}\\]"') as e:
+        call()
+    assert e.value.name == module

@@ -62,6 +62,7 @@ class PrometheusCollector:
     histograms with the buckets of ``MEASURES``)."""
 
     def __init__(self) -> None:
+        _needs("prometheus_client", "prometheus", "fencelock.metrics.PrometheusCollector")
         _native._metric_start(False)
 
     def collect(self) -> Iterator["Metric"]:
@@ -103,10 +104,24 @@ def _bound(b: float) -> str:
     return repr(float(b))
 
 
+def _needs(module: str, extra: str, what: str) -> None:
+    """Imports ``module``, or says which extra to install (a bare ``ModuleNotFoundError``
+    would not)."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        raise ModuleNotFoundError(
+            f'{what} needs the {module} package: pip install "fencelock[{extra}]"', name=e.name
+        ) from e
+
+
 def register_prometheus(registry: Optional["CollectorRegistry"] = None) -> PrometheusCollector:
     """Registers a ``PrometheusCollector`` with ``registry`` (default: prometheus_client's
     global ``REGISTRY``, which ``start_http_server`` serves) and returns it
     (``registry.unregister(collector)`` removes it)."""
+    _needs("prometheus_client", "prometheus", "fencelock.metrics.register_prometheus")
     from prometheus_client import REGISTRY
 
     collector = PrometheusCollector()
@@ -118,6 +133,7 @@ class OpenTelemetryMetrics:
     """The OpenTelemetry instruments of ``instrument_opentelemetry``."""
 
     def __init__(self, meter_provider: Any = None) -> None:
+        _needs("opentelemetry", "opentelemetry", "fencelock.metrics.instrument_opentelemetry")
         from opentelemetry import metrics
         from opentelemetry.metrics import CallbackOptions, Observation
 
@@ -171,6 +187,7 @@ class OpenTelemetryTracing:
     with the attributes of docs/observability.md."""
 
     def __init__(self, tracer_provider: Any = None) -> None:
+        _needs("opentelemetry", "opentelemetry", "fencelock.metrics.instrument_opentelemetry")
         from opentelemetry import context, trace
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
