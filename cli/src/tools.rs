@@ -98,8 +98,9 @@ fn by_token(done: fencelock::Result<Duration>, name: &str, what: &str) -> Result
 
 /// `status NAME`: exit 0 when held, 1 when free; a line, or JSON with `--json`.
 pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
-    let kind = kind::of(&args.kind)?;
+    let given = kind::of(&args.kind)?;
     let manager = connect::manager(&args.servers, false)?;
+    let kind = kind_on_servers(&manager, &args.name, given).await?;
     let mut seen = state::read(&manager, &args.name, kind)
         .await
         .map_err(|e| Failure::from_core(&e, exit::CONFLICT))?;
@@ -111,4 +112,41 @@ pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
         println!("{}: {}", args.name, seen.line);
     }
     Ok(if seen.held { 0 } else { exit::NO })
+}
+
+/// The kind `status` reads `name` as: with no `--semaphore`, `--shared` or `--exclusive`, what
+/// the servers say the name holds (a semaphore with the limit they keep, a read-write lock, or
+/// a lock, also when free); a `--semaphore N` whose N is not the servers' limit is an error
+/// naming both (a kind that is not the name's is refused by the read itself).
+async fn kind_on_servers(
+    manager: &LockManager,
+    name: &str,
+    given: LeaseKind,
+) -> Result<LeaseKind, Failure> {
+    let found = manager
+        .family_of(name)
+        .await
+        .map_err(|e| Failure::from_core(&e, exit::CONFLICT))?;
+    let found = match found {
+        Some(fencelock::Family::Semaphore(s)) => Some(LeaseKind::Permits {
+            count: 1,
+            limit: s.limit(),
+        }),
+        Some(fencelock::Family::RwLock(_)) => Some(LeaseKind::Read),
+        None => None,
+    };
+    match (given, found) {
+        (LeaseKind::Lock, Some(found)) => Ok(found),
+        (LeaseKind::Permits { limit, .. }, Some(LeaseKind::Permits { limit: kept, .. }))
+            if limit != kept =>
+        {
+            Err(Failure::new(
+                exit::USAGE,
+                format!(
+                    "--semaphore {limit}: the semaphore {name} has limit {kept} on the servers"
+                ),
+            ))
+        }
+        (given, _) => Ok(given),
+    }
 }

@@ -93,6 +93,23 @@ fn a_semaphore_runs_at_most_n_commands_and_a_writer_excludes_readers() {
         (st["permits_held"].as_u64(), st["limit"].as_u64()),
         (Some(2), Some(2))
     );
+    // Issue 57 item 4: `status` finds the kind on its own, with the limit the servers keep,
+    // and a --semaphore whose limit is not theirs is an error naming both.
+    let found = output(cmd(&[&s[0]], &["status", "pool", "--json"]));
+    assert_eq!(code(&found), 0, "{}", stderr(&found));
+    let found: serde_json::Value = serde_json::from_str(&stdout(&found)).unwrap();
+    assert_eq!(
+        (found["permits_held"].as_u64(), found["limit"].as_u64()),
+        (Some(2), Some(2)),
+        "{found}"
+    );
+    let wrong = output(cmd(&[&s[0]], &["status", "pool", "--semaphore", "5"]));
+    assert_eq!(code(&wrong), 64, "{}", stderr(&wrong));
+    assert!(
+        stderr(&wrong).contains("--semaphore 5: the semaphore pool has limit 2 on the servers"),
+        "{}",
+        stderr(&wrong)
+    );
     std::fs::write(dir.path("go"), b"").unwrap();
     for run in runs {
         assert_eq!(code(&finish(run, HANG)), 0);

@@ -43,6 +43,36 @@ impl LockManager {
     }
 }
 
+impl LockManager {
+    /// The semaphore or read-write lock `name` holds on the servers, with the semaphore's
+    /// limit as the servers keep it; `None` when the name holds neither (free, or a lock).
+    /// For tools that are given a name alone (`fencelock status`). Reads the servers once.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad name;
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when too few servers answer.
+    pub async fn family_of(&self, name: impl AsRef<[u8]>) -> Result<Option<Family>> {
+        let name = name.as_ref();
+        crate::keys::check_name(name)?;
+        let view = match self.engine().inspect_permits_of_any_kind(name).await {
+            Ok(view) => view,
+            // A lock (a string) on the name: not one of the family.
+            Err(e) if e.kind() == crate::ErrorKind::WrongKind => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        Ok(match view.kind.as_str() {
+            "semaphore" => {
+                let limit = u32::try_from(view.limit).map_err(|_| {
+                    Error::invalid(format!("the servers keep a limit of {}", view.limit))
+                })?;
+                Some(Family::Semaphore(self.semaphore(name, limit)?))
+            }
+            "rwlock" => Some(Family::RwLock(self.rwlock(name)?)),
+            _ => None,
+        })
+    }
+}
+
 impl Family {
     /// The primitive's state, changing nothing ([`Semaphore::state`], [`RwLock::state`]).
     ///

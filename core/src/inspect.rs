@@ -184,19 +184,7 @@ impl Engine {
     /// As [`inspect`](Self::inspect); [`ErrorKind::WrongKind`](crate::ErrorKind::WrongKind)
     /// when the name is a lock, or a family other than `wanted` (`"semaphore"`, `"rwlock"`).
     pub async fn inspect_permits(&self, name: &[u8], wanted: &str) -> Result<PermitsView> {
-        let keys = LockKeys::new(&self.config.prefix, name);
-        let call = ScriptCall::permits_inspect(&keys, None);
-        let views = self.views(name, call, parse_permits).await?;
-        let mut all = PermitsView::default();
-        for v in views.iter().flatten() {
-            if all.kind.is_empty() {
-                all.kind.clone_from(&v.kind);
-            }
-            all.limit = all.limit.max(v.limit);
-            all.held = all.held.max(v.held);
-            all.holders = all.holders.max(v.holders);
-            all.waiters = all.waiters.max(v.waiters);
-        }
+        let all = self.inspect_permits_of_any_kind(name).await?;
         if !all.kind.is_empty() && all.kind != wanted {
             let shown = |k: &str| match k {
                 "semaphore" => "a semaphore",
@@ -211,6 +199,25 @@ impl Engine {
                     shown(wanted)
                 ),
             ));
+        }
+        Ok(all)
+    }
+
+    /// [`inspect_permits`](Self::inspect_permits) of whichever kind the servers say the name
+    /// holds (`kind` empty when free), for [`LockManager::family_of`].
+    pub async fn inspect_permits_of_any_kind(&self, name: &[u8]) -> Result<PermitsView> {
+        let keys = LockKeys::new(&self.config.prefix, name);
+        let call = ScriptCall::permits_inspect(&keys, None);
+        let views = self.views(name, call, parse_permits).await?;
+        let mut all = PermitsView::default();
+        for v in views.iter().flatten() {
+            if all.kind.is_empty() {
+                all.kind.clone_from(&v.kind);
+            }
+            all.limit = all.limit.max(v.limit);
+            all.held = all.held.max(v.held);
+            all.holders = all.holders.max(v.holders);
+            all.waiters = all.waiters.max(v.waiters);
         }
         Ok(all)
     }

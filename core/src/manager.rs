@@ -248,6 +248,11 @@ impl LockManager {
         RwLock::new(Arc::clone(&self.engine), name.as_ref())
     }
 
+    /// The manager's engine, for the API's other modules (`family.rs`).
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
     /// Extends `name` if it is held with `token`, without a lock object (a lock handed over by
     /// token, as [`release_by_token`](Self::release_by_token) releases one): its expiry
     /// becomes now + `ttl` on every server that holds it with `token`. Returns the validity

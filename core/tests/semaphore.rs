@@ -432,3 +432,37 @@ async fn the_weights_of_leases_whose_key_expired_come_back() {
     assert_eq!(sem.state().await.unwrap().held, 2);
     both.unwrap().release().await.unwrap();
 }
+
+/// `family_of` (what `fencelock status NAME` asks): the family a name holds on the servers,
+/// with the limit they keep; nothing for a free name or a lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn family_of_finds_the_kind_and_the_servers_limit() {
+    let s = servers(1);
+    let m = manager(&s);
+    assert!(m.family_of("nothing-here").await.unwrap().is_none());
+    let lease = m
+        .semaphore("pool", 3)
+        .unwrap()
+        .acquire(1, MS(10_000), None)
+        .await
+        .unwrap();
+    match m.family_of("pool").await.unwrap() {
+        Some(fencelock::Family::Semaphore(sem)) => assert_eq!(sem.limit(), 3),
+        other => panic!("{other:?}"),
+    }
+    lease.release().await.unwrap();
+    let read = m
+        .rwlock("cache")
+        .unwrap()
+        .read(MS(10_000), None)
+        .await
+        .unwrap();
+    assert!(matches!(
+        m.family_of("cache").await.unwrap(),
+        Some(fencelock::Family::RwLock(_))
+    ));
+    read.release().await.unwrap();
+    let lock = m.acquire("plain", MS(10_000), None).await.unwrap();
+    assert!(m.family_of("plain").await.unwrap().is_none());
+    lock.release().await.unwrap();
+}
