@@ -30,5 +30,9 @@ while read -r name path; do
 done < <(ci/servers.sh redis-6.2 valkey-8.1)
 cargo test --locked -p fencelock-chaos --test mixed_faults -- --test-threads=1 --nocapture
 cargo test --locked -p fencelock-chaos --test partitions -- --test-threads=1 --nocapture
+# The README's and the guides' code blocks, run as a reader would paste them, in their
+# languages, against a server of their own (issue 57 item 1; ci/docs.py).
+echo "--- ci/docs.py README.md docs/guides/*.md"
+python3 ci/docs.py README.md docs/guides/*.md
 echo "--- ci/demo.sh --seconds 4 --quiet"
 ci/demo.sh --seconds 4 --quiet
