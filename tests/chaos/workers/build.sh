@@ -60,9 +60,11 @@ else
   fi
   (cd bindings-node && npx napi build --platform --no-js --dts native.d.ts --output-dir "$pkg" -- --locked >&2)
 fi
-cp -f bindings-node/package.json bindings-node/index.js bindings-node/index.mjs \
-  bindings-node/index.d.ts bindings-node/native.js bindings-node/family.js bindings-node/scope.js \
-  bindings-node/platforms.js "$pkg/"
+# The package's files as package.json lists them (npm pack's), so that the docs' blocks
+# (ci/docs.py) find `fencelock/metrics` and `fencelock/compat/redlock` too.
+(cd bindings-node && cp -rf package.json index.js index.mjs index.d.ts native.js native.d.ts \
+  family.js scope.js platforms.js metrics.js metrics.mjs metrics.d.ts metrics.d.mts compat bin \
+  "$pkg/")
 
 python=""
 for venv in "$root/target/venv-ci-python" "$root/target/venv-mixed"; do
