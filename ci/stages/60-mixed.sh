@@ -30,8 +30,11 @@ while read -r name path; do
 done < <(ci/servers.sh redis-6.2 valkey-8.1)
 cargo test --locked -p fencelock-chaos --test mixed_faults -- --test-threads=1 --nocapture
 cargo test --locked -p fencelock-chaos --test partitions -- --test-threads=1 --nocapture
-# The README's and the guides' code blocks, run as a reader would paste them, in their
+# The code blocks of the README, the docs and the guides, run as a reader would paste them, in their
 # languages, against a server of their own (issue 57 item 1; ci/docs.py).
+# The extras the Python blocks use (the same pins as stage 20: a no-op in its virtualenv).
+"$FENCELOCK_PYTHON" -m pip install -q --disable-pip-version-check "redis==8.1.0" \
+  "prometheus-client==0.26.0" "opentelemetry-api==1.45.2" "opentelemetry-sdk==1.45.2"
 echo "--- ci/docs.py README.md docs/*.md docs/guides/*.md"
 python3 ci/docs.py README.md docs/*.md docs/guides/*.md
 echo "--- ci/demo.sh --seconds 4 --quiet"
