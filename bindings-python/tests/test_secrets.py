@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import uuid
 from typing import Iterator, List
 
@@ -138,7 +139,13 @@ def test_generated_passwords_never_appear_whatever_the_url_form_and_the_failure(
     log record."""
     caplog.set_level(fencelock.TRACE, logger="fencelock")
     fencelock.enable_logging(fencelock.TRACE)
-    closed = server.port + 1 if server.port < 65535 else server.port - 1
+    # A port that refuses connections for the whole test: bound here and never listened on,
+    # so that no server another test starts meanwhile can take it (the port after the
+    # server's once belonged to another test's redis-server for a moment, and the connection
+    # failure expected here became that server's refusal of the password).
+    reserved = socket.socket()
+    reserved.bind(("127.0.0.1", 0))
+    closed = reserved.getsockname()[1]
     shown: List[str] = []
 
     def expect(exc: type, fn: object, *args: object, **kwargs: object) -> None:
@@ -164,6 +171,7 @@ def test_generated_passwords_never_appear_whatever_the_url_form_and_the_failure(
         # Parse failures: a bad port after the credentials, the same server twice.
         expect(ValueError, fencelock.LockManager, f"redis://user:{w}@127.0.0.1:notaport")
         expect(ValueError, fencelock.LockManager, [forms[0], forms[0]])
+    reserved.close()
     logged = [r.getMessage() + " " + repr(r.__dict__) for r in caplog.records]
     for pw in passwords:
         for text in shown + logged:
