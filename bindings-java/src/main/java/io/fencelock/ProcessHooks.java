@@ -1,8 +1,5 @@
 package io.fencelock;
 
-import com.sun.jna.Pointer;
-import java.nio.charset.StandardCharsets;
-
 /**
  * What the process gets once, from the first {@link LockManager}: a wait that makes no progress
  * because servers do not answer is never silent (the core's warning, every 3 s, naming the
@@ -30,9 +27,9 @@ final class ProcessHooks {
         }
         Native.EventCallback callback = (level, message, fields, userData) -> {
             try {
-                String what = text(message);
+                String what = Native.string(message);
                 if (what.startsWith("acquire still waiting")) {
-                    LOG.log(System.Logger.Level.WARNING, "fencelock: " + what + " " + text(fields));
+                    LOG.log(System.Logger.Level.WARNING, "fencelock: " + what + " " + Native.string(fields));
                 }
             } catch (Throwable t) {
                 // Never into C.
@@ -42,9 +39,5 @@ final class ProcessHooks {
         installed = callback;
         Runtime.getRuntime().addShutdownHook(new Thread(() -> Native.LIB.fl_settle_all(EXIT_WAIT_MS),
                 "fencelock-settle"));
-    }
-
-    private static String text(Pointer p) {
-        return p == null ? "" : new String(p.getByteArray(0, (int) p.indexOf(0, (byte) 0)), StandardCharsets.UTF_8);
     }
 }
