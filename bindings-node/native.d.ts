@@ -231,6 +231,13 @@ export interface LockManagerOptions {
   /** The longest time opening a connection to a server may take; default 2000. */
   connectTimeout?: number
   /**
+   * After how many attempts in a row on which every server refused the connection
+   * (nothing listens: a server not started, a wrong port) a wait gives up with
+   * `UnavailableError`; default 10 (about 2 s), 0 waits through refusals. A
+   * Sentinel's or a Cluster's master down during a failover is waited through.
+   */
+  refusedAttempts?: number
+  /**
    * How many replicas must acknowledge each acquire, extend and fencing
    * write-back; a server whose replicas did not within `replicaAckTimeout` does not
    * count toward the quorum, so that a granted lock survives a failover of its master.

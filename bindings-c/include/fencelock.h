@@ -590,6 +590,18 @@ fl_status fl_manager_options_set_server_timeout_ms(struct fl_manager_options *op
 fl_status fl_manager_options_set_connect_timeout_ms(struct fl_manager_options *opts, uint64_t connect_timeout_ms);
 
 /**
+ * Sets after how many attempts in a row on which every server refused the connection
+ * (nothing listens there: a server not started, a wrong port) a wait gives up:
+ * `fl_lock_acquire` (and the semaphore's and read-write lock's) returns `FL_UNAVAILABLE`
+ * saying so instead of waiting until its limit, or for ever. Default 10 (about 2 s at the
+ * default retry delay); 0 waits through refusals. A Sentinel's or a Cluster's master down
+ * during a failover is always waited through.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` if `opts` is NULL.
+ */
+fl_status fl_manager_options_set_refused_attempts(struct fl_manager_options *opts, uint32_t attempts);
+
+/**
  * Asks for replica acknowledgment: after each acquire, extend and fencing write-back on a
  * server, a wait until `replicas` replicas acknowledged the write (at most `timeout_ms`), so
  * that a granted lock and its fencing counter survive a failover of the master that holds

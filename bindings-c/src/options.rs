@@ -27,6 +27,7 @@ pub struct fl_manager_options {
     drift_factor: Option<f64>,
     server_timeout: Option<Duration>,
     connect_timeout: Option<Duration>,
+    refused_attempts: Option<u32>,
     replica_ack: Option<(u32, Duration)>,
     tls_ca: Option<Pem>,
     tls_client: Option<(Pem, Pem)>,
@@ -74,6 +75,9 @@ impl fl_manager_options {
         }
         if let Some(t) = self.connect_timeout {
             b = b.connect_timeout(t);
+        }
+        if let Some(n) = self.refused_attempts {
+            b = b.refused_attempts(n);
         }
         if let Some((n, t)) = self.replica_ack {
             b = b.replica_ack(n, t);
@@ -217,6 +221,25 @@ pub unsafe extern "C" fn fl_manager_options_set_connect_timeout_ms(
 ) -> fl_status {
     set(opts, |o| {
         o.connect_timeout = Some(ffi::millis(connect_timeout_ms));
+        Ok(())
+    })
+}
+
+/// Sets after how many attempts in a row on which every server refused the connection
+/// (nothing listens there: a server not started, a wrong port) a wait gives up:
+/// `fl_lock_acquire` (and the semaphore's and read-write lock's) returns `FL_UNAVAILABLE`
+/// saying so instead of waiting until its limit, or for ever. Default 10 (about 2 s at the
+/// default retry delay); 0 waits through refusals. A Sentinel's or a Cluster's master down
+/// during a failover is always waited through.
+///
+/// Errors: `FL_INVALID_ARGUMENT` if `opts` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fl_manager_options_set_refused_attempts(
+    opts: *mut fl_manager_options,
+    attempts: u32,
+) -> fl_status {
+    set(opts, |o| {
+        o.refused_attempts = Some(attempts);
         Ok(())
     })
 }

@@ -1049,6 +1049,32 @@ static void test_connect_timeout_option(void) {
     fl_manager_free(m);
 }
 
+/* fl_manager_options_set_refused_attempts: a wait without limit on an address nobody listens
+ * at ends with FL_UNAVAILABLE after that many attempts (default 10), saying so. */
+static void test_refused_attempts_option(void) {
+    fl_manager_options *o = NULL;
+    fl_manager *m = NULL;
+    fl_lock *l = SENTINEL;
+    char dead_url[64];
+    const char *u[1];
+    snprintf(dead_url, sizeof dead_url, "redis://127.0.0.1:%d", dead_port());
+    u[0] = dead_url;
+    CHECK_INVALID(fl_manager_options_set_refused_attempts(NULL, 3), "opts is NULL");
+    CHECK_ST(fl_manager_new(u, 1, NULL, &m), FL_OK);
+    CHECK_ST(fl_lock_acquire(m, "nobody-listens", 1000, -1, &l), FL_UNAVAILABLE);
+    CHECK(strstr(fl_last_error_message(), "refused the connection on 10 attempts in a row") != NULL);
+    fl_manager_free(m);
+    CHECK_ST(fl_manager_options_new(&o), FL_OK);
+    CHECK_ST(fl_manager_options_set_refused_attempts(o, 3), FL_OK);
+    m = NULL;
+    CHECK_ST(fl_manager_new(u, 1, o, &m), FL_OK);
+    fl_manager_options_free(o);
+    CHECK_ST(fl_lock_acquire(m, "nobody-listens", 1000, -1, &l), FL_UNAVAILABLE);
+    CHECK(strstr(fl_last_error_message(), "on 3 attempts in a row") != NULL);
+    CHECK(l == SENTINEL);
+    fl_manager_free(m);
+}
+
 /* ACL users: the right password works; a wrong one is FL_UNAVAILABLE saying authentication
  * failed and naming the server, never showing the password. */
 static void test_acl_user_and_wrong_password(void) {
@@ -2109,6 +2135,7 @@ int main(void) {
     run_test("redis_error_and_unavailable", test_redis_error_and_unavailable);
     run_test("tls_options", test_tls_options);
     run_test("connect_timeout_option", test_connect_timeout_option);
+    run_test("refused_attempts_option", test_refused_attempts_option);
     run_test("acl_user_and_wrong_password", test_acl_user_and_wrong_password);
     run_test("event_callback", test_event_callback);
     run_test("metric_callback", test_metric_callback);

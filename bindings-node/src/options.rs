@@ -47,6 +47,17 @@ pub(crate) fn manager(
     if !args::is_nullish(&v) {
         builder = builder.connect_timeout(args::duration("connectTimeout", &v)?);
     }
+    let v = field("refusedAttempts")?;
+    if !args::is_nullish(&v) {
+        let n = args::number("refusedAttempts", &v)?;
+        if n.fract() != 0.0 || !(0.0..=f64::from(u32::MAX)).contains(&n) {
+            return Err(invalid(format!(
+                "refusedAttempts must be a whole number of attempts from 0 (never give up); \
+                 got {n}"
+            )));
+        }
+        builder = builder.refused_attempts(n as u32);
+    }
     let v = field("password")?;
     if !args::is_nullish(&v) {
         builder = builder.password(args::secret("password", &v)?);

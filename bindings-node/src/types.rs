@@ -52,6 +52,11 @@ js_options! {
         server_timeout / "serverTimeout": Option<f64>,
         #[doc = " The longest time opening a connection to a server may take; default 2000."]
         connect_timeout / "connectTimeout": Option<f64>,
+        #[doc = " After how many attempts in a row on which every server refused the connection"]
+        #[doc = " (nothing listens: a server not started, a wrong port) a wait gives up with"]
+        #[doc = " `UnavailableError`; default 10 (about 2 s), 0 waits through refusals. A"]
+        #[doc = " Sentinel's or a Cluster's master down during a failover is waited through."]
+        refused_attempts / "refusedAttempts": Option<u32>,
         #[doc = " How many replicas must acknowledge each acquire, extend and fencing"]
         #[doc = " write-back; a server whose replicas did not within `replicaAckTimeout` does not"]
         #[doc = " count toward the quorum, so that a granted lock survives a failover of its master."]

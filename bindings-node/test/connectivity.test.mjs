@@ -209,7 +209,8 @@ describe('a wait that makes no progress', () => {
     const warnings = []
     const seen = (w) => warnings.push(w)
     process.on('warning', seen)
-    const m = new LockManager(`redis://127.0.0.1:${port}`)
+    // Refusals waited through (0), as for a server that does not answer.
+    const m = new LockManager(`redis://127.0.0.1:${port}`, { refusedAttempts: 0 })
     try {
       await assert.rejects(m.acquire('nobody-home', { ttl: 5000, wait: 4000 }), UnavailableError)
     } finally {
@@ -222,6 +223,33 @@ describe('a wait that makes no progress', () => {
       assert.equal(w.code, 'FENCELOCK_STILL_WAITING')
       assert.match(w.message, /^acquire still waiting/)
       assert.ok(w.message.includes(`127.0.0.1:${port}`), w.message)
+    }
+  })
+})
+
+describe('refusedAttempts', () => {
+  it('ends a wait without limit when nobody listens at any server (issue 57 item 3)', async () => {
+    const url = `redis://127.0.0.1:${await freePort()}`
+    for (const [options, times] of [[{}, 10], [{ refusedAttempts: 3 }, 3]]) {
+      const m = new LockManager(url, options)
+      try {
+        await assert.rejects(m.acquire('nobody-listens', { ttl: 5000 }), (e) =>
+          e instanceof UnavailableError &&
+          e.message.includes(`refused the connection on ${times} attempts in a row`) &&
+          /refused_?[aA]ttempts/.test(e.message))
+      } finally {
+        await m.close()
+      }
+    }
+  })
+
+  it('is validated before any network call', () => {
+    for (const bad of [-1, 1.5, NaN, '3', 2 ** 32]) {
+      assert.throws(
+        () => new LockManager('redis://127.0.0.1:1', { refusedAttempts: bad }),
+        (e) => e instanceof InvalidArgumentError && /refusedAttempts/.test(e.message),
+        String(bad),
+      )
     }
   })
 })

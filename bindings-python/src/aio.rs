@@ -24,8 +24,8 @@ use crate::options::{is_exception, Options, ScopeArgs};
 /// ``async`` methods and ``async with``.
 ///
 /// ``LockManager(servers, *, key_prefix="", retry_delay=0.2, retry_jitter=None,
-/// drift_factor=0.01, server_timeout=None, connect_timeout=None, replica_ack=None,
-/// replica_ack_timeout=None, tls_ca_file=None,
+/// drift_factor=0.01, server_timeout=None, connect_timeout=None, refused_attempts=10,
+/// replica_ack=None, replica_ack_timeout=None, tls_ca_file=None,
 /// tls_client_cert=None, tls_client_key=None, tls_insecure=False, password=None,
 /// metric_names=None, holder=None)``; see
 /// ``fencelock.LockManager`` for the options (TLS files, timeouts in seconds).

@@ -413,6 +413,29 @@ pub fn connect_timeout_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
     optional(obj, |o| number("connect_timeout", o))
 }
 
+/// `refused_attempts=None`: after how many attempts refused by every server a wait gives up
+/// (an `int` from 0, not a bool; 0 never).
+pub fn refused_attempts_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
+    optional(obj, |o| {
+        let wrong = || {
+            PyTypeError::new_err(format!(
+                "refused_attempts must be a number of attempts (int), got {}",
+                type_name(o)
+            ))
+        };
+        if o.is_instance_of::<PyBool>() {
+            return Err(wrong());
+        }
+        let n: i64 = o.extract().map_err(|_| wrong())?;
+        u32::try_from(n).map_err(|_| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "refused_attempts must be from 0 (never give up) to {}, got {n}",
+                u32::MAX
+            ))
+        })
+    })
+}
+
 /// `replica_ack=None`: how many replicas must acknowledge each write (an `int`, not a bool).
 pub fn replica_ack_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
     optional(obj, |o| {

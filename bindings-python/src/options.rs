@@ -11,22 +11,23 @@ use pyo3::types::PyDict;
 
 use crate::convert::{
     connect_timeout_arg, drift_factor_arg, key_prefix_arg, non_negative_seconds, password_arg,
-    positive_seconds, read_file, replica_ack_arg, replica_ack_timeout_arg, retry_delay_arg,
-    retry_jitter_arg, server_timeout_arg, tls_ca_file_arg, tls_client_cert_arg, tls_client_key_arg,
-    tls_insecure_arg, ttl_seconds, wait_limit, Names, Servers, Text,
+    positive_seconds, read_file, refused_attempts_arg, replica_ack_arg, replica_ack_timeout_arg,
+    retry_delay_arg, retry_jitter_arg, server_timeout_arg, tls_ca_file_arg, tls_client_cert_arg,
+    tls_client_key_arg, tls_insecure_arg, ttl_seconds, wait_limit, Names, Servers, Text,
 };
 use crate::lost::Keep;
 use crate::managed::py_repr;
 use crate::metrics::metric_names_arg;
 
 /// The manager constructors' keyword arguments, in the order the docs list them.
-pub const MANAGER_KEYWORDS: [&str; 15] = [
+pub const MANAGER_KEYWORDS: [&str; 16] = [
     "key_prefix",
     "retry_delay",
     "retry_jitter",
     "drift_factor",
     "server_timeout",
     "connect_timeout",
+    "refused_attempts",
     "replica_ack",
     "replica_ack_timeout",
     "tls_ca_file",
@@ -50,6 +51,7 @@ pub struct Options {
     pub drift_factor: f64,
     pub server_timeout: Option<f64>,
     pub connect_timeout: Option<f64>,
+    pub refused_attempts: Option<u32>,
     pub replica_ack: Option<u32>,
     pub replica_ack_timeout: Option<f64>,
     pub tls_ca_file: Option<PathBuf>,
@@ -87,6 +89,9 @@ impl Options {
         }
         if let Some(t) = self.connect_timeout {
             b = b.connect_timeout(positive_seconds("connect_timeout", t)?);
+        }
+        if let Some(n) = self.refused_attempts {
+            b = b.refused_attempts(n);
         }
         match (self.replica_ack, self.replica_ack_timeout) {
             (Some(n), t) => {
@@ -142,6 +147,7 @@ impl Options {
             drift_factor: fencelock::DEFAULT_DRIFT_FACTOR,
             server_timeout: None,
             connect_timeout: None,
+            refused_attempts: None,
             replica_ack: None,
             replica_ack_timeout: None,
             tls_ca_file: None,
@@ -161,6 +167,7 @@ impl Options {
                 "drift_factor" => o.drift_factor = drift_factor_arg(&value)?,
                 "server_timeout" => o.server_timeout = server_timeout_arg(&value)?,
                 "connect_timeout" => o.connect_timeout = connect_timeout_arg(&value)?,
+                "refused_attempts" => o.refused_attempts = refused_attempts_arg(&value)?,
                 "replica_ack" => o.replica_ack = replica_ack_arg(&value)?,
                 "replica_ack_timeout" => o.replica_ack_timeout = replica_ack_timeout_arg(&value)?,
                 "tls_ca_file" => o.tls_ca_file = tls_ca_file_arg(&value)?,

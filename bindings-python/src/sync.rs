@@ -83,8 +83,8 @@ fn acquire_blocking(
 /// A distributed lock manager over one Redis server or several (Redlock).
 ///
 /// ``LockManager(servers, *, key_prefix="", retry_delay=0.2, retry_jitter=None,
-/// drift_factor=0.01, server_timeout=None, connect_timeout=None, replica_ack=None,
-/// replica_ack_timeout=None, tls_ca_file=None,
+/// drift_factor=0.01, server_timeout=None, connect_timeout=None, refused_attempts=10,
+/// replica_ack=None, replica_ack_timeout=None, tls_ca_file=None,
 /// tls_client_cert=None, tls_client_key=None, tls_insecure=False, password=None,
 /// metric_names=None, holder=None)``
 ///
@@ -99,7 +99,11 @@ fn acquire_blocking(
 /// ``retry_jitter`` its random spread (default half of it), ``drift_factor`` the clock drift
 /// allowance, ``server_timeout`` a fixed per-server call timeout (default ttl/20 within
 /// [0.01, 1] s), ``connect_timeout`` the bound on opening a connection (TCP, TLS handshake,
-/// authentication; default 2). ``replica_ack=N`` makes each acquire, extend and fencing
+/// authentication; default 2). ``refused_attempts`` is after how many attempts in a row on
+/// which every server refused the connection (nothing listens there: a server not started,
+/// a wrong port) a wait gives up with ``Unavailable`` (default 10, about 2 s; 0 waits
+/// through refusals; a Sentinel's or a Cluster's master down during a failover is always
+/// waited through). ``replica_ack=N`` makes each acquire, extend and fencing
 /// write-back wait until N replicas acknowledged it, at most
 /// ``replica_ack_timeout`` (default 0.1): a server whose replicas did not does not count
 /// toward the quorum (the call fails with ``Unavailable`` saying so), so that a granted

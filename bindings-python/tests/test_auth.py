@@ -200,3 +200,35 @@ def test_a_command_missing_from_the_acl_fails_the_first_call_naming_it(server: R
     with fencelock.LockManager(url, key_prefix=PREFIX) as m:
         with pytest.raises(fencelock.Unavailable, match="permission denied.*'zadd'"):
             m.acquire(name, 5, wait=10)
+
+
+def test_a_wait_on_an_address_nobody_listens_at_gives_up(name: str) -> None:
+    """Issue 57 item 3: every server refusing the connection ends a wait without limit after
+    ``refused_attempts`` attempts in a row (default 10), with ``Unavailable`` saying so."""
+    url = f"redis://127.0.0.1:{free_port()}"
+    with fencelock.LockManager(url) as m:
+        with pytest.raises(fencelock.Unavailable, match="refused the connection on 10 attempts in a row"):
+            m.acquire(name, 5)
+    with fencelock.LockManager(url, refused_attempts=2) as m:
+        with pytest.raises(fencelock.Unavailable, match="on 2 attempts in a row") as info:
+            m.acquire(name, 5)
+        assert "refused_attempts" in str(info.value)
+
+    async def main() -> None:
+        async with fencelock.asyncio.LockManager(url, refused_attempts=3) as am:
+            with pytest.raises(fencelock.Unavailable, match="on 3 attempts in a row"):
+                await am.acquire(name, 5)
+
+    asyncio.run(main())
+    # 0: waited through until the wait limit.
+    with fencelock.LockManager(url, refused_attempts=0) as m:
+        with pytest.raises(fencelock.Unavailable) as info:
+            m.acquire(name, 5, wait=1)
+        assert "in a row" not in str(info.value) and "gave up after" in str(info.value)
+
+
+@pytest.mark.parametrize("bad,error", [(-1, ValueError), (True, TypeError), ("3", TypeError), (2**32, ValueError)])
+def test_refused_attempts_is_checked(bad: object, error: type) -> None:
+    for cls in (fencelock.LockManager, fencelock.asyncio.LockManager):
+        with pytest.raises(error, match="refused_attempts"):
+            cls("redis://127.0.0.1:1", refused_attempts=bad)

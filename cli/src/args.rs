@@ -102,6 +102,15 @@ pub struct ServerArgs {
     /// A prefix for every key fencelock writes (as the libraries' key_prefix)
     #[arg(long, value_name = "PREFIX", env = "FENCELOCK_KEY_PREFIX")]
     pub key_prefix: Option<String>,
+    /// Give up (exit 69) after N attempts in a row on which every server refused the
+    /// connection (nothing listens: not started, a wrong port); 0 waits through refusals
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10,
+        env = "FENCELOCK_REFUSED_ATTEMPTS"
+    )]
+    pub refused_attempts: u32,
     /// Leave a note with the lock saying who holds it (LABEL, or host:pid without one) and
     /// since when, for `fencelock status` and the libraries' holder() to show
     #[arg(long, value_name = "LABEL", num_args = 0..=1, default_missing_value = "", env = "FENCELOCK_HOLDER")]

@@ -24,7 +24,7 @@ pub fn manager(args: &ServerArgs, quiet: bool) -> Result<LockManager, Failure> {
             }
         }
     }
-    let mut builder = LockManager::builder(&urls);
+    let mut builder = LockManager::builder(&urls).refused_attempts(args.refused_attempts);
     if let Some(password) = password(args)? {
         // For every server whose URL has none (a URL's own wins).
         builder = builder.password(password);

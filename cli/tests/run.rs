@@ -145,7 +145,17 @@ fn a_wait_on_a_server_that_does_not_answer_says_so_unless_quiet() {
     let port = fencelock_testkit::free_port();
     let url = format!("redis://127.0.0.1:{port}");
     let args = |quiet: bool| {
-        let mut a = vec!["run", "nobody-home", "--server", &url, "--wait", "4s"];
+        // Refusals waited through (0), as for a server that does not answer.
+        let mut a = vec![
+            "run",
+            "nobody-home",
+            "--server",
+            &url,
+            "--wait",
+            "4s",
+            "--refused-attempts",
+            "0",
+        ];
         if quiet {
             a.push("-q");
         }
@@ -172,6 +182,35 @@ fn a_wait_on_a_server_that_does_not_answer_says_so_unless_quiet() {
         "{}",
         stderr(&quiet)
     );
+}
+
+/// Issue 57 item 3: a wait without limit on an address nobody listens at gives up (exit 69)
+/// after `--refused-attempts` (10 by default), saying so.
+#[test]
+fn a_wait_on_an_address_nobody_listens_at_gives_up() {
+    let url = format!("redis://127.0.0.1:{}", fencelock_testkit::free_port());
+    for (extra, times) in [(None, 10), (Some("3"), 3)] {
+        let mut c = std::process::Command::new(common::BIN);
+        // A wait limit far past the bound: a regression fails instead of hanging.
+        c.args([
+            "run",
+            "nobody-listens",
+            "--server",
+            &url,
+            "-q",
+            "--wait",
+            "60s",
+        ])
+        .env_remove("FENCELOCK_SERVERS");
+        if let Some(n) = extra {
+            c.args(["--refused-attempts", n]);
+        }
+        c.args(["--", "true"]);
+        let out = output(c);
+        assert_eq!(code(&out), 69, "{}", stderr(&out));
+        let want = format!("refused the connection on {times} attempts in a row");
+        assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+    }
 }
 
 /// Issue 57 item 4: `--max-hold` ends the hold there (with the default 30 s TTL, longer than

@@ -57,6 +57,7 @@ impl Vote {
                 | Vote::Failed(
                     ServerFailure::Timeout(_)
                         | ServerFailure::Connection(_)
+                        | ServerFailure::NotListening(_)
                         | ServerFailure::NotReplicated(_)
                 )
         )
@@ -95,6 +96,7 @@ impl Vote {
                 let outcome = match f {
                     ServerFailure::Timeout(_) => ServerOutcome::TimedOut,
                     ServerFailure::Connection(_)
+                    | ServerFailure::NotListening(_)
                     | ServerFailure::Unready(_)
                     | ServerFailure::SlotMoving(_)
                     | ServerFailure::NotReplicated(_) => ServerOutcome::Unreachable,
@@ -143,6 +145,8 @@ pub(crate) struct Refusal {
     /// Per server: whether it may hold the attempt's token (it granted, or the reply was
     /// lost) until the undo answers there.
     pub may_hold: Vec<bool>,
+    /// Every server's address refused the connection: nothing listens at any of them.
+    pub nobody_listens: bool,
 }
 
 /// One acquisition attempt on every server in parallel; a refused attempt hands its undo to
@@ -177,6 +181,9 @@ pub(crate) async fn attempt(
             _ => None,
         })
         .max();
+    let nobody_listens = votes
+        .iter()
+        .all(|v| v.failure().is_some_and(ServerFailure::not_listening));
     let refused = |error: Error, fatal, undo| {
         Attempt::Refused(Refusal {
             holder_pttl,
@@ -184,6 +191,7 @@ pub(crate) async fn attempt(
             fatal,
             undo,
             may_hold: may_hold.clone(),
+            nobody_listens,
         })
     };
     if granted < target.quorum(engine.n()) {

@@ -9,7 +9,8 @@ use crate::keys::check_prefix;
 use crate::lane::LoopIo;
 use crate::measure::MetricNames;
 use crate::timing::{
-    self, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, MAX_OPTION_DURATION, MIN_OPTION_DURATION,
+    self, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REFUSED_ATTEMPTS, DEFAULT_RETRY_DELAY,
+    MAX_OPTION_DURATION, MIN_OPTION_DURATION,
 };
 use crate::tls::{Pem, TlsSettings};
 use crate::url::{parse_server, redact_url, ServerSpec};
@@ -41,6 +42,9 @@ pub struct Config {
     pub(crate) server_timeout: Option<Duration>,
     pub(crate) connect_timeout: Duration,
     pub(crate) replica_ack: Option<ReplicaAck>,
+    /// After how many attempts in a row on which every server refused the connection a wait
+    /// gives up with `Unavailable`; 0: never.
+    pub(crate) refused_attempts: u32,
     /// What the TLS settings are, for `Debug` (never key material).
     tls: Option<String>,
     /// Where the calls polled on an event loop's thread get their connections.
@@ -84,6 +88,11 @@ impl Config {
     pub fn connect_timeout(&self) -> Duration {
         self.connect_timeout
     }
+    /// After how many attempts in a row refused by every server's address a wait gives up
+    /// (see [`Builder::refused_attempts`]); 0: never.
+    pub fn refused_attempts(&self) -> u32 {
+        self.refused_attempts
+    }
 }
 
 impl std::fmt::Debug for Config {
@@ -97,6 +106,7 @@ impl std::fmt::Debug for Config {
             .field("server_timeout", &self.server_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("replica_ack", &self.replica_ack)
+            .field("refused_attempts", &self.refused_attempts)
             .field("tls", &self.tls)
             .field("metric_names", &self.metric_names)
             .field("holder_label", &self.holder_label)
@@ -118,6 +128,7 @@ pub struct Builder {
     server_timeout: Option<Duration>,
     connect_timeout: Duration,
     replica_ack: Option<ReplicaAck>,
+    refused_attempts: u32,
     tls: TlsSettings,
     loop_io: Option<Arc<dyn LoopIo>>,
     metric_names: MetricNames,
@@ -154,6 +165,7 @@ impl Builder {
             server_timeout: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             replica_ack: None,
+            refused_attempts: DEFAULT_REFUSED_ATTEMPTS,
             tls: TlsSettings::default(),
             loop_io: None,
             metric_names: MetricNames::Hidden,
@@ -214,6 +226,20 @@ impl Builder {
     /// wasted, the next call finds the connection open.
     pub fn connect_timeout(mut self, timeout: Duration) -> Builder {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// After how many attempts in a row on which every server's address refused the
+    /// connection (nothing listens there: a server that is not started, a wrong port) a wait
+    /// gives up with [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable), instead of
+    /// waiting until its limit, or for ever; default 10 (about 2 s at the default retry
+    /// delay); 0 waits through refusals like any other outage. Only refusals count: a server
+    /// that times out, is loading or failing over, and a master that a Sentinel or a
+    /// Cluster names (a failover moves it) are waited through, with a warning every few
+    /// seconds. For Sentinel, refusing means every sentinel refuses; for a Cluster, every
+    /// node given.
+    pub fn refused_attempts(mut self, attempts: u32) -> Builder {
+        self.refused_attempts = attempts;
         self
     }
 
@@ -380,6 +406,7 @@ impl Builder {
             server_timeout: self.server_timeout,
             connect_timeout: self.connect_timeout,
             replica_ack: self.replica_ack,
+            refused_attempts: self.refused_attempts,
             tls: self.tls.is_set().then(|| self.tls.describe()),
             loop_io: self.loop_io.clone(),
             metric_names: self.metric_names.clone(),

@@ -39,6 +39,11 @@ pub(crate) enum ServerFailure {
     Timeout(Duration),
     /// Could not connect, or the connection broke.
     Connection(String),
+    /// The address refused the connection: nothing listens there (a server not started, a
+    /// wrong port). Retried, but a wait that meets only these gives up after
+    /// [`refused_attempts`](crate::Builder::refused_attempts). A master a Sentinel or a
+    /// Cluster names is [`Connection`](Self::Connection) instead ([`in_failover`](Self::in_failover)).
+    NotListening(String),
     /// The server answered that it cannot serve yet (loading its data, a failover, a busy
     /// script): nothing was done, and a retry may succeed.
     Unready(String),
@@ -65,7 +70,7 @@ impl ServerFailure {
     pub fn label(&self) -> &'static str {
         match self {
             ServerFailure::Timeout(_) => "timeout",
-            ServerFailure::Connection(_) => "connection",
+            ServerFailure::Connection(_) | ServerFailure::NotListening(_) => "connection",
             ServerFailure::Unready(_) => "unready",
             ServerFailure::Config(_) => "config",
             ServerFailure::Reply(_) => "reply",
@@ -81,6 +86,21 @@ impl ServerFailure {
             self,
             ServerFailure::Config(_) | ServerFailure::Reply(_) | ServerFailure::Refused(..)
         )
+    }
+
+    /// Whether the connection was refused (see [`NotListening`](Self::NotListening)).
+    pub fn not_listening(&self) -> bool {
+        matches!(self, ServerFailure::NotListening(_))
+    }
+
+    /// This failure where the address came from a Sentinel or a Cluster's slot map: a
+    /// refusal there is a master down while a failover moves it, waited through like any
+    /// broken connection.
+    pub fn in_failover(self) -> ServerFailure {
+        match self {
+            ServerFailure::NotListening(m) => ServerFailure::Connection(m),
+            other => other,
+        }
     }
 
     /// The error kind of a call that failed for good with these `failures`: a script's
@@ -199,11 +219,9 @@ impl ServerFailure {
                  the Redis port?)"
                     .into(),
             )
-        } else if e.is_io_error()
-            || e.is_connection_dropped()
-            || e.is_connection_refusal()
-            || e.is_unrecoverable_error()
-        {
+        } else if e.is_connection_refusal() {
+            ServerFailure::NotListening(text)
+        } else if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
             ServerFailure::Connection(text)
         } else {
             ServerFailure::Reply(text)
@@ -238,7 +256,9 @@ impl std::fmt::Display for ServerFailure {
         match self {
             ServerFailure::Timeout(t) if t.is_zero() => f.write_str("timed out"),
             ServerFailure::Timeout(t) => write!(f, "no reply within {} ms", t.as_millis()),
-            ServerFailure::Connection(m) => write!(f, "connection failed: {m}"),
+            ServerFailure::Connection(m) | ServerFailure::NotListening(m) => {
+                write!(f, "connection failed: {m}")
+            }
             ServerFailure::Unready(m)
             | ServerFailure::SlotMoving(m)
             | ServerFailure::Config(m)

@@ -45,6 +45,38 @@ pub(crate) async fn explain(
     }
 }
 
+/// A cluster's connection `failure` as what it is: [`ServerFailure::NotListening`] when no
+/// seed node accepts a TCP connection (the cluster is not there: not started, wrong ports),
+/// else a failure waited through (a master the slot map names may be down while a replica
+/// takes its slots over; the cluster layer's own errors do not say which).
+pub(crate) async fn cluster(
+    seeds: &[ConnectionInfo],
+    failure: ServerFailure,
+    within: Duration,
+) -> ServerFailure {
+    let refused = |info: &ConnectionInfo| {
+        let (host, port) = match info.addr() {
+            ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
+                (host.clone(), *port)
+            }
+            _ => return futures_util::future::Either::Left(async { false }),
+        };
+        futures_util::future::Either::Right(async move {
+            matches!(
+                tokio::net::TcpStream::connect((host.as_str(), port)).await,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
+            )
+        })
+    };
+    let probes = futures_util::future::join_all(seeds.iter().map(refused));
+    match tokio::time::timeout(within, probes).await {
+        Ok(all) if !all.is_empty() && all.iter().all(|r| *r) => ServerFailure::NotListening(
+            format!("no seed node of the cluster accepts a connection ({failure})"),
+        ),
+        _ => failure.in_failover(),
+    }
+}
+
 /// Whether a TLS handshake with `host:port` gets an answer in TLS: a connection (any
 /// certificate accepted, no credentials sent), or a TLS alert or a Redis error after it.
 async fn speaks_tls(host: &str, port: u16) -> bool {

@@ -189,6 +189,10 @@ impl Server {
                 let addr = self.client.get_connection_info().addr();
                 Err(probe::explain(addr, failure, self.connect_timeout).await)
             }
+            Err(failure) if self.cluster.is_some() => {
+                let nodes = self.cluster.as_ref().map_or(&[][..], |c| &c.nodes[..]);
+                Err(probe::cluster(nodes, failure, self.connect_timeout).await)
+            }
             other => other,
         };
         let mut state = lock(self.slot(lane));
@@ -236,11 +240,20 @@ impl Server {
             return Ok(Conn::Cluster(conn, true));
         }
         let client = self.resolve().await?;
+        let sentinel = self.sentinel.is_some();
         let mut conn = client
             .get_multiplexed_async_connection_with_config(config)
             .await
-            .map_err(|e| ServerFailure::from_redis(&e))?;
-        if self.sentinel.is_some() {
+            .map_err(|e| {
+                let failure = ServerFailure::from_redis(&e);
+                // The master the sentinels named refusing: a failover is on its way.
+                if sentinel {
+                    failure.in_failover()
+                } else {
+                    failure
+                }
+            })?;
+        if sentinel {
             // During a failover a sentinel may still name the old master: make sure.
             let role: Vec<redis::Value> = redis::cmd("ROLE")
                 .query_async(&mut conn)
@@ -264,6 +277,7 @@ impl Server {
         };
         let mut why = Vec::new();
         let mut all_permanent = true;
+        let mut all_refused = true;
         for sentinel in &spec.sentinels {
             let asked = async {
                 let mut conn = sentinel.get_multiplexed_async_connection().await?;
@@ -296,6 +310,7 @@ impl Server {
                 }
                 Ok(None) => {
                     all_permanent = false;
+                    all_refused = false;
                     why.push(format!(
                         "{} does not know master {:?}",
                         sentinel.get_connection_info().addr(),
@@ -305,6 +320,7 @@ impl Server {
                 Err(e) => {
                     let failure = ServerFailure::from_redis(&e);
                     all_permanent &= failure.is_permanent();
+                    all_refused &= failure.not_listening();
                     let addr = sentinel.get_connection_info().addr();
                     why.push(format!("sentinel {addr}: {failure}"));
                 }
@@ -314,6 +330,8 @@ impl Server {
         // Every sentinel refused us for good (credentials, TLS): no retry will help.
         Err(if all_permanent {
             ServerFailure::Config(why)
+        } else if all_refused {
+            ServerFailure::NotListening(why)
         } else {
             ServerFailure::Connection(why)
         })
@@ -368,7 +386,11 @@ impl Server {
                 match result {
                     Ok(value) => return Ok(value),
                     Err(e) => {
-                        let failure = ServerFailure::from_script(&e, call.source());
+                        let mut failure = ServerFailure::from_script(&e, call.source());
+                        if self.cluster.is_some() {
+                            // A node the slot map names: a failover may be moving its slots.
+                            failure = failure.in_failover();
+                        }
                         // A cluster slot half moved: the script's keys are split between two
                         // nodes for a moment (TRYAGAIN), or a redirection is not settled yet:
                         // try again within the call's time.
@@ -376,7 +398,10 @@ impl Server {
                             tokio::time::sleep(timing::TRYAGAIN_PAUSE).await;
                             continue;
                         }
-                        if matches!(failure, ServerFailure::Connection(_)) {
+                        if matches!(
+                            failure,
+                            ServerFailure::Connection(_) | ServerFailure::NotListening(_)
+                        ) {
                             self.forget_connection(generation);
                             if !retried {
                                 retried = true;

@@ -69,6 +69,11 @@ pub const CONFIG_FAILURE_HOLD: Duration = Duration::from_secs(2);
 /// naming the servers and the reason): a wait without limit must not be silent.
 pub const WAIT_WARNING_EVERY: Duration = Duration::from_secs(3);
 
+/// After how many attempts in a row refused by every server's address (nothing listens) a
+/// wait gives up: a server that is not started or a wrong port fails in about two retry
+/// delays' time each, not after the wait limit; a restart takes far less than 10 attempts.
+pub const DEFAULT_REFUSED_ATTEMPTS: u32 = 10;
+
 /// Margin added to how long a waiter's place in a queue lasts, over its two retry periods:
 /// covers the script's own time and the servers' clocks ticking apart.
 const PLACE_MARGIN: Duration = Duration::from_millis(250);

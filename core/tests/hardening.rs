@@ -150,7 +150,11 @@ async fn a_wait_that_keeps_retrying_warns_naming_the_server_and_the_reason() {
         seen.lock().unwrap().push(e.to_line());
     })
     .unwrap();
-    let m = LockManager::new([format!("redis://127.0.0.1:{port}")]).unwrap();
+    // Refusals waited through (0), as for a server that does not answer.
+    let m = LockManager::builder([format!("redis://127.0.0.1:{port}")])
+        .refused_attempts(0)
+        .build()
+        .unwrap();
     let e = m
         .acquire(
             "nobody-home",

@@ -138,6 +138,9 @@ pub(crate) struct AcquireCall {
     watch: AcquireWatch,
     /// When the call last warned that it keeps waiting for unreachable servers.
     warned: Instant,
+    /// Attempts in a row on which every server refused the connection (see
+    /// [`Builder::refused_attempts`](crate::Builder::refused_attempts)).
+    refused_in_a_row: u32,
     /// Handoffs are taken on the messages' word until an attempt of this call is undone: the
     /// undo may have released a server's handoff whose message is still on its way, and from
     /// then on only attempts count.
@@ -248,6 +251,7 @@ impl AcquireCall {
             subscriptions,
             watch,
             warned: started,
+            refused_in_a_row: 0,
             // With replica acknowledgment a handoff is confirmed by an attempt, whose write
             // the replicas acknowledge.
             trust_handoffs: engine.config.replica_ack.is_none(),
@@ -303,11 +307,13 @@ impl AcquireCall {
                 fatal,
                 undo,
                 may_hold,
+                nobody_listens,
             } = match outcome {
                 Attempt::Acquired(a) => return Ok(self.acquired(a, handed_over)),
                 Attempt::Refused(r) => r,
             };
             self.trust_handoffs &= undo.is_none();
+            let (error, fatal) = self.give_up_if_nobody_listens(error, fatal, nobody_listens);
             let remaining = self.after_refusal(error, fatal, undo, may_hold).await?;
             handed = self.wait_for_turn(holder_pttl, remaining).await;
         }
@@ -464,6 +470,34 @@ impl AcquireCall {
         if let (Some(own), Some(leave)) = (self.own.as_ref(), self.leave_queue.as_mut()) {
             leave.limit_to(own.clone());
         }
+    }
+
+    /// A wait whose every server refused the connection on
+    /// [`refused_attempts`](crate::Builder::refused_attempts) attempts in a row ends there:
+    /// nothing listens at any address (a server not started, a wrong port), which waiting
+    /// seldom cures. The error says so and how to wait longer.
+    fn give_up_if_nobody_listens(
+        &mut self,
+        error: Error,
+        fatal: bool,
+        nobody_listens: bool,
+    ) -> (Error, bool) {
+        self.refused_in_a_row = if nobody_listens {
+            self.refused_in_a_row + 1
+        } else {
+            0
+        };
+        let limit = self.engine.config.refused_attempts;
+        if fatal || limit == 0 || self.refused_in_a_row < limit {
+            return (error, fatal);
+        }
+        let message = format!(
+            "{}; every server refused the connection on {limit} attempts in a row: is the \
+             server running, at this address? (refused_attempts sets how many refusals a \
+             wait takes; 0 waits through them)",
+            error.message()
+        );
+        (error.with_message(message), true)
     }
 
     /// A wait that keeps being refused because too few servers answer says so, naming them

@@ -239,6 +239,7 @@ public final class LockManager implements AutoCloseable {
         private Double driftFactor;
         private Duration serverTimeout;
         private Duration connectTimeout;
+        private Integer refusedAttempts;
         private Integer ackReplicas;
         private Duration ackTimeout;
         private String password;
@@ -288,6 +289,17 @@ public final class LockManager implements AutoCloseable {
         /** How long connecting to a server may take (default 2 s). */
         public Builder connectTimeout(Duration timeout) {
             this.connectTimeout = Objects.requireNonNull(timeout, "connectTimeout");
+            return this;
+        }
+
+        /**
+         * After how many attempts in a row on which every server refused the connection
+         * (nothing listens there: a server not started, a wrong port) a wait gives up with
+         * {@link UnavailableException}; default 10 (about 2 s), 0 waits through refusals. A
+         * Sentinel's or a Cluster's master down during a failover is always waited through.
+         */
+        public Builder refusedAttempts(int attempts) {
+            this.refusedAttempts = attempts;
             return this;
         }
 
@@ -404,6 +416,13 @@ public final class LockManager implements AutoCloseable {
             if (connectTimeout != null) {
                 Native.check(lib.fl_manager_options_set_connect_timeout_ms(o,
                         Args.millis("connectTimeout", connectTimeout)));
+            }
+            if (refusedAttempts != null) {
+                if (refusedAttempts < 0) {
+                    throw new InvalidArgumentException(
+                            "refusedAttempts must be 0 (never give up) or more, got " + refusedAttempts);
+                }
+                Native.check(lib.fl_manager_options_set_refused_attempts(o, refusedAttempts));
             }
             if (ackReplicas != null) {
                 if (ackReplicas < 0) {

@@ -57,6 +57,7 @@ final class Native {
         int fl_manager_options_set_drift_factor(Pointer opts, double factor);
         int fl_manager_options_set_server_timeout_ms(Pointer opts, long ms);
         int fl_manager_options_set_connect_timeout_ms(Pointer opts, long ms);
+        int fl_manager_options_set_refused_attempts(Pointer opts, int attempts);
         int fl_manager_options_set_replica_ack(Pointer opts, int replicas, long timeoutMs);
         int fl_manager_options_set_password(Pointer opts, byte[] password);
         int fl_manager_options_set_tls_ca_file(Pointer opts, byte[] path);

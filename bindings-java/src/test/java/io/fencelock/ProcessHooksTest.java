@@ -36,7 +36,8 @@ class ProcessHooksTest {
         };
         Logger logger = Logger.getLogger("io.fencelock");
         logger.addHandler(capture);
-        try (LockManager m = LockManager.create("redis://127.0.0.1:" + port)) {
+        // Refusals waited through (0), as for a server that does not answer.
+        try (LockManager m = LockManager.builder("redis://127.0.0.1:" + port).refusedAttempts(0).build()) {
             assertThrows(UnavailableException.class,
                     () -> m.acquire("nobody-home", Duration.ofSeconds(5), Duration.ofSeconds(4)));
         } finally {
@@ -50,5 +51,23 @@ class ProcessHooksTest {
             assertTrue(r.getMessage().startsWith("fencelock: acquire still waiting"), r.getMessage());
             assertTrue(r.getMessage().contains("127.0.0.1:" + port), r.getMessage());
         }
+    }
+
+    /** Issue 57 item 3: nobody listening at any server ends a wait without limit, saying so. */
+    @Test
+    void aWaitOnAnAddressNobodyListensAtGivesUp() throws Exception {
+        String url = "redis://127.0.0.1:" + RedisServer.freePort();
+        try (LockManager m = LockManager.create(url)) {
+            UnavailableException e = assertThrows(UnavailableException.class,
+                    () -> m.acquire("nobody-listens", Duration.ofSeconds(5), null));
+            assertTrue(e.getMessage().contains("refused the connection on 10 attempts in a row"), e.getMessage());
+        }
+        try (LockManager m = LockManager.builder(url).refusedAttempts(2).build()) {
+            UnavailableException e = assertThrows(UnavailableException.class,
+                    () -> m.acquire("nobody-listens", Duration.ofSeconds(5), null));
+            assertTrue(e.getMessage().contains("on 2 attempts in a row"), e.getMessage());
+        }
+        assertThrows(InvalidArgumentException.class,
+                () -> LockManager.builder(url).refusedAttempts(-1).build());
     }
 }
