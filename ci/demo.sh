@@ -8,11 +8,18 @@
 #   ci/demo.sh [--seconds N] [--per-language N] [--hold-ms N] [--ttl-ms N] [--quiet]
 #   ci/demo.sh --rust-only [--workers N] [--rounds N] [--hold-ms N]   # Rust processes only
 #
-# It builds what it needs first (debug builds; the first run takes a few minutes): the chaos
+# It builds what it needs first (debug builds, showing Cargo's progress; the first run takes
+# about four minutes on two cores, later runs seconds): the chaos
 # binaries, libfencelock installed into target/mixed/c-prefix, the Node addon, a virtualenv
 # with the Python wheel, and the Java jar with its worker (tests/chaos/workers/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One build of the core and its dependencies for every face: the host named as the target, as
+# `napi build` always names it (ci/test.sh does the same), so that Cargo shares the Rust,
+# C, Node and Python builds' artifacts; no incremental bookkeeping on a first build.
+CARGO_BUILD_TARGET="${CARGO_BUILD_TARGET:-$(rustc -vV | sed -n 's/^host: //p')}"
+export CARGO_BUILD_TARGET
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 out=$(ci/out-dir.sh debug)
 # The demo needs the servers alone, not the test-only tools (nftables, libfaketime).
 ci/install-redis.sh --servers-only

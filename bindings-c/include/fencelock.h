@@ -342,6 +342,13 @@ typedef struct fl_manager fl_manager;
 typedef struct fl_manager_options fl_manager_options;
 
 /**
+ * An acquisition under way, started by `fl_lock_acquire_start`, `fl_semaphore_acquire_start`
+ * or `fl_rwlock_acquire_start`. Opaque: freed by `fl_pending_free` (which does not cancel
+ * it). Thread-safe.
+ */
+typedef struct fl_pending fl_pending;
+
+/**
  * A fair read-write lock on a name: many readers or one writer. Opaque: made by
  * `fl_rwlock_new`, freed by `fl_rwlock_free`; thread-safe, as `fl_semaphore`.
  */
@@ -441,6 +448,17 @@ typedef struct fl_rwlock_occupancy {
    */
   uint64_t waiters;
 } fl_rwlock_occupancy;
+
+/**
+ * Called once when an acquisition started with `fl_*_acquire_start` ends, on one of the
+ * manager's threads: `status` is `FL_OK` with `lock` a new handle the callee owns (free it
+ * with `fl_lock_free`), or the failure with `lock` NULL (`FL_CANCELLED` after
+ * `fl_pending_cancel`, or when the manager was freed first); during the call,
+ * `fl_last_error_message` and `fl_last_error_server*` describe the failure. `user_data` is
+ * the start call's argument. The callback must return soon (it holds up the manager's
+ * other work) and must not free the manager.
+ */
+typedef void (*fl_acquire_done)(fl_status status, struct fl_lock *lock, void *user_data);
 
 /**
  * Receives one fencelock event: its level, what happened (`message`: `"acquired"`,
@@ -1239,6 +1257,54 @@ fl_status fl_rwlock_extend_by_token(const struct fl_rwlock *rwlock, const char *
  * Errors: `FL_INVALID_ARGUMENT` for a NULL lock or `kind`.
  */
 fl_status fl_lock_kind(const struct fl_lock *lock, uint32_t *kind, uint32_t *permits);
+
+/**
+ * Starts acquiring the lock `name` and returns at once: the wait runs in the manager's
+ * runtime (no thread of the caller's is held, however many wait), and `done(status, lock,
+ * user_data)` is called once when it ends (see `fl_acquire_done`). The arguments are those
+ * of `fl_lock_acquire_with_flags` (`token` NULL for a random one; `wait_ms` -1 waits until
+ * acquired or cancelled) and are checked before this returns: a bad one is this call's
+ * error, and `done` is then never called. On success `*out` is a handle to cancel the
+ * acquisition with (`fl_pending_cancel`), to free with `fl_pending_free` whenever it is no
+ * longer needed (before or after `done`).
+ *
+ * Errors: `FL_INVALID_ARGUMENT` as `fl_lock_acquire_with_flags`, or for a NULL `done` or
+ * `out`; `FL_UNAVAILABLE` when the manager's runtime has shut down.
+ */
+fl_status fl_lock_acquire_start(const struct fl_manager *manager, const char *name, const char *token, uint64_t ttl_ms, int64_t wait_ms, uint32_t flags, fl_acquire_done done, void *user_data, struct fl_pending **out);
+
+/**
+ * As `fl_lock_acquire_start`, for `count` permits of a semaphore (the arguments of
+ * `fl_semaphore_acquire`).
+ *
+ * Errors: as `fl_semaphore_acquire`'s argument checks, or a NULL `done` or `out`.
+ */
+fl_status fl_semaphore_acquire_start(const struct fl_semaphore *semaphore, uint32_t count, const char *token, uint64_t ttl_ms, int64_t wait_ms, uint32_t flags, fl_acquire_done done, void *user_data, struct fl_pending **out);
+
+/**
+ * As `fl_lock_acquire_start`, for a read share (`FL_RW_READ`) or the write hold
+ * (`FL_RW_WRITE`) of a read-write lock (the arguments of `fl_rwlock_acquire`).
+ *
+ * Errors: as `fl_rwlock_acquire`'s argument checks, or a NULL `done` or `out`.
+ */
+fl_status fl_rwlock_acquire_start(const struct fl_rwlock *rwlock, uint32_t mode, const char *token, uint64_t ttl_ms, int64_t wait_ms, uint32_t flags, fl_acquire_done done, void *user_data, struct fl_pending **out);
+
+/**
+ * Gives up an acquisition started by `fl_*_acquire_start`, if it has not ended: its place
+ * in line is given up and whatever it won is released, in the background, and its `done`
+ * is called with `FL_CANCELLED` (soon, on one of the manager's threads). If it has already
+ * ended (or ends at this moment), `done` has (or gets) that outcome instead: a lock then
+ * belongs to the callee as always. Calling it twice is harmless.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for a NULL `pending`.
+ */
+fl_status fl_pending_cancel(const struct fl_pending *pending);
+
+/**
+ * Frees the handle of a started acquisition; the acquisition goes on (cancel it first with
+ * `fl_pending_cancel` to stop it) and its `done` is still called. NULL is a no-op.
+ */
+void fl_pending_free(struct fl_pending *pending);
 
 /**
  * Registers `callback` to receive fencelock's events at `min_level` (an `fl_event_level`) or

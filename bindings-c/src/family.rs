@@ -144,7 +144,7 @@ pub(crate) fn rwlock<'a>(r: *const fl_rwlock) -> Result<&'a fl_rwlock> {
 }
 
 impl fl_semaphore {
-    fn lease(&self, count: u32) -> (&LockManager, &[u8], LeaseKind) {
+    pub(crate) fn lease(&self, count: u32) -> (&LockManager, &[u8], LeaseKind) {
         let limit = self.limit;
         (
             &self.manager,
@@ -155,7 +155,7 @@ impl fl_semaphore {
 }
 
 impl fl_rwlock {
-    fn lease(&self, mode: u32) -> Result<(&LockManager, &[u8], LeaseKind)> {
+    pub(crate) fn lease(&self, mode: u32) -> Result<(&LockManager, &[u8], LeaseKind)> {
         let kind = match mode {
             0 => LeaseKind::Read,
             1 => LeaseKind::Write,

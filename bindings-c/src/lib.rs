@@ -43,6 +43,9 @@ mod lost;
 
 mod family;
 
+// Acquisitions that complete through a callback (no thread per waiter).
+mod pending;
+
 mod events;
 // Measurements: the metric callback and the names let into its labels.
 mod metrics;
@@ -93,4 +96,8 @@ pub use options::{
     fl_manager_options_set_server_timeout_ms, fl_manager_options_set_tls_ca_file,
     fl_manager_options_set_tls_ca_pem, fl_manager_options_set_tls_client_cert_files,
     fl_manager_options_set_tls_client_cert_pem, fl_manager_options_set_tls_insecure,
+};
+pub use pending::{
+    fl_acquire_done, fl_lock_acquire_start, fl_pending, fl_pending_cancel, fl_pending_free,
+    fl_rwlock_acquire_start, fl_semaphore_acquire_start,
 };

@@ -2,7 +2,8 @@
 # Builds and installs libfencelock into a temporary prefix, compiles the C tests and the
 # examples against the INSTALLED header and libraries (pkg-config), starts redis-server
 # processes on free loopback ports, and runs:
-#   1. the C tests, dynamically linked
+#   1. the C tests (fencelock_test.c, and pending_test.c: the callback acquisitions),
+#      dynamically linked
 #   2. the C tests under valgrind (--leak-check=full --error-exitcode=1)
 #   3. the C tests built with -fsanitize=address
 #   4. the examples (examples/c/), dynamically and statically linked, and one of them with
@@ -144,6 +145,10 @@ echo "== compile (${cc}: ${cflags[*]})"
   -lpthread -o "$work/fencelock_test"
 "$cc" "${cflags[@]}" -O1 -fsanitize=address -fno-omit-frame-pointer "${fl_cflags[@]}" \
   "$here/tests/fencelock_test.c" "${fl_libs[@]}" "${rpath[@]}" -lpthread -o "$work/fencelock_test_asan"
+"$cc" "${cflags[@]}" "${fl_cflags[@]}" "$here/tests/pending_test.c" "${fl_libs[@]}" "${rpath[@]}" \
+  -lpthread -o "$work/pending_test"
+"$cc" "${cflags[@]}" -O1 -fsanitize=address -fno-omit-frame-pointer "${fl_cflags[@]}" \
+  "$here/tests/pending_test.c" "${fl_libs[@]}" "${rpath[@]}" -lpthread -o "$work/pending_test_asan"
 for ex in "$root"/examples/c/*.c; do
   name="$(basename "$ex" .c)"
   "$cc" "${cflags[@]}" "$ex" "${fl_cflags[@]}" "${fl_libs[@]}" "${rpath[@]}" -lpthread -o "$work/$name"
@@ -213,6 +218,7 @@ run_suite() { # label, command...
 }
 
 run_suite plain "$work/fencelock_test"
+run_suite pending-plain "$work/pending_test"
 if [ "${FL_SKIP_VALGRIND:-}" != 1 ]; then
   # No suppressions: fl_manager_free joins the manager's thread, so nothing is left running
   # (and nothing "possibly lost") at exit. fork()ed children (the multi-process test) run
@@ -224,9 +230,13 @@ if [ "${FL_SKIP_VALGRIND:-}" != 1 ]; then
   run_suite valgrind env FL_TEST_TLS_PORT= FL_TEST_SERVER_TIMEOUT_MS=5000 valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect,possible \
     --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=1 \
     "$work/fencelock_test"
+  run_suite pending-valgrind env FL_TEST_SERVER_TIMEOUT_MS=5000 valgrind --quiet --leak-check=full \
+    --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
+    --error-exitcode=1 "$work/pending_test"
 fi
 if [ "${FL_SKIP_ASAN:-}" != 1 ]; then
   run_suite asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 "$work/fencelock_test_asan"
+  run_suite pending-asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 "$work/pending_test_asan"
 fi
 
 start_servers

@@ -12,7 +12,9 @@ use crate::error::{Error, Result};
 use crate::{AcquireOptions, Builder, Config};
 
 mod family;
+mod pending;
 pub use family::{RwLock, Semaphore};
+pub use pending::Pending;
 
 /// Owns the runtime; shuts it down without blocking when the last user goes.
 struct RuntimeHolder(Option<Runtime>);

@@ -216,6 +216,38 @@ impl LockManager {
         self.acquire_lease(name.as_ref(), opts, kind).await
     }
 
+    /// [`acquire_lease_with`](Self::acquire_lease_with) in two steps: the arguments are
+    /// checked now (before any network call), and the acquisition is returned as a future
+    /// that owns what it needs, for
+    /// [`blocking::LockManager::start`](crate::blocking::LockManager::start).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) as
+    /// [`acquire_lease_with`](Self::acquire_lease_with).
+    pub fn prepare_lease(
+        &self,
+        name: impl AsRef<[u8]>,
+        kind: LeaseKind,
+        opts: &AcquireOptions,
+    ) -> Result<impl std::future::Future<Output = Result<Lock>> + Send + 'static> {
+        if let LeaseKind::Permits { count, limit } = kind {
+            crate::kind::check_limit(limit)?;
+            crate::kind::check_count(count, limit)?;
+        }
+        AcquireCall::check_lease(&self.engine, name.as_ref(), opts)?;
+        // The call itself is made where it runs: its guards clean up on that runtime.
+        let (engine, name, opts) = (
+            Arc::clone(&self.engine),
+            name.as_ref().to_vec(),
+            opts.clone(),
+        );
+        Ok(async move {
+            AcquireCall::new_lease(&engine, &name, &opts, kind)?
+                .lock(&opts)
+                .await
+        })
+    }
+
     /// Acquires a lease of `kind` on `name` (a semaphore's permits, a read-write lock's share
     /// or hold; their handles check the limit and count first).
     async fn acquire_lease(

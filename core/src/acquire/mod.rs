@@ -171,6 +171,19 @@ impl AcquireCall {
         Self::prepare(engine, engine.target_of(name, token, kind), opts)
     }
 
+    /// The checks of [`new_lease`](Self::new_lease) alone, for a call prepared outside the
+    /// runtime that runs it (its guards must be made inside: they clean up on that runtime).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn check_lease(engine: &Engine, name: &[u8], opts: &AcquireOptions) -> Result<()> {
+        check_name(name)?;
+        if let Some(t) = &opts.token {
+            token::check_token(t)?;
+        }
+        engine.check_ttl(opts.ttl).map(|_| ())
+    }
+
     /// As [`new`](Self::new), for a lock on all of `names` at once (see
     /// [`LockManager::acquire_many_with`](crate::LockManager::acquire_many_with)).
     ///

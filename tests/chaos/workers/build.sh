@@ -35,8 +35,8 @@ stale() {
 }
 core_sources=(core/src core/Cargo.toml Cargo.lock)
 
-say "rust: chaos binaries"
-cargo build --locked --quiet -p fencelock-chaos --bins
+say "rust: chaos binaries (the core and its dependencies, shared by every face below)"
+cargo build --locked -p fencelock-chaos --bins
 
 say "c: libfencelock into target/mixed/c-prefix"
 make -s -C bindings-c install PREFIX="$out/c-prefix" >&2
@@ -85,7 +85,7 @@ if [ -z "$python" ]; then
   [ -x "$venv/bin/python" ] || "${PYTHON:-python3}" -m venv "$venv"
   [ -x "$venv/bin/maturin" ] || "$venv/bin/pip" install -q --disable-pip-version-check "maturin==1.16.0" >&2
   rm -rf "$out/wheels"
-  (cd bindings-python && "$venv/bin/maturin" build --quiet --locked --out "$out/wheels" >&2)
+  (cd bindings-python && "$venv/bin/maturin" build --locked --out "$out/wheels" >&2)
   "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --force-reinstall "$out"/wheels/fencelock-*.whl >&2
   python="$venv/bin/python"
 fi

@@ -1,0 +1,3 @@
+module github.com/fencelock/fencelock/bindings-go
+
+go 1.22
