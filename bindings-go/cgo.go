@@ -7,7 +7,7 @@ package fencelock
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/include
-#cgo LDFLAGS: ${SRCDIR}/lib/linux_amd64/libfencelock.a -lpthread -ldl -lm
+#cgo LDFLAGS: ${SRCDIR}/lib/linux_amd64/libfencelock.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 #include <fencelock.h>
 */
 import "C"

@@ -10,6 +10,8 @@ this runner knows is run against a real redis-server that it starts on a free lo
   c                      compiled with cc against $FENCELOCK_C_PREFIX (pkg-config), then run
   java                   compiled with javac against $FENCELOCK_JAVA_CLASSPATH, its public
                          class run
+  go                     built as the main package of a module that requires the binding,
+                         replaced by $FENCELOCK_GO_MODULE (bindings-go/, its library built)
 
 The block's text is run as written, but for the server's address: `127.0.0.1:6379` (and
 `port=6379`) become the test server's. A block that is only an excerpt says so in its info
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Iterator, List, Optional, Tuple
 
 LIMIT = 60
-RUNS = {"python", "js", "javascript", "mjs", "c", "java"}
+RUNS = {"python", "js", "javascript", "mjs", "c", "java", "go"}
 
 
 def blocks(path: Path) -> Iterator[Tuple[int, str, List[str], str]]:
@@ -129,6 +131,14 @@ def command(lang: str, text: str, work: Path) -> List[str]:
         cp = env["FENCELOCK_JAVA_CLASSPATH"]
         subprocess.run(["javac", "-cp", cp, "-d", ".", f"{cls}.java"], cwd=work, check=True, timeout=LIMIT)
         return ["java", "-cp", f"{cp}:.", cls]
+    if lang == "go":
+        (work / "go.mod").write_text(
+            "module docblock\n\ngo 1.22\n\n"
+            "require github.com/fencelock/fencelock/bindings-go v0.0.0\n\n"
+            f"replace github.com/fencelock/fencelock/bindings-go => {env['FENCELOCK_GO_MODULE']}\n")
+        (work / "main.go").write_text(text)
+        subprocess.run(["go", "build", "-o", "block", "."], cwd=work, check=True, timeout=3 * LIMIT)
+        return ["./block"]
     raise ValueError(lang)
 
 

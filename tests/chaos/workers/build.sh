@@ -97,10 +97,16 @@ rm -rf "$out/java/worker"
 javac --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$out/java/fencelock.jar:/usr/share/java/jna.jar" \
   -d "$out/java/worker" tests/chaos/workers/Worker.java
 
+if command -v go >/dev/null 2>&1; then
+  say "go: libfencelock's static library for bindings-go"
+  bindings-go/build.sh >&2
+fi
+
 cat > "$out/env" <<ENV
 export FENCELOCK_PYTHON="$python"
 export FENCELOCK_C_PREFIX="$out/c-prefix"
 export FENCELOCK_NODE_PACKAGE="$pkg"
+export FENCELOCK_GO_MODULE="$root/bindings-go"
 export FENCELOCK_JAVA_CLASSPATH="$out/java/worker:$out/java/fencelock.jar:/usr/share/java/jna.jar"
 ENV
 say "ready (target/mixed/env)"

@@ -1,0 +1,119 @@
+//go:build cgo && linux && amd64
+
+package fencelock
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include <fencelock.h>
+
+fl_status fencelock_go_lock_start(const fl_manager *m, const char *name, const char *token,
+                                  uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
+                                  uintptr_t handle, fl_pending **out);
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"unsafe"
+)
+
+// Acquire acquires name, waiting until it gets it, its Wait limit passes (ErrNotAcquired) or
+// ctx ends (ctx.Err()). Waiters queue in the order they came, and a release hands the lock to
+// the first in line; a waiting goroutine holds no OS thread. Options: TTL (default 30 s),
+// Wait, Token, Reentrant.
+func (m *Manager) Acquire(ctx context.Context, name string, opts ...AcquireOption) (*Lock, error) {
+	a, err := acquireOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	wait := int64(-1)
+	if a.wait != nil {
+		wait = int64(millis(*a.wait))
+	}
+	return m.acquire(ctx, name, a, wait)
+}
+
+// TryAcquire makes one attempt: a name another owner holds is (nil, an error matching
+// ErrNotAcquired); unreachable servers are ErrUnavailable, not ErrNotAcquired.
+func (m *Manager) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (*Lock, error) {
+	a, err := acquireOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return m.acquire(ctx, name, a, 0)
+}
+
+func (m *Manager) acquire(ctx context.Context, name string, a acquireSettings, wait int64) (*Lock, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var ctoken *C.char
+	if a.token != nil {
+		ctoken = C.CString(*a.token)
+		defer C.free(unsafe.Pointer(ctoken))
+	}
+	flags := C.uint32_t(0)
+	if a.reentrant {
+		flags = C.FL_ACQUIRE_REENTRANT
+	}
+	var ptr *C.fl_lock
+	err := m.use(func(mp *C.fl_manager) error {
+		var err error
+		ptr, err = await(ctx, func(h C.uintptr_t, out **C.fl_pending) C.fl_status {
+			return C.fencelock_go_lock_start(mp, cname, ctoken, C.uint64_t(millis(a.ttl)),
+				C.int64_t(wait), flags, h, out)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newLock(ptr)
+}
+
+// WithLock runs fn while holding name, kept alive in the background (extended every ttl/3)
+// and released after fn returns. fn's context is cancelled when the lock is lost; WithLock
+// then returns an error matching ErrLockLost (joined with fn's own error, if any).
+func (m *Manager) WithLock(ctx context.Context, name string, fn func(context.Context, *Lock) error, opts ...AcquireOption) error {
+	lock, err := m.Acquire(ctx, name, opts...)
+	if err != nil {
+		return err
+	}
+	if err := lock.with(func(p *C.fl_lock) error {
+		return call(func() C.fl_status { return C.fl_lock_auto_extend(p, 0) })
+	}); err != nil {
+		_ = lock.Release(context.Background())
+		return err
+	}
+	inner, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-lock.Lost():
+			cancel()
+		case <-stop:
+		}
+	}()
+	ferr := fn(inner, lock)
+	rerr := lock.Release(context.Background())
+	select {
+	case <-lock.Lost():
+		lost := &Error{Kind: KindLockLost, Message: "lock " + quote(name) + " was lost while held (" + lock.LostReason() + ")"}
+		return errors.Join(ferr, lost)
+	default:
+	}
+	if ferr != nil {
+		return ferr
+	}
+	return rerr
+}
+
+func quote(s string) string {
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	b = append(b, s...)
+	return string(append(b, '"'))
+}

@@ -1,0 +1,81 @@
+//go:build cgo && linux && amd64
+
+package fencelock
+
+/*
+#include <stdint.h>
+#include <fencelock.h>
+
+fl_status fencelock_go_lock_start(const fl_manager *m, const char *name, const char *token,
+                                  uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
+                                  uintptr_t handle, fl_pending **out);
+fl_status fencelock_go_semaphore_start(const fl_semaphore *s, uint32_t count, const char *token,
+                                       uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
+                                       uintptr_t handle, fl_pending **out);
+fl_status fencelock_go_rwlock_start(const fl_rwlock *rw, uint32_t mode, const char *token,
+                                    uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
+                                    uintptr_t handle, fl_pending **out);
+fl_status fencelock_go_on_lost(fl_lock *lock, uintptr_t handle);
+*/
+import "C"
+
+import (
+	"context"
+	"runtime/cgo"
+)
+
+// outcome is what an acquisition's completion callback reports.
+type outcome struct {
+	lock *C.fl_lock
+	err  error
+}
+
+// fencelockGoDone is an acquisition's completion, called once on a thread of the library's:
+// it hands the outcome (and the error, read on this thread) to the waiting goroutine.
+//
+//export fencelockGoDone
+func fencelockGoDone(status C.fl_status, lock *C.fl_lock, handle C.uintptr_t) {
+	h := cgo.Handle(handle)
+	done := h.Value().(chan outcome)
+	h.Delete()
+	done <- outcome{lock: lock, err: lastError(status)}
+}
+
+// fencelockGoLost is a lock's loss, called once on a thread of the library's.
+//
+//export fencelockGoLost
+func fencelockGoLost(handle C.uintptr_t) {
+	cgo.Handle(handle).Value().(*lostSignal).fire()
+}
+
+// startFunc starts one acquisition whose completion goes to the handle.
+type startFunc func(handle C.uintptr_t, out **C.fl_pending) C.fl_status
+
+// await starts an acquisition and waits for it in this goroutine, holding no OS thread: the
+// wait runs in the library, and its completion callback sends the outcome. A context that
+// ends first cancels it there (its place in line given up, whatever it won released) and
+// returns ctx.Err(); a lock that won the race with the cancellation is released.
+func await(ctx context.Context, start startFunc) (*C.fl_lock, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	done := make(chan outcome, 1)
+	h := cgo.NewHandle(done)
+	var pending *C.fl_pending
+	if err := call(func() C.fl_status { return start(C.uintptr_t(h), &pending) }); err != nil {
+		h.Delete() // never started: the callback will not come
+		return nil, err
+	}
+	defer C.fl_pending_free(pending)
+	select {
+	case o := <-done:
+		return o.lock, o.err
+	case <-ctx.Done():
+		C.fl_pending_cancel(pending)
+		if o := <-done; o.lock != nil {
+			// Freeing a held lock releases it in the background.
+			C.fl_lock_free(o.lock)
+		}
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,40 @@
+// The C side of the callbacks: libfencelock calls these with the user_data it was given, a
+// cgo.Handle, and they call the Go functions of callbacks.go. A handle travels as uintptr_t,
+// never as a Go pointer.
+#include <stdint.h>
+#include <fencelock.h>
+#include "_cgo_export.h"
+
+static void go_done(fl_status status, fl_lock *lock, void *user_data) {
+    fencelockGoDone(status, lock, (uintptr_t)user_data);
+}
+
+static void go_lost(const fl_lock *lock, void *user_data) {
+    (void)lock;
+    fencelockGoLost((uintptr_t)user_data);
+}
+
+fl_status fencelock_go_lock_start(const fl_manager *m, const char *name, const char *token,
+                                  uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
+                                  uintptr_t handle, fl_pending **out) {
+    return fl_lock_acquire_start(m, name, token, ttl_ms, wait_ms, flags, go_done,
+                                 (void *)handle, out);
+}
+
+fl_status fencelock_go_semaphore_start(const fl_semaphore *s, uint32_t count, const char *token,
+                                       uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
+                                       uintptr_t handle, fl_pending **out) {
+    return fl_semaphore_acquire_start(s, count, token, ttl_ms, wait_ms, flags, go_done,
+                                      (void *)handle, out);
+}
+
+fl_status fencelock_go_rwlock_start(const fl_rwlock *rw, uint32_t mode, const char *token,
+                                    uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
+                                    uintptr_t handle, fl_pending **out) {
+    return fl_rwlock_acquire_start(rw, mode, token, ttl_ms, wait_ms, flags, go_done,
+                                   (void *)handle, out);
+}
+
+fl_status fencelock_go_on_lost(fl_lock *lock, uintptr_t handle) {
+    return fl_lock_on_lost(lock, go_lost, (void *)handle);
+}

@@ -1,0 +1,319 @@
+//go:build cgo && linux && amd64
+
+package fencelock_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fencelock/fencelock/bindings-go"
+)
+
+func manager(t testing.TB, s *redisServer, opts ...fencelock.ManagerOption) *fencelock.Manager {
+	t.Helper()
+	m, err := fencelock.NewManager([]string{s.url()}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+func TestAcquireExtendRelease(t *testing.T) {
+	s := startRedis(t)
+	m := manager(t, s)
+	ctx := context.Background()
+	lock, err := m.Acquire(ctx, "invoices", fencelock.TTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lock.Name() != "invoices" || lock.FencingToken() == 0 || lock.Token() == "" {
+		t.Fatalf("name %q, fencing token %d, token %q", lock.Name(), lock.FencingToken(), lock.Token())
+	}
+	if v := lock.Validity(); v <= 9*time.Second || v > 10*time.Second {
+		t.Fatalf("validity %v", v)
+	}
+	if got, _ := s.do("GET", "invoices"); got != lock.Token() {
+		t.Fatalf("the key holds %q, the lock's token is %q", got, lock.Token())
+	}
+	if err := lock.Extend(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	pttl, _ := s.do("PTTL", "invoices")
+	if ms, _ := strconv.Atoi(strings.TrimPrefix(pttl, ":")); ms <= 50000 || ms > 60000 {
+		t.Fatalf("PTTL after extending to a minute: %s", pttl)
+	}
+	if err := lock.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.do("EXISTS", "invoices"); got != ":0" {
+		t.Fatalf("released, the key exists: %s", got)
+	}
+	if err := lock.Release(ctx); !errors.Is(err, fencelock.ErrInvalidArgument) {
+		t.Fatalf("a second release: %v", err)
+	}
+	if lock.Validity() != 0 {
+		t.Fatal("a released lock has validity")
+	}
+	next, err := m.Acquire(ctx, "invoices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.FencingToken() <= lock.FencingToken() {
+		t.Fatalf("fencing tokens %d then %d", lock.FencingToken(), next.FencingToken())
+	}
+	_ = next.Release(ctx)
+}
+
+func TestTryAcquireOnAHeldNameIsNotAcquired(t *testing.T) {
+	s := startRedis(t)
+	m := manager(t, s)
+	ctx := context.Background()
+	held, err := m.Acquire(ctx, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(ctx)
+	lock, err := m.TryAcquire(ctx, "held")
+	if lock != nil || !errors.Is(err, fencelock.ErrNotAcquired) {
+		t.Fatalf("TryAcquire on a held name: %v, %v", lock, err)
+	}
+	var e *fencelock.Error
+	if !errors.As(err, &e) || e.Kind != fencelock.KindNotAcquired || len(e.Servers) != 1 || e.Servers[0].Outcome != "held" {
+		t.Fatalf("the error: %#v", e)
+	}
+	start := time.Now()
+	_, err = m.Acquire(ctx, "held", fencelock.Wait(300*time.Millisecond))
+	if !errors.Is(err, fencelock.ErrNotAcquired) || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("a wait limit: %v after %v", err, time.Since(start))
+	}
+}
+
+func TestBadInputFailsBeforeAnyNetworkCall(t *testing.T) {
+	nowhere := "redis://127.0.0.1:" + strconv.Itoa(freePort(t))
+	m, err := fencelock.NewManager([]string{nowhere})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		opts []fencelock.AcquireOption
+		want string
+	}{
+		{"", nil, "name"},
+		{"x", []fencelock.AcquireOption{fencelock.TTL(-time.Second)}, "ttl"},
+		{"x", []fencelock.AcquireOption{fencelock.Wait(-time.Second)}, "wait"},
+		{"x", []fencelock.AcquireOption{fencelock.Reentrant()}, "Token"},
+		{"x", []fencelock.AcquireOption{fencelock.Token("")}, "token"},
+	} {
+		_, err := m.Acquire(ctx, c.name, c.opts...)
+		if !errors.Is(err, fencelock.ErrInvalidArgument) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Acquire(%q): %v, want an invalid argument naming %s", c.name, err, c.want)
+		}
+	}
+	for _, bad := range [][]string{nil, {"http://x"}, {"redis://u:s3cr3t@127.0.0.1:99999"}} {
+		_, err := fencelock.NewManager(bad)
+		if !errors.Is(err, fencelock.ErrInvalidArgument) || strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("NewManager(%q): %v", bad, err)
+		}
+	}
+	_, err = fencelock.NewManager([]string{nowhere}, fencelock.WithDriftFactor(0.7))
+	if !errors.Is(err, fencelock.ErrInvalidArgument) || !strings.Contains(err.Error(), "drift_factor") {
+		t.Errorf("a bad drift factor: %v", err)
+	}
+	m.Close()
+	if _, err := m.Acquire(ctx, "x"); !errors.Is(err, fencelock.ErrInvalidArgument) {
+		t.Errorf("after Close: %v", err)
+	}
+}
+
+func TestNobodyListeningIsUnavailable(t *testing.T) {
+	nowhere := "redis://127.0.0.1:" + strconv.Itoa(freePort(t))
+	m, err := fencelock.NewManager([]string{nowhere}, fencelock.WithRefusedAttempts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_, err = m.Acquire(context.Background(), "x")
+	var e *fencelock.Error
+	if !errors.Is(err, fencelock.ErrUnavailable) || !errors.As(err, &e) || !strings.Contains(e.Message, "on 2 attempts in a row") {
+		t.Fatalf("%v", err)
+	}
+}
+
+// A cancelled context ends a wait at once with ctx.Err() and leaves nothing in line: the
+// holder's release then leaves the name free.
+func TestACancelledContextEndsTheWaitAndLeavesNothing(t *testing.T) {
+	s := startRedis(t)
+	m := manager(t, s)
+	bg := context.Background()
+	held, err := m.Acquire(bg, "cancel-me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	result := make(chan error, 1)
+	go func() {
+		_, err := m.Acquire(ctx, "cancel-me")
+		result <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // in line by now; an early cancel is tested too below
+	cancel()
+	start := time.Now()
+	select {
+	case err := <-result:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cancelled wait did not return")
+	}
+	t.Logf("returned %v after the cancel", time.Since(start))
+	if err := held.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if n, _ := s.do("ZCARD", queueKey(s, "cancel-me")); n == ":0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled waiter's place is still in line")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	lock, err := m.TryAcquire(bg, "cancel-me")
+	if err != nil {
+		t.Fatalf("free after the cancelled wait: %v", err)
+	}
+	_ = lock.Release(bg)
+	if _, err := m.Acquire(ctx, "cancel-me"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("an ended context: %v", err)
+	}
+}
+
+// queueKey is the name's wait queue key, found on the server (core/src/keys.rs lays it out
+// as fencelock:{T}:queue:name, T the slot's tag); "" when there is none.
+func queueKey(s *redisServer, name string) string {
+	keys, _ := s.array("KEYS", "fencelock:{*}:queue:"+name)
+	if len(keys) == 0 {
+		return "none"
+	}
+	return keys[0]
+}
+
+// Thousands of goroutines waiting on one held lock hold no OS thread each: the process stays
+// under 100 threads, and the holder's release hands the lock down the line.
+func TestThousandsOfWaitersStayUnderAHundredThreads(t *testing.T) {
+	const waiters = 2000
+	s := startRedis(t)
+	m := manager(t, s)
+	ctx := context.Background()
+	held, err := m.Acquire(ctx, "crowd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var inside, maxInside, got int32
+	for i := 0; i < waiters; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lock, err := m.Acquire(ctx, "crowd", fencelock.TTL(30*time.Second))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n := atomic.AddInt32(&inside, 1)
+			for {
+				old := atomic.LoadInt32(&maxInside)
+				if n <= old || atomic.CompareAndSwapInt32(&maxInside, old, n) {
+					break
+				}
+			}
+			atomic.AddInt32(&inside, -1)
+			atomic.AddInt32(&got, 1)
+			if err := lock.Release(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	// Every waiter in line (the queue holds them all) before the threads are counted.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if n, _ := s.do("ZCARD", queueKey(s, "crowd")); n == ":"+strconv.Itoa(waiters) {
+			break
+		}
+		if time.Now().After(deadline) {
+			n, _ := s.do("ZCARD", queueKey(s, "crowd"))
+			t.Fatalf("not every waiter is in line: %s", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	threads := osThreads(t)
+	t.Logf("%d goroutines waiting, %d OS threads", waiters, threads)
+	if threads >= 100 {
+		t.Fatalf("%d OS threads for %d waiting goroutines", threads, waiters)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if got != waiters || maxInside != 1 {
+		t.Fatalf("%d of %d acquired, at most %d inside at once", got, waiters, maxInside)
+	}
+}
+
+// osThreads is the process's OS thread count (/proc/self/status).
+func osThreads(t testing.TB) int {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	t.Fatal("no Threads: line in /proc/self/status")
+	return 0
+}
+
+func TestWithLockCancelsItsContextWhenTheLockIsLost(t *testing.T) {
+	s := startRedis(t)
+	m := manager(t, s)
+	ctx := context.Background()
+	err := m.WithLock(ctx, "job", func(ctx context.Context, l *fencelock.Lock) error {
+		// Someone deletes the key behind the holder's back: the next extension finds it gone.
+		if _, err := s.do("DEL", "job"); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(30 * time.Second):
+			return errors.New("the context was not cancelled")
+		}
+	}, fencelock.TTL(600*time.Millisecond))
+	if !errors.Is(err, fencelock.ErrLockLost) {
+		t.Fatalf("WithLock after a loss: %v", err)
+	}
+	ran := false
+	err = m.WithLock(ctx, "job", func(ctx context.Context, l *fencelock.Lock) error {
+		ran = l.FencingToken() > 0
+		return nil
+	})
+	if err != nil || !ran {
+		t.Fatalf("WithLock: %v (ran %v)", err, ran)
+	}
+}

@@ -1,0 +1,138 @@
+//go:build cgo && linux && amd64
+
+package fencelock_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// redisServer is a redis-server this test started on a free loopback port, stopped by PID.
+type redisServer struct {
+	port int
+	cmd  *exec.Cmd
+}
+
+func (s *redisServer) url() string { return fmt.Sprintf("redis://127.0.0.1:%d", s.port) }
+
+// freePort is a loopback port nothing listens on (bound, then closed; never 6379).
+func freePort(t testing.TB) int {
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if port != 6379 {
+			return port
+		}
+	}
+}
+
+// startRedis starts a redis-server (REDIS_SERVER_BIN, else redis-server on PATH) and waits
+// until it answers PING; the test's cleanup kills exactly that process.
+func startRedis(t testing.TB) *redisServer {
+	t.Helper()
+	bin := os.Getenv("REDIS_SERVER_BIN")
+	if bin == "" {
+		bin = "redis-server"
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		port := freePort(t)
+		cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", t.TempDir())
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start %s: %v", bin, err)
+		}
+		s := &redisServer{port: port, cmd: cmd}
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if reply, err := s.do("PING"); err == nil && reply == "+PONG" {
+				t.Cleanup(func() {
+					_ = cmd.Process.Kill()
+					_, _ = cmd.Process.Wait()
+				})
+				return s
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+	}
+	t.Fatal("redis-server did not start")
+	return nil
+}
+
+// do sends one command over a fresh connection and returns the reply's first line (a bulk
+// string's payload instead of its header).
+func (s *redisServer) do(args ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.port), time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if strings.HasPrefix(line, "$") && line != "$-1" {
+		body, err := r.ReadString('\n')
+		return strings.TrimRight(body, "\r\n"), err
+	}
+	return line, nil
+}
+
+// array sends one command whose reply is an array of bulk strings (KEYS) and returns them.
+func (s *redisServer) array(args ...string) ([]string, error) {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.port), time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return nil, err
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(head, "*") {
+		return nil, fmt.Errorf("not an array: %q %v", head, err)
+	}
+	var n int
+	fmt.Sscanf(head, "*%d", &n)
+	out := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		if _, err := r.ReadString('\n'); err != nil { // $len
+			return nil, err
+		}
+		v, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, strings.TrimRight(v, "\r\n"))
+	}
+	return out, nil
+}

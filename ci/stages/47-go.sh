@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Go (bindings-go, issue 52): the cgo binding over libfencelock's static library, built by
+# bindings-go/build.sh on the shared debug build of stage 40; go vet, then go test -race
+# against real redis-servers it starts on free ports: acquire, extend, release, typed
+# errors, bad input before any network call, a cancelled context giving its place up, 2,000
+# waiting goroutines under 100 OS threads, WithLock cancelled on a loss.
+set -euo pipefail
+cd "$FENCELOCK_ROOT"
+# A machine without Go gets Debian's (the module needs Go 1.22 or later).
+command -v go >/dev/null 2>&1 || ci/apt-install.sh golang-go
+command -v gcc >/dev/null 2>&1 || ci/apt-install.sh gcc
+go version
+bindings-go/build.sh
+cd bindings-go
+test -z "$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
+go vet ./...
+CGO_ENABLED=1 go test -race -count=1 ./...
+# Without cgo (or on another platform) the build fails saying what it needs, not with a
+# linker's dump.
+if out=$(CGO_ENABLED=0 go build ./... 2>&1); then
+  echo "CGO_ENABLED=0 built: it must fail saying cgo is needed" >&2
+  exit 1
+fi
+case "$out" in
+  *fencelock_needs_CGO_ENABLED_1_on_linux_amd64*) echo "CGO_ENABLED=0: refused as it should be" ;;
+  *) echo "CGO_ENABLED=0 failed without saying why: $out" >&2; exit 1 ;;
+esac
