@@ -28,11 +28,7 @@ func (m *Manager) Acquire(ctx context.Context, name string, opts ...AcquireOptio
 	if err != nil {
 		return nil, err
 	}
-	wait := int64(-1)
-	if a.wait != nil {
-		wait = int64(millis(*a.wait))
-	}
-	return m.acquire(ctx, name, a, wait)
+	return m.acquire(ctx, name, a, waitMillis(a))
 }
 
 // TryAcquire makes one attempt: a name another owner holds is (nil, an error matching
@@ -48,10 +44,30 @@ func (m *Manager) TryAcquire(ctx context.Context, name string, opts ...AcquireOp
 func (m *Manager) acquire(ctx context.Context, name string, a acquireSettings, wait int64) (*Lock, error) {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
-	var ctoken *C.char
+	return m.lease(ctx, a, wait, func(mp *C.fl_manager, l leaseArgs) C.fl_status {
+		return C.fencelock_go_lock_start(mp, cname, l.token, l.ttl, l.wait, l.flags, l.handle, l.out)
+	})
+}
+
+// leaseArgs are the arguments every kind of lease's start call takes.
+type leaseArgs struct {
+	token  *C.char
+	ttl    C.uint64_t
+	wait   C.int64_t
+	flags  C.uint32_t
+	handle C.uintptr_t
+	out    **C.fl_pending
+}
+
+// startLease is the C start call of one kind of lease (a lock, permits, a share).
+type startLease func(mp *C.fl_manager, l leaseArgs) C.fl_status
+
+// lease acquires a lease through start, waiting in this goroutine (see await).
+func (m *Manager) lease(ctx context.Context, a acquireSettings, wait int64, start startLease) (*Lock, error) {
+	var token *C.char
 	if a.token != nil {
-		ctoken = C.CString(*a.token)
-		defer C.free(unsafe.Pointer(ctoken))
+		token = C.CString(*a.token)
+		defer C.free(unsafe.Pointer(token))
 	}
 	flags := C.uint32_t(0)
 	if a.reentrant {
@@ -61,8 +77,7 @@ func (m *Manager) acquire(ctx context.Context, name string, a acquireSettings, w
 	err := m.use(func(mp *C.fl_manager) error {
 		var err error
 		ptr, err = await(ctx, func(h C.uintptr_t, out **C.fl_pending) C.fl_status {
-			return C.fencelock_go_lock_start(mp, cname, ctoken, C.uint64_t(millis(a.ttl)),
-				C.int64_t(wait), flags, h, out)
+			return start(mp, leaseArgs{token, C.uint64_t(millis(a.ttl)), C.int64_t(wait), flags, h, out})
 		})
 		return err
 	})
@@ -70,6 +85,14 @@ func (m *Manager) acquire(ctx context.Context, name string, a acquireSettings, w
 		return nil, err
 	}
 	return newLock(ptr)
+}
+
+// waitMillis is the C wait argument of an acquisition: -1 without a Wait option.
+func waitMillis(a acquireSettings) int64 {
+	if a.wait == nil {
+		return -1
+	}
+	return int64(millis(*a.wait))
 }
 
 // WithLock runs fn while holding name, kept alive in the background (extended every ttl/3)

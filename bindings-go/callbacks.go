@@ -16,6 +16,7 @@ fl_status fencelock_go_rwlock_start(const fl_rwlock *rw, uint32_t mode, const ch
                                     uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
                                     uintptr_t handle, fl_pending **out);
 fl_status fencelock_go_on_lost(fl_lock *lock, uintptr_t handle);
+fl_status fencelock_go_set_events(uint32_t min_level);
 */
 import "C"
 

@@ -38,3 +38,12 @@ fl_status fencelock_go_rwlock_start(const fl_rwlock *rw, uint32_t mode, const ch
 fl_status fencelock_go_on_lost(fl_lock *lock, uintptr_t handle) {
     return fl_lock_on_lost(lock, go_lost, (void *)handle);
 }
+
+static void go_event(fl_event_level level, const char *message, const char *fields, void *user_data) {
+    (void)user_data;
+    fencelockGoEvent((uint32_t)level, (char *)message, (char *)fields);
+}
+
+fl_status fencelock_go_set_events(uint32_t min_level) {
+    return fl_set_event_callback(go_event, NULL, min_level);
+}

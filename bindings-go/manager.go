@@ -29,6 +29,7 @@ type Manager struct {
 // redis+unix:///path. Errors are ErrInvalidArgument, naming the bad URL or option with its
 // password masked.
 func NewManager(urls []string, opts ...ManagerOption) (*Manager, error) {
+	warnByDefault()
 	var s settings
 	for _, o := range opts {
 		o(&s)
