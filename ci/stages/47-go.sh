@@ -3,7 +3,9 @@
 # bindings-go/build.sh on the shared debug build of stage 40; go vet, then go test -race
 # against real redis-servers it starts on free ports: acquire, extend, release, typed
 # errors, bad input before any network call, a cancelled context giving its place up, 2,000
-# waiting goroutines under 100 OS threads, WithLock cancelled on a loss.
+# waiting goroutines under 100 OS threads, WithLock cancelled on a loss, semaphores and
+# read-write locks, inspection, slog events, and the seed write-up's Go lock
+# (examples/go/requestid) in three processes at once, beside its naive release failing.
 set -euo pipefail
 cd "$FENCELOCK_ROOT"
 # A machine without Go gets Debian's (the module needs Go 1.22 or later).
@@ -12,8 +14,9 @@ command -v gcc >/dev/null 2>&1 || ci/apt-install.sh gcc
 go version
 bindings-go/build.sh
 cd bindings-go
-test -z "$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
+test -z "$(gofmt -l . ../examples/go)" || { echo "gofmt would change:"; gofmt -l . ../examples/go; exit 1; }
 go vet ./...
+(cd ../examples/go && go vet ./...)
 CGO_ENABLED=1 go test -race -count=1 ./...
 # Without cgo (or on another platform) the build fails saying what it needs, not with a
 # linker's dump.
