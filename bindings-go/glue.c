@@ -47,3 +47,10 @@ static void go_event(fl_event_level level, const char *message, const char *fiel
 fl_status fencelock_go_set_events(uint32_t min_level) {
     return fl_set_event_callback(go_event, NULL, min_level);
 }
+
+fl_status fencelock_go_many_start(const fl_manager *m, const char *const *names, size_t n,
+                                  const char *token, uint64_t ttl_ms, int64_t wait_ms,
+                                  uint32_t flags, uintptr_t handle, fl_pending **out) {
+    return fl_lock_acquire_many_start(m, names, n, token, ttl_ms, wait_ms, flags, go_done,
+                                      (void *)handle, out);
+}

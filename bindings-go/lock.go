@@ -29,7 +29,10 @@ type Lock struct {
 	name  string
 	token string
 	fence uint64
-	lost  *lostSignal
+	// Every name and its fencing token (one for a lock on one name).
+	names  []string
+	fences []uint64
+	lost   *lostSignal
 	// The handle through which the library signals a loss; deleted when ptr is freed.
 	lostHandle cgo.Handle
 	// Why it was lost, kept when ptr is freed.
@@ -58,6 +61,16 @@ func newLock(ptr *C.fl_lock) (*Lock, error) {
 		fence: uint64(fence),
 		lost:  &lostSignal{ch: make(chan struct{})},
 	}
+	var n C.size_t
+	C.fl_lock_name_count(ptr, &n)
+	for i := C.size_t(0); i < n; i++ {
+		var name *C.char
+		var fence C.uint64_t
+		C.fl_lock_name_at(ptr, i, &name)
+		C.fl_lock_fencing_token_at(ptr, i, &fence)
+		l.names = append(l.names, C.GoString(name))
+		l.fences = append(l.fences, uint64(fence))
+	}
 	l.lostHandle = cgo.NewHandle(l.lost)
 	if err := call(func() C.fl_status { return C.fencelock_go_on_lost(ptr, C.uintptr_t(l.lostHandle)) }); err != nil {
 		l.lostHandle.Delete()
@@ -70,6 +83,12 @@ func newLock(ptr *C.fl_lock) (*Lock, error) {
 
 // Name is the lock's name.
 func (l *Lock) Name() string { return l.name }
+
+// Names are the lock's names (one, but for AcquireMany's), in the order given.
+func (l *Lock) Names() []string { return append([]string(nil), l.names...) }
+
+// FencingTokens are the fencing tokens of Names, in the same order.
+func (l *Lock) FencingTokens() []uint64 { return append([]uint64(nil), l.fences...) }
 
 // Token is the lock's token, the value of its Redis key (random, or the caller's): keep it
 // from other owners, it is what releases the lock.

@@ -317,3 +317,30 @@ func TestWithLockCancelsItsContextWhenTheLockIsLost(t *testing.T) {
 		t.Fatalf("WithLock: %v (ran %v)", err, ran)
 	}
 }
+
+func TestAcquireManyTakesEveryNameOrNone(t *testing.T) {
+	s := startRedis(t)
+	m := manager(t, s)
+	ctx := context.Background()
+	both, err := m.AcquireMany(ctx, []string{"{order-42}:payment", "{order-42}:stock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := both.Names(); len(n) != 2 || n[1] != "{order-42}:stock" || len(both.FencingTokens()) != 2 {
+		t.Fatalf("names %v, fencing tokens %v", n, both.FencingTokens())
+	}
+	// One of the names held: none is taken.
+	_, err = m.AcquireMany(ctx, []string{"{order-42}:stock", "{order-42}:ship"}, fencelock.Wait(0))
+	if !errors.Is(err, fencelock.ErrNotAcquired) {
+		t.Fatalf("a name held: %v", err)
+	}
+	if held, _ := m.IsLocked(ctx, "{order-42}:ship"); held {
+		t.Fatal("a part was taken")
+	}
+	if err := both.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.AcquireMany(ctx, []string{"a", "a"}); !errors.Is(err, fencelock.ErrInvalidArgument) {
+		t.Fatalf("a name twice: %v", err)
+	}
+}

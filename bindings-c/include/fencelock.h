@@ -409,6 +409,17 @@ typedef bool (*fl_interrupt_callback)(void *user_data);
 typedef void (*fl_lock_callback)(const struct fl_lock *lock, void *user_data);
 
 /**
+ * Called once when an acquisition started with `fl_*_acquire_start` ends, on one of the
+ * manager's threads: `status` is `FL_OK` with `lock` a new handle the callee owns (free it
+ * with `fl_lock_free`), or the failure with `lock` NULL (`FL_CANCELLED` after
+ * `fl_pending_cancel`, or when the manager was freed first); during the call,
+ * `fl_last_error_message` and `fl_last_error_server*` describe the failure. `user_data` is
+ * the start call's argument. The callback must return soon (it holds up the manager's
+ * other work) and must not free the manager.
+ */
+typedef void (*fl_acquire_done)(fl_status status, struct fl_lock *lock, void *user_data);
+
+/**
  * A semaphore's occupancy (`fl_semaphore_state`); with several servers, each count the
  * largest an answering server reports.
  */
@@ -448,17 +459,6 @@ typedef struct fl_rwlock_occupancy {
    */
   uint64_t waiters;
 } fl_rwlock_occupancy;
-
-/**
- * Called once when an acquisition started with `fl_*_acquire_start` ends, on one of the
- * manager's threads: `status` is `FL_OK` with `lock` a new handle the callee owns (free it
- * with `fl_lock_free`), or the failure with `lock` NULL (`FL_CANCELLED` after
- * `fl_pending_cancel`, or when the manager was freed first); during the call,
- * `fl_last_error_message` and `fl_last_error_server*` describe the failure. `user_data` is
- * the start call's argument. The callback must return soon (it holds up the manager's
- * other work) and must not free the manager.
- */
-typedef void (*fl_acquire_done)(fl_status status, struct fl_lock *lock, void *user_data);
 
 /**
  * Receives one fencelock event: its level, what happened (`message`: `"acquired"`,
@@ -1029,6 +1029,16 @@ fl_status fl_with_lock(const struct fl_manager *manager, const char *name, uint6
  * different hash slots when a server is a cluster.
  */
 fl_status fl_lock_acquire_many(const struct fl_manager *manager, const char *const *names, size_t n_names, const char *token, uint64_t ttl_ms, int64_t wait_ms, uint32_t flags, struct fl_lock **out);
+
+/**
+ * As `fl_lock_acquire_many`, returning at once: the wait runs in the manager's runtime and
+ * `done(status, lock, user_data)` is called once when it ends, as for
+ * `fl_lock_acquire_start` (whose handle, `fl_pending_cancel` and `fl_pending_free` apply).
+ * Every argument is checked before this returns.
+ *
+ * Errors: as `fl_lock_acquire_many`'s argument checks; a NULL `done` or `out`.
+ */
+fl_status fl_lock_acquire_many_start(const struct fl_manager *manager, const char *const *names, size_t n_names, const char *token, uint64_t ttl_ms, int64_t wait_ms, uint32_t flags, fl_acquire_done done, void *user_data, struct fl_pending **out);
 
 /**
  * How many names the lock has (1 for a lock on one name).

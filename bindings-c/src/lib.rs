@@ -85,7 +85,8 @@ pub use lost::{
 };
 pub use manager::{fl_manager, fl_manager_free, fl_manager_new, fl_settle_all};
 pub use many::{
-    fl_lock_acquire_many, fl_lock_fencing_token_at, fl_lock_name_at, fl_lock_name_count,
+    fl_lock_acquire_many, fl_lock_acquire_many_start, fl_lock_fencing_token_at, fl_lock_name_at,
+    fl_lock_name_count,
 };
 pub use options::{
     fl_manager_options, fl_manager_options_free, fl_manager_options_new,

@@ -1,12 +1,13 @@
 //! Locks on several names at once: `fl_lock_acquire_many` and the per-name getters.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
 
 use crate::error::fl_status;
 use crate::ffi;
 use crate::lock::{acquire_options, fl_lock, hand_out, lock_ref, manager, reentrant_flag};
 use crate::manager::fl_manager;
 use crate::panic::boundary;
+use crate::pending::{fl_acquire_done, fl_pending, started};
 
 /// Acquires every name of `names` (`n_names` NUL-terminated strings, 1 to 64, none twice) at
 /// once, or none, as one lock: on each server one script sets every key or none, with one
@@ -36,29 +37,78 @@ pub unsafe extern "C" fn fl_lock_acquire_many(
     boundary(|| {
         let out = ffi::out(out, "out")?;
         let m = self::manager(manager)?;
-        if names.is_null() && n_names > 0 {
-            return Err(ffi::invalid("names is NULL"));
-        }
-        // Bounded before reading: a wrong count must not walk past the caller's array.
-        let max = fencelock::keys::MAX_NAMES;
-        if n_names > max {
-            return Err(ffi::invalid(format!(
-                "a lock on several names takes 1 to {max} names, got {n_names}"
-            )));
-        }
-        let mut list = Vec::with_capacity(n_names);
-        for i in 0..n_names {
-            // SAFETY: names points to n_names readable pointers, by contract.
-            let p = unsafe { *names.add(i) };
-            // SAFETY: each is NULL or a NUL-terminated string, by contract.
-            list.push(unsafe { ffi::bytes(p, &format!("names[{i}]")) }?.to_vec());
-        }
+        // SAFETY: forwarded under the caller's contract.
+        let list = unsafe { names_arg(names, n_names) }?;
         let token = (!token.is_null()).then_some(token);
         // SAFETY: NULL or a NUL-terminated string, by contract.
         let opts = unsafe { acquire_options(token, ttl_ms, wait_ms) }?;
         let opts = opts.reentrant(reentrant_flag(flags)?);
         hand_out(m.inner.acquire_many_with(&list, &opts)?, out)
     })
+}
+
+/// As `fl_lock_acquire_many`, returning at once: the wait runs in the manager's runtime and
+/// `done(status, lock, user_data)` is called once when it ends, as for
+/// `fl_lock_acquire_start` (whose handle, `fl_pending_cancel` and `fl_pending_free` apply).
+/// Every argument is checked before this returns.
+///
+/// Errors: as `fl_lock_acquire_many`'s argument checks; a NULL `done` or `out`.
+#[no_mangle]
+pub unsafe extern "C" fn fl_lock_acquire_many_start(
+    manager: *const fl_manager,
+    names: *const *const c_char,
+    n_names: usize,
+    token: *const c_char,
+    ttl_ms: u64,
+    wait_ms: i64,
+    flags: u32,
+    done: fl_acquire_done,
+    user_data: *mut c_void,
+    out: *mut *mut fl_pending,
+) -> fl_status {
+    boundary(|| {
+        let out = ffi::out(out, "out")?;
+        let done = done.ok_or_else(|| ffi::invalid("done is NULL"))?;
+        let m = self::manager(manager)?;
+        // SAFETY: forwarded under the caller's contract.
+        let list = unsafe { names_arg(names, n_names) }?;
+        let token = (!token.is_null()).then_some(token);
+        // SAFETY: NULL or a NUL-terminated string, by contract.
+        let opts = unsafe { acquire_options(token, ttl_ms, wait_ms) }?;
+        let opts = opts.reentrant(reentrant_flag(flags)?);
+        let acquisition = m.inner.as_async().prepare_many(&list, &opts)?;
+        started(&m.inner, acquisition, (done, user_data), out)
+    })
+}
+
+/// The names of a lock on several names, checked: not NULL (with names), at most the limit,
+/// each a NUL-terminated string.
+///
+/// # Safety
+/// `names` is NULL or points to `n_names` readable pointers, each NULL or a NUL-terminated
+/// string.
+unsafe fn names_arg(
+    names: *const *const c_char,
+    n_names: usize,
+) -> fencelock::Result<Vec<Vec<u8>>> {
+    if names.is_null() && n_names > 0 {
+        return Err(ffi::invalid("names is NULL"));
+    }
+    // Bounded before reading: a wrong count must not walk past the caller's array.
+    let max = fencelock::keys::MAX_NAMES;
+    if n_names > max {
+        return Err(ffi::invalid(format!(
+            "a lock on several names takes 1 to {max} names, got {n_names}"
+        )));
+    }
+    let mut list = Vec::with_capacity(n_names);
+    for i in 0..n_names {
+        // SAFETY: names points to n_names readable pointers, by contract.
+        let p = unsafe { *names.add(i) };
+        // SAFETY: each is NULL or a NUL-terminated string, by contract.
+        list.push(unsafe { ffi::bytes(p, &format!("names[{i}]")) }?.to_vec());
+    }
+    Ok(list)
 }
 
 /// How many names the lock has (1 for a lock on one name).

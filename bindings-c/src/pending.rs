@@ -78,6 +78,19 @@ unsafe fn start(
     // SAFETY: by contract.
     let opts = unsafe { acquire_options(token, ttl_ms, wait_ms) }?.reentrant(reentrant);
     let acquisition = m.as_async().prepare_lease(name, kind, &opts)?;
+    started(m, acquisition, (done, user_data), out)
+}
+
+/// Starts a prepared acquisition on `m`'s runtime, its outcome to the caller's callback.
+pub(crate) fn started(
+    m: &LockManager,
+    acquisition: impl std::future::Future<Output = Result<fencelock::Lock>> + Send + 'static,
+    (done, user_data): (
+        unsafe extern "C" fn(fl_status, *mut fl_lock, *mut c_void),
+        *mut c_void,
+    ),
+    out: &mut *mut fl_pending,
+) -> Result<()> {
     let completion = Completion { done, user_data };
     let inner = m.start(acquisition, move |outcome| completion.call(outcome))?;
     *out = Box::into_raw(Box::new(fl_pending { inner }));

@@ -330,6 +330,35 @@ static void test_semaphore_and_rwlock_start(void) {
     outcome_destroy(&b);
 }
 
+/* Several names at once start the same way; a bad list is the start call's error. */
+static void test_many_names_start(void) {
+    fl_manager *m = new_manager();
+    fl_pending *p = NULL;
+    const char *names[2];
+    const char *twice[2] = {"same", "same"};
+    size_t count = 0;
+    outcome o;
+    outcome_init(&o);
+    names[0] = fresh_name("start-many-a");
+    names[1] = fresh_name("start-many-b");
+    CHECK_INVALID(fl_lock_acquire_many_start(m, twice, 2, NULL, 1000, -1, 0, on_done, &o, &p), "twice");
+    CHECK_INVALID(fl_lock_acquire_many_start(m, NULL, 2, NULL, 1000, -1, 0, on_done, &o, &p), "names");
+    CHECK_INVALID(fl_lock_acquire_many_start(m, names, 2, NULL, 1000, -1, 0, NULL, &o, &p), "done");
+    CHECK(calls_of(&o) == 0);
+    CHECK_ST(fl_lock_acquire_many_start(m, names, 2, NULL, 10000, -1, 0, on_done, &o, &p), FL_OK);
+    CHECK(wait_done(&o, 30000));
+    CHECK_ST(o.status, FL_OK);
+    if (o.lock) {
+        CHECK_ST(fl_lock_name_count(o.lock, &count), FL_OK);
+        CHECK(count == 2);
+        CHECK_ST(fl_lock_release(o.lock), FL_OK);
+        fl_lock_free(o.lock);
+    }
+    fl_pending_free(p);
+    fl_manager_free(m);
+    outcome_destroy(&o);
+}
+
 int main(void) {
     const char *ports = getenv("FL_TEST_PORTS");
     int port;
@@ -346,5 +375,6 @@ int main(void) {
     run_test("a_wait_limit_completes_with_not_acquired", test_a_wait_limit_completes_with_not_acquired);
     run_test("freeing_the_manager_ends_a_wait", test_freeing_the_manager_ends_a_wait);
     run_test("semaphore_and_rwlock_start", test_semaphore_and_rwlock_start);
+    run_test("many_names_start", test_many_names_start);
     return summary();
 }

@@ -88,3 +88,8 @@ pub use who::{default_holder_label, HolderNote, LockHolder};
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// docs/observability.md's Rust block, compiled and run by `cargo test --doc` as the README's.
+#[doc = include_str!("../../docs/observability.md")]
+#[cfg(doctest)]
+pub struct ObservabilityDoctests;

@@ -248,6 +248,27 @@ impl LockManager {
         })
     }
 
+    /// [`acquire_many_with`](Self::acquire_many_with) in two steps, as
+    /// [`prepare_lease`](Self::prepare_lease).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) as
+    /// [`acquire_many_with`](Self::acquire_many_with).
+    pub fn prepare_many<N: AsRef<[u8]>>(
+        &self,
+        names: impl IntoIterator<Item = N>,
+        opts: &AcquireOptions,
+    ) -> Result<impl std::future::Future<Output = Result<Lock>> + Send + 'static> {
+        let names: Vec<Vec<u8>> = names.into_iter().map(|n| n.as_ref().to_vec()).collect();
+        AcquireCall::check_many(&self.engine, &names, opts)?;
+        let (engine, opts) = (Arc::clone(&self.engine), opts.clone());
+        Ok(async move {
+            AcquireCall::new_many(&engine, &names, &opts)?
+                .lock(&opts)
+                .await
+        })
+    }
+
     /// Acquires a lease of `kind` on `name` (a semaphore's permits, a read-write lock's share
     /// or hold; their handles check the limit and count first).
     async fn acquire_lease(

@@ -184,6 +184,21 @@ impl AcquireCall {
         engine.check_ttl(opts.ttl).map(|_| ())
     }
 
+    /// The checks of [`new_many`](Self::new_many) alone (see [`check_lease`](Self::check_lease)).
+    ///
+    /// # Errors
+    /// As [`new_many`](Self::new_many).
+    pub fn check_many(engine: &Engine, names: &[Vec<u8>], opts: &AcquireOptions) -> Result<()> {
+        check_names(names)?;
+        if let Some(t) = &opts.token {
+            token::check_token(t)?;
+        }
+        if engine.has_cluster() {
+            check_one_slot(&engine.target_many(names, Vec::new()))?;
+        }
+        engine.check_ttl(opts.ttl).map(|_| ())
+    }
+
     /// As [`new`](Self::new), for a lock on all of `names` at once (see
     /// [`LockManager::acquire_many_with`](crate::LockManager::acquire_many_with)).
     ///
