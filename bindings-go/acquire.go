@@ -103,9 +103,7 @@ func (m *Manager) WithLock(ctx context.Context, name string, fn func(context.Con
 	if err != nil {
 		return err
 	}
-	if err := lock.with(func(p *C.fl_lock) error {
-		return call(func() C.fl_status { return C.fl_lock_auto_extend(p, 0) })
-	}); err != nil {
+	if err := lock.AutoExtend(0); err != nil {
 		_ = lock.Release(context.Background())
 		return err
 	}

@@ -116,6 +116,28 @@ func (l *Lock) Validity() time.Duration {
 // It is never closed by a release.
 func (l *Lock) Lost() <-chan struct{} { return l.lost.ch }
 
+// IsLost says whether the lock is known to be lost (Lost is closed).
+func (l *Lock) IsLost() bool {
+	select {
+	case <-l.lost.ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// AutoExtend keeps the lock alive in the background: it is extended every ttl/3 until it is
+// released or lost, and, when maxHold > 0, for at most maxHold since it was acquired (then it
+// expires). A loss closes Lost. Calling it again replaces the previous setting.
+func (l *Lock) AutoExtend(maxHold time.Duration) error {
+	if maxHold < 0 {
+		return invalid(fmt.Sprintf("maxHold must not be negative, got %v", maxHold))
+	}
+	return l.with(func(p *C.fl_lock) error {
+		return call(func() C.fl_status { return C.fl_lock_auto_extend(p, C.uint64_t(millis(maxHold))) })
+	})
+}
+
 // LostReason says why the lock was lost: "expired", "taken", "unreachable", or "" while it
 // is not.
 func (l *Lock) LostReason() string {

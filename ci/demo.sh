@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main demonstration: three local redis-server processes, worker processes in Rust,
-# Python, Node, C and Java (two of each) contending for one lock through Redlock, one server
+# Python, Node, C, Java and Go (two of each) contending for one lock through Redlock, one server
 # killed in the middle, kept down longer than the TTL and restarted; prints the timeline of
 # holders (with their language) and fencing tokens, and the history checker's verdict (exit
 # status 1 on any violation).

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Cross-language exclusion (tests/chaos/tests/mixed.rs): worker processes in Rust, Python,
-# Node, C and Java (two of each) contend for the same names on five redis-servers, without
+# Node, C, Java and Go (two of each) contend for the same names on five redis-servers, without
 # and with a server killed and restarted, and on a cluster whose slots move (Redis 7.0, 6.2
 # and Valkey 8.1); then (tests/chaos/tests/mixed_faults.rs) with a
 # majority killed, a server stalled behind the proxy, latency near the TTL, a Python holder
-# SIGKILLed, and a Python, Node, C or Java holder SIGSTOPped past its TTL whose late write a
+# SIGKILLed, and a Python, Node, C, Java or Go holder SIGSTOPped past its TTL whose late write a
 # fenced store rejects; the history checker's verdict over every hold is part of each
 # verdict. Then the same workers in a network namespace of the test's own
 # (tests/chaos/tests/partitions.rs): a minority of servers partitioned, a majority's replies
 # lost, packets dropped at random (nftables; needs root). Builds the Python wheel
-# (virtualenv), the Node addon, libfencelock (installed prefix) and the Java jar with its
-# worker when they are missing or stale, reusing what stages 20/30/45 built
+# (virtualenv), the Node addon, libfencelock (installed prefix), the Java jar with its
+# worker and the Go worker when they are missing or stale, reusing what stages 20/30/45 built
 # (tests/chaos/workers/build.sh), so `ci/test.sh mixed` also works alone.
 # FENCELOCK_MIXED_REQUIRED=1: a missing language is a failure, not a skip. Then the
 # cross-language demo (ci/demo.sh) runs once, short.

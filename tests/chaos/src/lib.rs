@@ -13,7 +13,7 @@
 //! - [`paused`]: a holder paused past its TTL and fenced off when it resumes, for holders in
 //!   any two languages;
 //! - [`worker`]: worker processes (the `chaos-worker` binary) that can be paused and killed;
-//! - [`mixed`]: worker processes in Rust, Python, Node, C and Java contending for the same locks
+//! - [`mixed`]: worker processes in Rust, Python, Node, C, Java and Go contending for the same locks
 //!   (`tests/chaos/workers/`).
 //!
 //! Three binaries make the pieces usable from tests in other languages: `chaos-worker` (a Rust
@@ -23,7 +23,7 @@
 //!
 //! The tests are in `tests/`: `proxy.rs` (the proxy itself), `check.rs` (the checker process),
 //! `faults.rs` (faults during contention), `pitfalls.rs` (the classic mistakes of Redis
-//! locks, naive code against fencelock) and `mixed.rs` (Rust, Python, Node, C and Java worker
+//! locks, naive code against fencelock) and `mixed.rs` (Rust, Python, Node, C, Java and Go worker
 //! processes contending for the same locks). Set `FENCELOCK_SOAK=1` for longer runs.
 #![warn(missing_docs)]
 

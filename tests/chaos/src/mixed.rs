@@ -1,4 +1,4 @@
-//! Cross-language contention: worker processes in Rust, Python, Node, C and Java contend for the
+//! Cross-language contention: worker processes in Rust, Python, Node, C, Java and Go contend for the
 //! same lock names on the same servers, and report their holds as `HOLD` lines that the
 //! [history checker](crate::history) judges together.
 //!
@@ -24,7 +24,9 @@
 //!   `$FENCELOCK_C_PREFIX`, else `target/mixed/c-prefix`; `worker.c` is compiled against it
 //!   with `$CC` (default `cc`) into `target/mixed/worker-c`;
 //! - Java: `java` on the PATH, and `$FENCELOCK_JAVA_CLASSPATH` (else `target/mixed/java`'s
-//!   compiled worker and `fencelock.jar`, with Debian's `jna.jar`).
+//!   compiled worker and `fencelock.jar`, with Debian's `jna.jar`);
+//! - Go: `$FENCELOCK_GO_WORKER`, else `target/mixed/worker-go` (`tests/chaos/workers/go`,
+//!   built on `bindings-go`).
 //!
 //! `ci/stages/60-mixed.sh` (and `ci/demo.sh`) build all of them.
 
@@ -50,16 +52,19 @@ pub enum Language {
     C,
     /// `tests/chaos/workers/Worker.java`.
     Java,
+    /// `tests/chaos/workers/go/worker.go`.
+    Go,
 }
 
 impl Language {
     /// Every language, in a fixed order.
-    pub const ALL: [Language; 5] = [
+    pub const ALL: [Language; 6] = [
         Language::Rust,
         Language::Python,
         Language::Node,
         Language::C,
         Language::Java,
+        Language::Go,
     ];
 
     /// The lowercase name, also the prefix of its workers' holder ids (`python-2`).
@@ -70,6 +75,7 @@ impl Language {
             Language::Node => "node",
             Language::C => "c",
             Language::Java => "java",
+            Language::Go => "go",
         }
     }
 
@@ -178,6 +184,7 @@ impl Toolchains {
         add(find_node(&root, &workers));
         add(find_c(&root, &workers));
         add(find_java(&root, &workers));
+        add(find_go(&root, &workers));
         t
     }
 
@@ -280,6 +287,24 @@ fn find_java(root: &Path, workers: &Path) -> Result<Launcher, String> {
         program: PathBuf::from("java"),
         leading_args: leading.to_vec(),
         env: Vec::new(),
+    })
+}
+
+fn find_go(root: &Path, workers: &Path) -> Result<Launcher, String> {
+    let exe = std::env::var_os("FENCELOCK_GO_WORKER")
+        .map_or_else(|| root.join("target/mixed/worker-go"), PathBuf::from);
+    if !exe.is_file() {
+        return Err(format!(
+            "go: no worker at {} (built by tests/chaos/workers/build.sh; or set \
+             FENCELOCK_GO_WORKER)",
+            exe.display()
+        ));
+    }
+    Ok(Launcher {
+        language: Language::Go,
+        program: exe,
+        leading_args: Vec::new(),
+        env: vec![("FENCELOCK_WORKERS".into(), workers.display().to_string())],
     })
 }
 

@@ -1,4 +1,4 @@
-//! Cross-language exclusion: worker processes in Rust, Python, Node, C and Java (two of each)
+//! Cross-language exclusion: worker processes in Rust, Python, Node, C, Java and Go (two of each)
 //! contend for the same names on five real redis-server processes, with and without a server
 //! killed and restarted in the middle. Every hold is reported as a `HOLD` line and the history
 //! checker's verdict over all of them is the test's verdict: no two holds on a name overlap

@@ -507,3 +507,10 @@ fn a_paused_c_holder_is_fenced_off_when_it_resumes_after_a_python_holder_took_ov
 fn a_paused_java_holder_is_fenced_off_when_it_resumes_after_a_rust_holder_took_over() {
     paused_holder_is_fenced_off(Language::Java, Language::Rust);
 }
+
+/// A Go holder paused past its TTL, a Java holder takes over: the Go holder's late write is
+/// rejected by the fenced store and corrupts the unfenced one.
+#[test]
+fn a_paused_go_holder_is_fenced_off_when_it_resumes_after_a_java_holder_took_over() {
+    paused_holder_is_fenced_off(Language::Go, Language::Java);
+}

@@ -1,5 +1,5 @@
 //! Network faults between the workers and the servers (issue 36, item 4): worker processes in
-//! Rust, Python, Node, C and Java (two of each) run in a network namespace this test makes
+//! Rust, Python, Node, C, Java and Go (two of each) run in a network namespace this test makes
 //! ([`fencelock_chaos::netns`]) and reach five redis-servers on the host only through its veth
 //! pair; nftables rules in the namespace partition them from some servers, both ways or one
 //! way, or drop packets at random. Each scenario states what must hold, and the history

@@ -11,6 +11,8 @@
 #           bindings-node/ but its node_modules
 #   Java:   fencelock.jar (bindings-java/build.sh, over the same installed library) and
 #           Worker.java compiled against it, in target/mixed/java
+#   Go:     libfencelock.a into bindings-go (bindings-go/build.sh) and the worker
+#           (tests/chaos/workers/go) built on it into target/mixed/worker-go
 #   Python: a virtualenv with the fencelock WHEEL installed: target/venv-ci-python (made by
 #           ci/stages/20-python.sh) when it is fresh, else target/venv-mixed (maturin build +
 #           pip install of the wheel)
@@ -97,10 +99,9 @@ rm -rf "$out/java/worker"
 javac --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$out/java/fencelock.jar:/usr/share/java/jna.jar" \
   -d "$out/java/worker" tests/chaos/workers/Worker.java
 
-if command -v go >/dev/null 2>&1; then
-  say "go: libfencelock's static library for bindings-go"
-  bindings-go/build.sh >&2
-fi
+say "go: libfencelock's static library for bindings-go, and the worker on it"
+bindings-go/build.sh >&2
+(cd tests/chaos/workers/go && go build -o "$out/worker-go" .)
 
 cat > "$out/env" <<ENV
 export FENCELOCK_PYTHON="$python"

@@ -92,7 +92,7 @@ fn main() {
     println!("fencelock cross-language demo");
     println!("  3 redis-servers (Redlock, quorum 2): {}", urls.join(" "));
     println!(
-        "  {} workers per language (Rust, Python, Node, C, Java) contend for the lock {LOCK:?} for {} s,",
+        "  {} workers per language (Rust, Python, Node, C, Java, Go) contend for the lock {LOCK:?} for {} s,",
         a.per_language, a.seconds
     );
     println!(
