@@ -10,6 +10,9 @@ this runner knows is run against a real redis-server that it starts on a free lo
   c                      compiled with cc against $FENCELOCK_C_PREFIX (pkg-config), then run
   java                   compiled with javac against $FENCELOCK_JAVA_CLASSPATH, its public
                          class run
+  ts, typescript         compiled by tsc --strict (bindings-node's TypeScript and Node types;
+                         an ES module, TypeScript 5.2's `await using` rewritten) and run by
+                         node, `fencelock` resolved as for js
   go                     built as the main package of a module that requires the binding,
                          replaced by $FENCELOCK_GO_MODULE (bindings-go/, its library built)
 
@@ -24,6 +27,7 @@ Usage: ci/docs.py FILE.md [FILE.md ...]   (the environment of target/mixed/env)
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -36,7 +40,7 @@ from pathlib import Path
 from typing import Iterator, List, Optional, Tuple
 
 LIMIT = 60
-RUNS = {"python", "js", "javascript", "mjs", "c", "java", "go"}
+RUNS = {"python", "js", "javascript", "mjs", "ts", "typescript", "c", "java", "go"}
 
 
 def blocks(path: Path) -> Iterator[Tuple[int, str, List[str], str]]:
@@ -103,14 +107,16 @@ def command(lang: str, text: str, work: Path) -> List[str]:
     if lang == "python":
         (work / "block.py").write_text(text)
         return [env["FENCELOCK_PYTHON"], "block.py"]
-    if lang in ("js", "javascript", "mjs"):
-        module = lang == "mjs" or re.search(r"^\s*import\s", text, re.M) is not None
-        name = "block.mjs" if module else "block.cjs"
+    if lang in ("js", "javascript", "mjs", "ts", "typescript"):
         modules = work / "node_modules"
         modules.mkdir(exist_ok=True)
         link = modules / "fencelock"
         if not link.exists():
             link.symlink_to(env["FENCELOCK_NODE_PACKAGE"])
+        if lang in ("ts", "typescript"):
+            return typescript(text, work)
+        module = lang == "mjs" or re.search(r"^\s*import\s", text, re.M) is not None
+        name = "block.mjs" if module else "block.cjs"
         (work / name).write_text(text)
         return ["node", name]
     if lang == "c":
@@ -140,6 +146,30 @@ def command(lang: str, text: str, work: Path) -> List[str]:
         subprocess.run(["go", "build", "-o", "block", "."], cwd=work, check=True, timeout=3 * LIMIT)
         return ["./block"]
     raise ValueError(lang)
+
+
+def typescript(text: str, work: Path) -> List[str]:
+    """Compiles a TypeScript block with bindings-node's tsc (strict, an ES module) and returns
+    the command that runs the output."""
+    tools = Path(__file__).resolve().parent.parent / "bindings-node" / "node_modules"
+    (work / "block.mts").write_text(text)
+    config = {
+        "compilerOptions": {
+            "strict": True,
+            "target": "ES2022",
+            "module": "nodenext",
+            "moduleResolution": "nodenext",
+            "lib": ["es2022", "esnext.disposable"],
+            "types": ["node"],
+            "typeRoots": [str(tools / "@types")],
+            "noEmitOnError": True,
+        },
+        "files": ["block.mts"],
+    }
+    (work / "tsconfig.json").write_text(json.dumps(config))
+    subprocess.run(["node", str(tools / "typescript" / "bin" / "tsc"), "-p", "."], cwd=work, check=True,
+                   timeout=LIMIT)
+    return ["node", "block.mjs"]
 
 
 def run_block(path: Path, line: int, lang: str, text: str, server: Server) -> Optional[str]:
