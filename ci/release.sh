@@ -15,6 +15,10 @@
 #   fencelock-V.jar, -sources.jar, -javadoc.jar, fencelock-V.pom
 #                                             Java (Maven io.fencelock:fencelock): the jar
 #                                             carries libfencelock for linux-x86-64, glibc 2.17
+#   go/github.com/fencelock/fencelock/bindings-go/@v/vV.{info,mod,zip}, list
+#                                             Go: the module as a module proxy serves it
+#                                             (GOPROXY=file://dist/go), the static library
+#                                             (glibc 2.17) inside
 #   SHA256SUMS                                over all of the above
 #
 # Linux x86-64 binaries are linked against glibc 2.17 with zig (ziglang and cargo-zigbuild
@@ -121,7 +125,12 @@ for jar in "" -sources -javadoc; do
 done
 cp bindings-java/pom.xml "$OUT/fencelock-$version.pom"
 
+# --- Go: the module with the static library (of the build above) inside, as a proxy serves it
+echo "--- Go module"
+"$PYTHON" ci/go-module.py "$version" "$CARGO_TARGET_DIR/$TRIPLE/release/libfencelock_c.a" \
+  bindings-c/include/fencelock.h "$OUT/go"
+
 # --- checksums
-(cd "$OUT" && sha256sum -- * > SHA256SUMS)
+(cd "$OUT" && find . -type f ! -name SHA256SUMS -printf '%P\n' | sort | xargs sha256sum -- > SHA256SUMS)
 echo "--- dist/"
 (cd "$OUT" && ls -l)

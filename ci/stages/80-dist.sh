@@ -12,6 +12,8 @@
 #     shared and static, and run;
 #   - the Java jars deployed to a file:// Maven repository, and a consumer project that
 #     depends on io.fencelock:fencelock by its coordinates, built and run with Maven;
+#   - the Go module from a file:// module proxy, required by path and version by a consumer
+#     module built with cgo and run; without cgo its build says what it needs;
 #   - the fencelock command from each: the wheel's console script, the npm package's bin, the
 #     archive's bin/fencelock, and `cargo install --path cli`: its version, `run` passing the
 #     command's exit code, the lock released;
@@ -307,6 +309,32 @@ echo "$out" | grep -q '^java consumer: acquired and released, fencing token [0-9
   || { echo "the Java consumer did not take and release its lock" >&2; exit 1; }
 [ -f "$work/m2-consumer/io/fencelock/fencelock/$version/fencelock-$version.jar" ] \
   || { echo "the consumer did not resolve io.fencelock:fencelock from the repository" >&2; exit 1; }
+
+echo "--- Go: a consumer module from a file:// module proxy"
+# dist/go is the module as a proxy serves it; a separate module (ci/go-consumer) requires
+# github.com/fencelock/fencelock/bindings-go by path and version only, downloaded into an
+# empty module cache (the checksum database off for that path alone), built with cgo on the
+# clean PATH (the static library comes out of the module) and run.
+gomod="$work/go-consumer"
+mkdir -p "$gomod"
+cp ci/go-consumer/main.go "$gomod/"
+printf 'module consumer\n\ngo 1.22\n\nrequire github.com/fencelock/fencelock/bindings-go v%s\n' \
+  "$version" > "$gomod/go.mod"
+go_env=(PATH="$clean_path" GOPROXY="file://$dist/go" GONOSUMDB=github.com/fencelock/fencelock/bindings-go
+        GOFLAGS=-mod=mod GOMODCACHE="$work/go-modcache" GOCACHE="$work/go-cache")
+(cd "$gomod" && env "${go_env[@]}" CGO_ENABLED=1 go build -o consumer .)
+out=$("$gomod/consumer" "$url")
+echo "$out"
+echo "$out" | grep -q '^go consumer: held dist-go with fencing token [0-9]' \
+  || { echo "the Go consumer did not take and release its lock" >&2; exit 1; }
+echo "--- Go, bad case: without cgo the build says what it needs"
+set +e
+out=$(cd "$gomod" && env "${go_env[@]}" CGO_ENABLED=0 go build -o consumer-nocgo . 2>&1)
+status=$?
+set -e
+[ $status -ne 0 ] && echo "$out" | grep -q 'fencelock_needs_CGO_ENABLED_1_on_linux_amd64' \
+  || { echo "a build without cgo did not say why it failed: $out" >&2; exit 1; }
+env GOMODCACHE="$work/go-modcache" go clean -modcache
 
 echo "--- Rust: cargo install of the fencelock command"
 cargo install --quiet --locked --debug --path cli --root "$work/cargo-root"
