@@ -70,14 +70,13 @@ func startRedis(t testing.TB) *redisServer {
 	return nil
 }
 
-// do sends one command over a fresh connection and returns the reply's first line (a bulk
-// string's payload instead of its header).
-func (s *redisServer) do(args ...string) (string, error) {
+// send sends one command over a fresh connection (closed by the caller) and returns a
+// reader of the reply.
+func (s *redisServer) send(args ...string) (net.Conn, *bufio.Reader, error) {
 	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.port), time.Second)
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
-	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
@@ -85,9 +84,20 @@ func (s *redisServer) do(args ...string) (string, error) {
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
 	}
 	if _, err := c.Write([]byte(b.String())); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return c, bufio.NewReader(c), nil
+}
+
+// do sends one command and returns the reply's first line (a bulk string's payload instead
+// of its header).
+func (s *redisServer) do(args ...string) (string, error) {
+	c, r, err := s.send(args...)
+	if err != nil {
 		return "", err
 	}
-	r := bufio.NewReader(c)
+	defer c.Close()
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return "", err
@@ -102,21 +112,11 @@ func (s *redisServer) do(args ...string) (string, error) {
 
 // array sends one command whose reply is an array of bulk strings (KEYS) and returns them.
 func (s *redisServer) array(args ...string) ([]string, error) {
-	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.port), time.Second)
+	c, r, err := s.send(args...)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := c.Write([]byte(b.String())); err != nil {
-		return nil, err
-	}
-	r := bufio.NewReader(c)
 	head, err := r.ReadString('\n')
 	if err != nil || !strings.HasPrefix(head, "*") {
 		return nil, fmt.Errorf("not an array: %q %v", head, err)

@@ -11,8 +11,8 @@ use fencelock::{display_name, AcquireOptions, Error, LeaseKind, Result};
 use crate::error::fl_status;
 use crate::ffi;
 use crate::lock::{
-    acquire_options, fl_interrupt_callback, fl_lock, fl_lock_callback, hand_out, lock_ref, manager,
-    reentrant_flag, run_scoped,
+    fl_interrupt_callback, fl_lock, fl_lock_callback, flagged_options, hand_out, lock_ref, manager,
+    run_scoped,
 };
 use crate::manager::fl_manager;
 use crate::panic::{boundary, boundary_or};
@@ -112,11 +112,8 @@ unsafe fn acquire(
     (ttl_ms, wait_ms, flags): (u64, i64, u32),
     how: How,
 ) -> Result<Lock> {
-    let reentrant = reentrant_flag(flags)?;
-    let token = (!token.is_null()).then_some(token);
     // SAFETY: by contract.
-    let opts: AcquireOptions = unsafe { acquire_options(token, ttl_ms, wait_ms) }?;
-    let opts = opts.reentrant(reentrant);
+    let opts: AcquireOptions = unsafe { flagged_options(token, (ttl_ms, wait_ms, flags)) }?;
     match how {
         How::Wait(None) => m.acquire_lease_with(name, kind, &opts),
         How::Wait(Some((interrupted, user_data))) => {

@@ -161,6 +161,21 @@ pub(crate) unsafe fn acquire_options(
     Ok(opts)
 }
 
+/// The options of an acquire call that takes flags: `token` NULL for a random one, `flags`
+/// checked (`FL_ACQUIRE_REENTRANT`).
+///
+/// # Safety
+/// `token` is NULL or a NUL-terminated string.
+pub(crate) unsafe fn flagged_options(
+    token: *const c_char,
+    (ttl_ms, wait_ms, flags): (u64, i64, u32),
+) -> Result<AcquireOptions> {
+    let reentrant = reentrant_flag(flags)?;
+    let token = (!token.is_null()).then_some(token);
+    // SAFETY: by contract.
+    Ok(unsafe { acquire_options(token, ttl_ms, wait_ms) }?.reentrant(reentrant))
+}
+
 /// How often `fl_lock_acquire_interruptible` asks its callback whether to give up.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 

@@ -4,7 +4,7 @@ use std::ffi::{c_char, c_void};
 
 use crate::error::fl_status;
 use crate::ffi;
-use crate::lock::{acquire_options, fl_lock, hand_out, lock_ref, manager, reentrant_flag};
+use crate::lock::{fl_lock, flagged_options, hand_out, lock_ref, manager};
 use crate::manager::fl_manager;
 use crate::panic::boundary;
 use crate::pending::{fl_acquire_done, fl_pending, started};
@@ -39,10 +39,8 @@ pub unsafe extern "C" fn fl_lock_acquire_many(
         let m = self::manager(manager)?;
         // SAFETY: forwarded under the caller's contract.
         let list = unsafe { names_arg(names, n_names) }?;
-        let token = (!token.is_null()).then_some(token);
         // SAFETY: NULL or a NUL-terminated string, by contract.
-        let opts = unsafe { acquire_options(token, ttl_ms, wait_ms) }?;
-        let opts = opts.reentrant(reentrant_flag(flags)?);
+        let opts = unsafe { flagged_options(token, (ttl_ms, wait_ms, flags)) }?;
         hand_out(m.inner.acquire_many_with(&list, &opts)?, out)
     })
 }
@@ -72,10 +70,8 @@ pub unsafe extern "C" fn fl_lock_acquire_many_start(
         let m = self::manager(manager)?;
         // SAFETY: forwarded under the caller's contract.
         let list = unsafe { names_arg(names, n_names) }?;
-        let token = (!token.is_null()).then_some(token);
         // SAFETY: NULL or a NUL-terminated string, by contract.
-        let opts = unsafe { acquire_options(token, ttl_ms, wait_ms) }?;
-        let opts = opts.reentrant(reentrant_flag(flags)?);
+        let opts = unsafe { flagged_options(token, (ttl_ms, wait_ms, flags)) }?;
         let acquisition = m.inner.as_async().prepare_many(&list, &opts)?;
         started(&m.inner, acquisition, (done, user_data), out)
     })

@@ -10,7 +10,7 @@ use fencelock::{LeaseKind, Result};
 use crate::error::{fl_status, set_last_core_error, status_of};
 use crate::family::{fl_rwlock, fl_semaphore};
 use crate::ffi;
-use crate::lock::{acquire_options, fl_lock, manager, reentrant_flag};
+use crate::lock::{fl_lock, flagged_options, manager};
 use crate::manager::fl_manager;
 use crate::panic::{boundary, boundary_or};
 
@@ -73,10 +73,8 @@ unsafe fn start(
 ) -> Result<()> {
     let out = ffi::out(out, "out")?;
     let done = done.ok_or_else(|| ffi::invalid("done is NULL"))?;
-    let reentrant = reentrant_flag(flags)?;
-    let token = (!token.is_null()).then_some(token);
     // SAFETY: by contract.
-    let opts = unsafe { acquire_options(token, ttl_ms, wait_ms) }?.reentrant(reentrant);
+    let opts = unsafe { flagged_options(token, (ttl_ms, wait_ms, flags)) }?;
     let acquisition = m.as_async().prepare_lease(name, kind, &opts)?;
     started(m, acquisition, (done, user_data), out)
 }
