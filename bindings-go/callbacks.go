@@ -17,6 +17,7 @@ fl_status fencelock_go_rwlock_start(const fl_rwlock *rw, uint32_t mode, const ch
                                     uintptr_t handle, fl_pending **out);
 fl_status fencelock_go_on_lost(fl_lock *lock, uintptr_t handle);
 fl_status fencelock_go_set_events(uint32_t min_level);
+fl_status fencelock_go_set_samples(int on);
 */
 import "C"
 

@@ -54,3 +54,16 @@ fl_status fencelock_go_many_start(const fl_manager *m, const char *const *names,
     return fl_lock_acquire_many_start(m, names, n, token, ttl_ms, wait_ms, flags, go_done,
                                       (void *)handle, out);
 }
+
+static void go_sample(const char *name, fl_metric_instrument instrument, double value,
+                      const char *const *label_names, const char *const *label_values,
+                      size_t label_count, void *user_data) {
+    (void)instrument;
+    (void)label_names;
+    (void)user_data;
+    fencelockGoSample((char *)name, value, (char **)label_values, label_count);
+}
+
+fl_status fencelock_go_set_samples(int on) {
+    return fl_set_metric_callback(on ? go_sample : NULL, NULL);
+}

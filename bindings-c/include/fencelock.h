@@ -485,6 +485,46 @@ typedef void (*fl_event_callback)(fl_event_level level, const char *message, con
  */
 typedef void (*fl_metric_callback)(const char *name, fl_metric_instrument instrument, double value, const char *const *label_names, const char *const *label_values, size_t label_count, void *user_data);
 
+/**
+ * What one measurement is (`fl_metric_describe`): the table of docs/observability.md, for
+ * exporters that declare their metrics before the first sample (help text, buckets). Every
+ * pointer is static: valid for the life of the process.
+ */
+typedef struct fl_metric_description {
+  /**
+   * Its name, as samples carry it (`fencelock_acquire_wait_seconds`, ...).
+   */
+  const char *name;
+  /**
+   * How it is reported.
+   */
+  fl_metric_instrument instrument;
+  /**
+   * `"seconds"`, or `"1"` for a count.
+   */
+  const char *unit;
+  /**
+   * What it means, one sentence.
+   */
+  const char *help;
+  /**
+   * Its labels' names, in the order samples give their values.
+   */
+  const char *const *label_names;
+  /**
+   * How many labels.
+   */
+  size_t label_count;
+  /**
+   * A histogram's bucket upper bounds, ascending (none for a counter or a gauge).
+   */
+  const double *buckets;
+  /**
+   * How many buckets.
+   */
+  size_t bucket_count;
+} fl_metric_description;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -1347,6 +1387,18 @@ fl_status fl_set_event_callback(fl_event_callback callback, void *user_data, uin
  * Errors: `FL_INVALID_ARGUMENT` when called from inside the metric callback.
  */
 fl_status fl_set_metric_callback(fl_metric_callback callback, void *user_data);
+
+/**
+ * How many measurements there are (`fl_metric_describe` takes 0 to this minus one).
+ */
+size_t fl_metric_count(void);
+
+/**
+ * Describes measurement `index` (0 to `fl_metric_count() - 1`) into `*out`.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for a NULL `out` or an index out of range.
+ */
+fl_status fl_metric_describe(size_t index, struct fl_metric_description *out);
 
 /**
  * Lets lock `name` into the `name` label of the measurements of managers made with these

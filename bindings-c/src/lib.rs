@@ -88,6 +88,10 @@ pub use many::{
     fl_lock_acquire_many, fl_lock_acquire_many_start, fl_lock_fencing_token_at, fl_lock_name_at,
     fl_lock_name_count,
 };
+pub use metrics::{
+    fl_manager_options_add_metric_name, fl_metric_callback, fl_metric_count, fl_metric_describe,
+    fl_metric_description, fl_metric_instrument, fl_set_metric_callback,
+};
 pub use options::{
     fl_manager_options, fl_manager_options_free, fl_manager_options_new,
     fl_manager_options_set_connect_timeout_ms, fl_manager_options_set_drift_factor,

@@ -100,11 +100,7 @@ fn deliver(sample: &Sample<'_>) {
     let values: Vec<CString> = sample.labels.iter().map(|v| c_string(v)).collect();
     let names: Vec<*const c_char> = label_names.iter().map(|n| n.as_ptr()).collect();
     let values: Vec<*const c_char> = values.iter().map(|v| v.as_ptr()).collect();
-    let instrument = match sample.measure.instrument {
-        Instrument::Counter => fl_metric_instrument::FL_METRIC_COUNTER,
-        Instrument::Histogram => fl_metric_instrument::FL_METRIC_HISTOGRAM,
-        Instrument::Gauge => fl_metric_instrument::FL_METRIC_GAUGE,
-    };
+    let instrument = instrument_of(sample.measure.instrument);
     IN_CALLBACK.with(|c| c.set(true));
     // SAFETY: a C function pointer given to fl_set_metric_callback, with its user_data; the
     // strings and arrays live until it returns.
@@ -163,6 +159,101 @@ pub unsafe extern "C" fn fl_set_metric_callback(
         }
         Ok(())
     })
+}
+
+/// What one measurement is (`fl_metric_describe`): the table of docs/observability.md, for
+/// exporters that declare their metrics before the first sample (help text, buckets). Every
+/// pointer is static: valid for the life of the process.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct fl_metric_description {
+    /// Its name, as samples carry it (`fencelock_acquire_wait_seconds`, ...).
+    pub name: *const c_char,
+    /// How it is reported.
+    pub instrument: fl_metric_instrument,
+    /// `"seconds"`, or `"1"` for a count.
+    pub unit: *const c_char,
+    /// What it means, one sentence.
+    pub help: *const c_char,
+    /// Its labels' names, in the order samples give their values.
+    pub label_names: *const *const c_char,
+    /// How many labels.
+    pub label_count: usize,
+    /// A histogram's bucket upper bounds, ascending (none for a counter or a gauge).
+    pub buckets: *const f64,
+    /// How many buckets.
+    pub bucket_count: usize,
+}
+
+/// Each measure's name, unit and help text as C strings, made once.
+static TEXTS: LazyLock<Vec<(CString, CString, CString)>> = LazyLock::new(|| {
+    MEASURES
+        .iter()
+        .map(|m| (c_string(m.name), c_string(m.unit), c_string(m.help)))
+        .collect()
+});
+
+/// Each measure's label names as an array of pointers into [`NAMES`].
+struct LabelPointers(Vec<Vec<*const c_char>>);
+
+// SAFETY: the pointers point into NAMES's strings, made once and never changed or freed.
+unsafe impl Sync for LabelPointers {}
+// SAFETY: as above.
+unsafe impl Send for LabelPointers {}
+
+static LABELS: LazyLock<LabelPointers> = LazyLock::new(|| {
+    LabelPointers(
+        NAMES
+            .iter()
+            .map(|(_, labels)| labels.iter().map(|l| l.as_ptr()).collect())
+            .collect(),
+    )
+});
+
+/// How many measurements there are (`fl_metric_describe` takes 0 to this minus one).
+#[no_mangle]
+pub extern "C" fn fl_metric_count() -> usize {
+    MEASURES.len()
+}
+
+/// Describes measurement `index` (0 to `fl_metric_count() - 1`) into `*out`.
+///
+/// Errors: `FL_INVALID_ARGUMENT` for a NULL `out` or an index out of range.
+#[no_mangle]
+pub unsafe extern "C" fn fl_metric_describe(
+    index: usize,
+    out: *mut fl_metric_description,
+) -> fl_status {
+    boundary(|| {
+        let out = ffi::out(out, "out")?;
+        let m = MEASURES.get(index).ok_or_else(|| {
+            ffi::invalid(format!(
+                "index {index} is out of range: there are {} measurements",
+                MEASURES.len()
+            ))
+        })?;
+        let (name, unit, help) = &TEXTS[index];
+        let labels = &LABELS.0;
+        *out = fl_metric_description {
+            name: name.as_ptr(),
+            instrument: instrument_of(m.instrument),
+            unit: unit.as_ptr(),
+            help: help.as_ptr(),
+            label_names: labels[index].as_ptr(),
+            label_count: labels[index].len(),
+            buckets: m.buckets.as_ptr(),
+            bucket_count: m.buckets.len(),
+        };
+        Ok(())
+    })
+}
+
+fn instrument_of(i: Instrument) -> fl_metric_instrument {
+    match i {
+        Instrument::Counter => fl_metric_instrument::FL_METRIC_COUNTER,
+        Instrument::Histogram => fl_metric_instrument::FL_METRIC_HISTOGRAM,
+        Instrument::Gauge => fl_metric_instrument::FL_METRIC_GAUGE,
+    }
 }
 
 /// Lets lock `name` into the `name` label of the measurements of managers made with these

@@ -465,3 +465,37 @@ fn settle_all_waits_for_an_interrupted_waits_withdrawal() {
         fl_manager_free(m);
     }
 }
+
+#[test]
+fn every_measurement_is_described_with_its_labels_and_buckets() {
+    let n = fl_metric_count();
+    assert_eq!(n, fencelock::measure::MEASURES.len());
+    let text = |p: *const std::ffi::c_char| unsafe { CStr::from_ptr(p) }.to_str().unwrap();
+    for (i, m) in fencelock::measure::MEASURES.iter().enumerate() {
+        let mut d = std::mem::MaybeUninit::<fl_metric_description>::uninit();
+        assert_eq!(
+            unsafe { fl_metric_describe(i, d.as_mut_ptr()) },
+            fl_status::FL_OK
+        );
+        let d = unsafe { d.assume_init() };
+        assert_eq!(text(d.name), m.name);
+        assert_eq!(text(d.unit), m.unit);
+        assert_eq!(text(d.help), m.help);
+        let labels: Vec<&str> = (0..d.label_count)
+            .map(|j| text(unsafe { *d.label_names.add(j) }))
+            .collect();
+        assert_eq!(labels, m.labels);
+        let buckets = unsafe { std::slice::from_raw_parts(d.buckets, d.bucket_count) };
+        assert_eq!(buckets, m.buckets);
+    }
+    let mut d = std::mem::MaybeUninit::<fl_metric_description>::uninit();
+    assert_eq!(
+        unsafe { fl_metric_describe(n, d.as_mut_ptr()) },
+        fl_status::FL_INVALID_ARGUMENT
+    );
+    assert!(last_error().contains("out of range"), "{}", last_error());
+    assert_eq!(
+        unsafe { fl_metric_describe(0, std::ptr::null_mut()) },
+        fl_status::FL_INVALID_ARGUMENT
+    );
+}

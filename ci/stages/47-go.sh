@@ -17,6 +17,8 @@ cd bindings-go
 test -z "$(gofmt -l . ../examples/go)" || { echo "gofmt would change:"; gofmt -l . ../examples/go; exit 1; }
 go vet ./...
 (cd ../examples/go && go vet ./...)
+# The Prometheus collector, a module of its own (client_golang from the module proxy).
+(cd prometheus && go vet ./... && CGO_ENABLED=1 go test -race -count=1 ./...)
 CGO_ENABLED=1 go test -race -count=1 ./...
 # Without cgo (or on another platform) the build fails saying what it needs, not with a
 # linker's dump.
