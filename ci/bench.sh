@@ -4,8 +4,9 @@
 #   ci/bench.sh                  full run (about 10 minutes once built): writes bench/results/latest.json,
 #                                bench/results/latest.png and bench/RESULTS.md; the coordination
 #                                family's FAMILY.md, the command line's CLI.md and the Java
-#                                binding's JAVA.md (bench/family.py, bench/cli.py,
-#                                bench/java.py), each with results/*-latest.json; what
+#                                binding's JAVA.md, the Go binding's GO.md (bench/family.py,
+#                                bench/cli.py, bench/java.py, bench/go.py), each with
+#                                results/*-latest.json; what
 #                                observing costs, way by way (bench/observing.py, printed)
 #   ci/bench.sh --quick          a shorter run (under 3 minutes once built), same files
 #   ci/bench.sh --quick --smoke  one tiny round with debug builds, into target/bench/smoke/:
@@ -97,6 +98,14 @@ javac --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$java_cp" \
   --java-classpath "$java_cp:$root/target/bench/java-$profile/runner" --out-dir "$out_dir" \
   "${family_flags[@]}"
 
+echo "--- the Go binding against redsync and redislock (bench/go.py)"
+# The binding over libfencelock's static library of this profile (bindings-go/build.sh), the
+# peers from the Go module proxy (bench/go's go.mod).
+PROFILE="$profile" bindings-go/build.sh
+(cd bench/go && go build -o "$root/target/bench/bench-go-$profile" .)
+"$venv/bin/python" bench/go.py --runner "$root/target/bench/bench-go-$profile" --out-dir "$out_dir" \
+  "${family_flags[@]}"
+
 echo "--- what observing costs, way by way (bench/observing.py)"
 observing_flags=(--rounds 6 --seconds 3)
 [ "$smoke" = 1 ] && observing_flags=(--rounds 1 --seconds 0.3)
@@ -104,7 +113,7 @@ observing_flags=(--rounds 6 --seconds 3)
 "$venv/bin/python" bench/observing.py --bin "$rust_bin" "${observing_flags[@]}"
 
 for f in RESULTS.md results/latest.json results/latest.png FAMILY.md results/family-latest.json \
-         CLI.md results/cli-latest.json JAVA.md results/java-latest.json; do
+         CLI.md results/cli-latest.json JAVA.md results/java-latest.json GO.md results/go-latest.json; do
   [ -s "$out_dir/$f" ] || { echo "bench: $out_dir/$f was not written" >&2; exit 1; }
 done
 echo "bench: wrote $out_dir/RESULTS.md, $out_dir/results/latest.json, $out_dir/results/latest.png"
