@@ -73,14 +73,23 @@ func (m *Manager) lease(ctx context.Context, a acquireSettings, wait int64, star
 	if a.reentrant {
 		flags = C.FL_ACQUIRE_REENTRANT
 	}
-	var ptr *C.fl_lock
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The manager is held only while the acquisition starts: Close may run while it waits
+	// (the library then ends the wait: an error matching context.Canceled).
+	var s started
 	err := m.use(func(mp *C.fl_manager) error {
 		var err error
-		ptr, err = await(ctx, func(h C.uintptr_t, out **C.fl_pending) C.fl_status {
+		s, err = begin(func(h C.uintptr_t, out **C.fl_pending) C.fl_status {
 			return start(mp, leaseArgs{token, C.uint64_t(millis(a.ttl)), C.int64_t(wait), flags, h, out})
 		})
 		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	ptr, err := s.wait(ctx)
 	if err != nil {
 		return nil, err
 	}

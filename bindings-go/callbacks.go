@@ -53,28 +53,36 @@ func fencelockGoLost(handle C.uintptr_t) {
 // startFunc starts one acquisition whose completion goes to the handle.
 type startFunc func(handle C.uintptr_t, out **C.fl_pending) C.fl_status
 
-// await starts an acquisition and waits for it in this goroutine, holding no OS thread: the
-// wait runs in the library, and its completion callback sends the outcome. A context that
-// ends first cancels it there (its place in line given up, whatever it won released) and
-// returns ctx.Err(); a lock that won the race with the cancellation is released.
-func await(ctx context.Context, start startFunc) (*C.fl_lock, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+// started is an acquisition under way: its handle and where its outcome arrives.
+type started struct {
+	pending *C.fl_pending
+	done    chan outcome
+}
+
+// begin starts an acquisition whose completion callback sends its outcome (the wait runs in
+// the library: a waiting goroutine holds no OS thread).
+func begin(start startFunc) (started, error) {
 	done := make(chan outcome, 1)
 	h := cgo.NewHandle(done)
 	var pending *C.fl_pending
 	if err := call(func() C.fl_status { return start(C.uintptr_t(h), &pending) }); err != nil {
 		h.Delete() // never started: the callback will not come
-		return nil, err
+		return started{}, err
 	}
-	defer C.fl_pending_free(pending)
+	return started{pending, done}, nil
+}
+
+// wait waits for a started acquisition. A context that ends first cancels it in the library
+// (its place in line given up, whatever it won released) and returns ctx.Err(); a lock that
+// won the race with the cancellation is released.
+func (s started) wait(ctx context.Context) (*C.fl_lock, error) {
+	defer C.fl_pending_free(s.pending)
 	select {
-	case o := <-done:
+	case o := <-s.done:
 		return o.lock, o.err
 	case <-ctx.Done():
-		C.fl_pending_cancel(pending)
-		if o := <-done; o.lock != nil {
+		C.fl_pending_cancel(s.pending)
+		if o := <-s.done; o.lock != nil {
 			// Freeing a held lock releases it in the background.
 			C.fl_lock_free(o.lock)
 		}

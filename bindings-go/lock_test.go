@@ -344,3 +344,41 @@ func TestAcquireManyTakesEveryNameOrNone(t *testing.T) {
 		t.Fatalf("a name twice: %v", err)
 	}
 }
+
+// Closing the manager while a goroutine waits in Acquire ends that wait (an error matching
+// context.Canceled) instead of blocking Close until the wait ends.
+func TestCloseEndsAWaitInProgress(t *testing.T) {
+	s := startRedis(t)
+	holder := manager(t, s)
+	ctx := context.Background()
+	held, err := holder.Acquire(ctx, "closing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(ctx)
+	m, err := fencelock.NewManager([]string{s.url()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	result := make(chan error, 1)
+	go func() {
+		_, err := m.Acquire(ctx, "closing")
+		result <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // waiting in line by now
+	closed := make(chan struct{})
+	go func() { m.Close(); close(closed) }()
+	select {
+	case err := <-result:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("a wait ended by Close: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not end the wait")
+	}
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return")
+	}
+}
