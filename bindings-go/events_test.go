@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/bindings-go"
+	"github.com/fencelock/fencelock/bindings-go/internal/testredis"
 )
 
 // syncBuffer is a log destination written from the library's threads.
@@ -41,7 +42,7 @@ func TestAWaitThatMakesNoProgressWarnsThroughSlog(t *testing.T) {
 	before := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&out, nil)))
 	defer slog.SetDefault(before)
-	port := strconv.Itoa(freePort(t))
+	port := strconv.Itoa(testredis.FreePort(t))
 	// Refusals waited through (0), as for a server that does not answer.
 	m, err := fencelock.NewManager([]string{"redis://127.0.0.1:" + port}, fencelock.WithRefusedAttempts(0))
 	if err != nil {
@@ -68,7 +69,7 @@ func TestEnableLoggingSendsDebugEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fencelock.EnableLogging(slog.LevelWarn)
-	s := startRedis(t)
+	s := testredis.Start(t)
 	m := manager(t, s)
 	lock, err := m.Acquire(context.Background(), "logged")
 	if err != nil {

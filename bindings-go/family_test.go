@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/bindings-go"
+	"github.com/fencelock/fencelock/bindings-go/internal/testredis"
 )
 
 func TestASemaphoreHoldsAtMostItsLimit(t *testing.T) {
-	s := startRedis(t)
+	s := testredis.Start(t)
 	m := manager(t, s)
 	ctx := context.Background()
 	sem := m.Semaphore("pool", 3)
@@ -60,7 +61,7 @@ func TestASemaphoreHoldsAtMostItsLimit(t *testing.T) {
 }
 
 func TestAnRWLockHasReadersOrOneWriter(t *testing.T) {
-	s := startRedis(t)
+	s := testredis.Start(t)
 	m := manager(t, s)
 	ctx := context.Background()
 	rw := m.RWLock("config")
@@ -91,7 +92,7 @@ func TestAnRWLockHasReadersOrOneWriter(t *testing.T) {
 }
 
 func TestInspectionAndRequestIDs(t *testing.T) {
-	s := startRedis(t)
+	s := testredis.Start(t)
 	m := manager(t, s, fencelock.WithHolder("billing on host-7"))
 	ctx := context.Background()
 	if held, err := m.IsLocked(ctx, "report"); err != nil || held {

@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/bindings-go"
+	"github.com/fencelock/fencelock/bindings-go/internal/testredis"
 )
 
-func manager(t testing.TB, s *redisServer, opts ...fencelock.ManagerOption) *fencelock.Manager {
+func manager(t testing.TB, s *testredis.Server, opts ...fencelock.ManagerOption) *fencelock.Manager {
 	t.Helper()
-	m, err := fencelock.NewManager([]string{s.url()}, opts...)
+	m, err := fencelock.NewManager([]string{s.URL()}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func manager(t testing.TB, s *redisServer, opts ...fencelock.ManagerOption) *fen
 }
 
 func TestAcquireExtendRelease(t *testing.T) {
-	s := startRedis(t)
+	s := testredis.Start(t)
 	m := manager(t, s)
 	ctx := context.Background()
 	lock, err := m.Acquire(ctx, "invoices", fencelock.TTL(10*time.Second))
@@ -40,20 +41,20 @@ func TestAcquireExtendRelease(t *testing.T) {
 	if v := lock.Validity(); v <= 9*time.Second || v > 10*time.Second {
 		t.Fatalf("validity %v", v)
 	}
-	if got, _ := s.do("GET", "invoices"); got != lock.Token() {
+	if got, _ := s.Do("GET", "invoices"); got != lock.Token() {
 		t.Fatalf("the key holds %q, the lock's token is %q", got, lock.Token())
 	}
 	if err := lock.Extend(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	pttl, _ := s.do("PTTL", "invoices")
+	pttl, _ := s.Do("PTTL", "invoices")
 	if ms, _ := strconv.Atoi(strings.TrimPrefix(pttl, ":")); ms <= 50000 || ms > 60000 {
 		t.Fatalf("PTTL after extending to a minute: %s", pttl)
 	}
 	if err := lock.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.do("EXISTS", "invoices"); got != ":0" {
+	if got, _ := s.Do("EXISTS", "invoices"); got != ":0" {
 		t.Fatalf("released, the key exists: %s", got)
 	}
 	if err := lock.Release(ctx); !errors.Is(err, fencelock.ErrInvalidArgument) {
@@ -73,7 +74,7 @@ func TestAcquireExtendRelease(t *testing.T) {
 }
 
 func TestTryAcquireOnAHeldNameIsNotAcquired(t *testing.T) {
-	s := startRedis(t)
+	s := testredis.Start(t)
 	m := manager(t, s)
 	ctx := context.Background()
 	held, err := m.Acquire(ctx, "held")
@@ -97,7 +98,7 @@ func TestTryAcquireOnAHeldNameIsNotAcquired(t *testing.T) {
 }
 
 func TestBadInputFailsBeforeAnyNetworkCall(t *testing.T) {
-	nowhere := "redis://127.0.0.1:" + strconv.Itoa(freePort(t))
+	nowhere := "redis://127.0.0.1:" + strconv.Itoa(testredis.FreePort(t))
 	m, err := fencelock.NewManager([]string{nowhere})
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +138,7 @@ func TestBadInputFailsBeforeAnyNetworkCall(t *testing.T) {
 }
 
 func TestNobodyListeningIsUnavailable(t *testing.T) {
-	nowhere := "redis://127.0.0.1:" + strconv.Itoa(freePort(t))
+	nowhere := "redis://127.0.0.1:" + strconv.Itoa(testredis.FreePort(t))
 	m, err := fencelock.NewManager([]string{nowhere}, fencelock.WithRefusedAttempts(2))
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +154,7 @@ func TestNobodyListeningIsUnavailable(t *testing.T) {
 // A cancelled context ends a wait at once with ctx.Err() and leaves nothing in line: the
 // holder's release then leaves the name free.
 func TestACancelledContextEndsTheWaitAndLeavesNothing(t *testing.T) {
-	s := startRedis(t)
+	s := testredis.Start(t)
 	m := manager(t, s)
 	bg := context.Background()
 	held, err := m.Acquire(bg, "cancel-me")
@@ -183,7 +184,7 @@ func TestACancelledContextEndsTheWaitAndLeavesNothing(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if n, _ := s.do("ZCARD", queueKey(s, "cancel-me")); n == ":0" {
+		if n, _ := s.Do("ZCARD", queueKey(s, "cancel-me")); n == ":0" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -203,8 +204,8 @@ func TestACancelledContextEndsTheWaitAndLeavesNothing(t *testing.T) {
 
 // queueKey is the name's wait queue key, found on the server (core/src/keys.rs lays it out
 // as fencelock:{T}:queue:name, T the slot's tag); "" when there is none.
-func queueKey(s *redisServer, name string) string {
-	keys, _ := s.array("KEYS", "fencelock:{*}:queue:"+name)
+func queueKey(s *testredis.Server, name string) string {
+	keys, _ := s.Array("KEYS", "fencelock:{*}:queue:"+name)
 	if len(keys) == 0 {
 		return "none"
 	}
@@ -215,7 +216,7 @@ func queueKey(s *redisServer, name string) string {
 // under 100 threads, and the holder's release hands the lock down the line.
 func TestThousandsOfWaitersStayUnderAHundredThreads(t *testing.T) {
 	const waiters = 2000
-	s := startRedis(t)
+	s := testredis.Start(t)
 	m := manager(t, s)
 	ctx := context.Background()
 	held, err := m.Acquire(ctx, "crowd")
@@ -250,11 +251,11 @@ func TestThousandsOfWaitersStayUnderAHundredThreads(t *testing.T) {
 	// Every waiter in line (the queue holds them all) before the threads are counted.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if n, _ := s.do("ZCARD", queueKey(s, "crowd")); n == ":"+strconv.Itoa(waiters) {
+		if n, _ := s.Do("ZCARD", queueKey(s, "crowd")); n == ":"+strconv.Itoa(waiters) {
 			break
 		}
 		if time.Now().After(deadline) {
-			n, _ := s.do("ZCARD", queueKey(s, "crowd"))
+			n, _ := s.Do("ZCARD", queueKey(s, "crowd"))
 			t.Fatalf("not every waiter is in line: %s", n)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -290,12 +291,12 @@ func osThreads(t testing.TB) int {
 }
 
 func TestWithLockCancelsItsContextWhenTheLockIsLost(t *testing.T) {
-	s := startRedis(t)
+	s := testredis.Start(t)
 	m := manager(t, s)
 	ctx := context.Background()
 	err := m.WithLock(ctx, "job", func(ctx context.Context, l *fencelock.Lock) error {
 		// Someone deletes the key behind the holder's back: the next extension finds it gone.
-		if _, err := s.do("DEL", "job"); err != nil {
+		if _, err := s.Do("DEL", "job"); err != nil {
 			return err
 		}
 		select {
@@ -319,7 +320,7 @@ func TestWithLockCancelsItsContextWhenTheLockIsLost(t *testing.T) {
 }
 
 func TestAcquireManyTakesEveryNameOrNone(t *testing.T) {
-	s := startRedis(t)
+	s := testredis.Start(t)
 	m := manager(t, s)
 	ctx := context.Background()
 	both, err := m.AcquireMany(ctx, []string{"{order-42}:payment", "{order-42}:stock"})
@@ -348,7 +349,7 @@ func TestAcquireManyTakesEveryNameOrNone(t *testing.T) {
 // Closing the manager while a goroutine waits in Acquire ends that wait (an error matching
 // context.Canceled) instead of blocking Close until the wait ends.
 func TestCloseEndsAWaitInProgress(t *testing.T) {
-	s := startRedis(t)
+	s := testredis.Start(t)
 	holder := manager(t, s)
 	ctx := context.Background()
 	held, err := holder.Acquire(ctx, "closing")
@@ -356,7 +357,7 @@ func TestCloseEndsAWaitInProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Release(ctx)
-	m, err := fencelock.NewManager([]string{s.url()})
+	m, err := fencelock.NewManager([]string{s.URL()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/bindings-go"
+	"github.com/fencelock/fencelock/bindings-go/internal/testredis"
 )
 
 // The seed write-up's Go lock (examples/go/requestid): three processes at once, each taking
 // the lock with its own request id and releasing it by name and id; their holds never overlap
 // and their fencing tokens follow the order of their holds.
 func TestTheWriteUpsGoLockExcludesAcrossProcesses(t *testing.T) {
-	s := startRedis(t)
+	s := testredis.Start(t)
 	dir, err := filepath.Abs("../examples/go")
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +36,7 @@ func TestTheWriteUpsGoLockExcludesAcrossProcesses(t *testing.T) {
 	outs := make(chan string, 3)
 	for i := 0; i < 3; i++ {
 		go func() {
-			out, err := exec.Command(bin, s.url(), "checkout", "150ms").CombinedOutput()
+			out, err := exec.Command(bin, s.URL(), "checkout", "150ms").CombinedOutput()
 			if err != nil {
 				out = append(out, []byte(err.Error())...)
 			}
@@ -57,7 +58,7 @@ func TestTheWriteUpsGoLockExcludesAcrossProcesses(t *testing.T) {
 			t.Fatalf("holds overlap or fencing tokens out of order: %+v", holds)
 		}
 	}
-	if n, _ := s.do("EXISTS", "checkout"); n != ":0" {
+	if n, _ := s.Do("EXISTS", "checkout"); n != ":0" {
 		t.Fatal("the lock is still held after every process released it")
 	}
 }
@@ -66,11 +67,11 @@ func TestTheWriteUpsGoLockExcludesAcrossProcesses(t *testing.T) {
 // holder whose lock expired deletes the next holder's. Shown with raw commands, then
 // fencelock refusing in the same situation.
 func TestAReleaseByPlainDelDeletesTheNextHoldersLockAndFencelocksDoesNot(t *testing.T) {
-	s := startRedis(t)
+	s := testredis.Start(t)
 	m := manager(t, s)
 	ctx := context.Background()
 	// The naive client: SET NX PX, its work outlasts the expiry, then DEL.
-	if r, _ := s.do("SET", "report", "naive-id", "NX", "PX", "100"); r != "+OK" {
+	if r, _ := s.Do("SET", "report", "naive-id", "NX", "PX", "100"); r != "+OK" {
 		t.Fatalf("SET NX PX: %s", r)
 	}
 	time.Sleep(150 * time.Millisecond) // expired while the naive client worked
@@ -78,7 +79,7 @@ func TestAReleaseByPlainDelDeletesTheNextHoldersLockAndFencelocksDoesNot(t *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.do("DEL", "report"); err != nil { // the naive release
+	if _, err := s.Do("DEL", "report"); err != nil { // the naive release
 		t.Fatal(err)
 	}
 	if err := next.Release(ctx); !errors.Is(err, fencelock.ErrLockLost) {

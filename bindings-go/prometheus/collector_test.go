@@ -2,48 +2,16 @@ package prometheus_test
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fencelock/fencelock/bindings-go"
+	"github.com/fencelock/fencelock/bindings-go/internal/testredis"
 	fencelockprom "github.com/fencelock/fencelock/bindings-go/prometheus"
 	prom "github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
-
-// startRedis starts a redis-server on a free loopback port, killed by PID at the test's end.
-func startRedis(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	bin := os.Getenv("REDIS_SERVER_BIN")
-	if bin == "" {
-		bin = "redis-server"
-	}
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return "redis://" + addr
-		}
-	}
-	t.Fatal("redis-server did not start")
-	return ""
-}
 
 // series finds the metric of family name whose labels include want.
 func series(t *testing.T, families []*dto.MetricFamily, name string, want map[string]string) *dto.Metric {
@@ -70,7 +38,7 @@ func series(t *testing.T, families []*dto.MetricFamily, name string, want map[st
 }
 
 func TestTheCollectorExportsTheSeriesOfEveryLanguage(t *testing.T) {
-	url := startRedis(t)
+	url := testredis.Start(t).URL()
 	reg := prom.NewRegistry()
 	reg.MustRegister(fencelockprom.NewCollector())
 	defer fencelock.SetSampleHandler(nil)

@@ -19,6 +19,9 @@ go vet ./...
 (cd ../examples/go && go vet ./...)
 # The Prometheus collector, a module of its own (client_golang from the module proxy).
 (cd prometheus && go vet ./... && CGO_ENABLED=1 go test -race -count=1 ./...)
+# The redsync drop-in, a module of its own (redsync's adapters, go-redis v9 and redigo from
+# the module proxy): a mutex through either adapter on three servers.
+(cd compat/redsync && go vet ./... && CGO_ENABLED=1 go test -race -count=1 ./...)
 CGO_ENABLED=1 go test -race -count=1 ./...
 # Without cgo (or on another platform) the build fails saying what it needs, not with a
 # linker's dump.

@@ -1,6 +1,7 @@
-//go:build cgo && linux && amd64
-
-package fencelock_test
+// Package testredis starts the redis-server processes of the Go tests (this module's and
+// the prometheus and compat modules'), on free loopback ports, and talks to them over a
+// plain socket (RESP), so that the tests need no Redis client.
+package testredis
 
 import (
 	"bufio"
@@ -13,16 +14,17 @@ import (
 	"time"
 )
 
-// redisServer is a redis-server this test started on a free loopback port, stopped by PID.
-type redisServer struct {
-	port int
+// Server is a redis-server a test started on a free loopback port, stopped by PID.
+type Server struct {
+	Port int
 	cmd  *exec.Cmd
 }
 
-func (s *redisServer) url() string { return fmt.Sprintf("redis://127.0.0.1:%d", s.port) }
+// URL is the server's redis:// URL.
+func (s *Server) URL() string { return fmt.Sprintf("redis://127.0.0.1:%d", s.Port) }
 
-// freePort is a loopback port nothing listens on (bound, then closed; never 6379).
-func freePort(t testing.TB) int {
+// FreePort is a loopback port nothing listens on (bound, then closed; never 6379).
+func FreePort(t testing.TB) int {
 	for {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -36,25 +38,25 @@ func freePort(t testing.TB) int {
 	}
 }
 
-// startRedis starts a redis-server (REDIS_SERVER_BIN, else redis-server on PATH) and waits
+// Start starts a redis-server (REDIS_SERVER_BIN, else redis-server on PATH) and waits
 // until it answers PING; the test's cleanup kills exactly that process.
-func startRedis(t testing.TB) *redisServer {
+func Start(t testing.TB) *Server {
 	t.Helper()
 	bin := os.Getenv("REDIS_SERVER_BIN")
 	if bin == "" {
 		bin = "redis-server"
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		port := freePort(t)
+		port := FreePort(t)
 		cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", "no", "--dir", t.TempDir())
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start %s: %v", bin, err)
 		}
-		s := &redisServer{port: port, cmd: cmd}
+		s := &Server{Port: port, cmd: cmd}
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
-			if reply, err := s.do("PING"); err == nil && reply == "+PONG" {
+			if reply, err := s.Do("PING"); err == nil && reply == "+PONG" {
 				t.Cleanup(func() {
 					_ = cmd.Process.Kill()
 					_, _ = cmd.Process.Wait()
@@ -72,8 +74,8 @@ func startRedis(t testing.TB) *redisServer {
 
 // send sends one command over a fresh connection (closed by the caller) and returns a
 // reader of the reply.
-func (s *redisServer) send(args ...string) (net.Conn, *bufio.Reader, error) {
-	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.port), time.Second)
+func (s *Server) send(args ...string) (net.Conn, *bufio.Reader, error) {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.Port), time.Second)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,9 +92,9 @@ func (s *redisServer) send(args ...string) (net.Conn, *bufio.Reader, error) {
 	return c, bufio.NewReader(c), nil
 }
 
-// do sends one command and returns the reply's first line (a bulk string's payload instead
+// Do sends one command and returns the reply's first line (a bulk string's payload instead
 // of its header).
-func (s *redisServer) do(args ...string) (string, error) {
+func (s *Server) Do(args ...string) (string, error) {
 	c, r, err := s.send(args...)
 	if err != nil {
 		return "", err
@@ -110,8 +112,8 @@ func (s *redisServer) do(args ...string) (string, error) {
 	return line, nil
 }
 
-// array sends one command whose reply is an array of bulk strings (KEYS) and returns them.
-func (s *redisServer) array(args ...string) ([]string, error) {
+// Array sends one command whose reply is an array of bulk strings (KEYS) and returns them.
+func (s *Server) Array(args ...string) ([]string, error) {
 	c, r, err := s.send(args...)
 	if err != nil {
 		return nil, err
