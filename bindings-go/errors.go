@@ -64,6 +64,7 @@ type Error struct {
 	Servers []ServerReport
 }
 
+// Error is the message, prefixed "fencelock: ".
 func (e *Error) Error() string { return "fencelock: " + e.Message }
 
 // Is matches the sentinel error of the kind.

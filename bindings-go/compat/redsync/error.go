@@ -19,6 +19,7 @@ type ErrTaken struct {
 	Nodes []int
 }
 
+// Error names the nodes that hold the lock.
 func (err ErrTaken) Error() string {
 	return fmt.Sprintf("lock already taken, locked nodes: %v", err.Nodes)
 }
@@ -28,6 +29,7 @@ type ErrNodeTaken struct {
 	Node int
 }
 
+// Error names the node.
 func (err ErrNodeTaken) Error() string {
 	return fmt.Sprintf("node #%d: lock already taken", err.Node)
 }
@@ -38,10 +40,12 @@ type RedisError struct {
 	Err  error
 }
 
+// Error names the node and what failed.
 func (e RedisError) Error() string {
 	return fmt.Sprintf("node #%d: %s", e.Node, e.Err)
 }
 
+// Unwrap is what failed.
 func (e RedisError) Unwrap() error {
 	return e.Err
 }
