@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 use crate::{fixed_port, free_port, requests, wait_until, RedisServer, Reply};
 
+// Moving slots between masters, as redis-cli --cluster reshard does.
+mod migrate;
+
 /// How long a node may be unreachable before the cluster fails it over, in ms (short, for
 /// tests; failover then takes a few seconds).
 pub const NODE_TIMEOUT_MS: u64 = 1000;
@@ -309,33 +312,52 @@ impl RedisCluster {
             Reply::Bulk(Some(t)) => String::from_utf8_lossy(&t).into_owned(),
             other => panic!("fencelock-testkit: CLUSTER NODES replied {other:?}"),
         };
-        text.lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|line| {
-                let f: Vec<&str> = line.split(' ').collect();
-                let addr = f[1].split('@').next().unwrap();
-                let port = addr.rsplit(':').next().unwrap().parse().unwrap();
-                let flags = f[2];
-                let slots = f[8..]
-                    .iter()
-                    .filter(|s| !s.starts_with('['))
-                    .map(|s| match s.split_once('-') {
-                        Some((a, b)) => (a.parse().unwrap(), b.parse().unwrap()),
-                        None => (s.parse().unwrap(), s.parse().unwrap()),
-                    })
-                    .collect();
-                NodeInfo {
-                    id: f[0].to_owned(),
-                    port,
-                    master: flags.contains("master") && !flags.contains("fail"),
-                    failed: flags.contains("fail"),
-                    slots,
-                    replica_of: (f[3] != "-").then(|| f[3].to_owned()),
-                }
-            })
-            .collect()
+        parse_nodes(&text)
     }
 
+    /// The view of the node on `port`, or `None` when it does not answer within `limit` (it
+    /// was killed, or is paused).
+    fn view_within(&self, port: u16, limit: Duration) -> Option<Vec<NodeInfo>> {
+        match self
+            .node(port)
+            .cmd_with_timeout(&[b"CLUSTER", b"NODES"], limit)
+        {
+            Ok(Reply::Bulk(Some(t))) => Some(parse_nodes(&String::from_utf8_lossy(&t))),
+            _ => None,
+        }
+    }
+}
+
+/// `CLUSTER NODES`'s text, node by node.
+fn parse_nodes(text: &str) -> Vec<NodeInfo> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            let addr = f[1].split('@').next().unwrap();
+            let port = addr.rsplit(':').next().unwrap().parse().unwrap();
+            let flags = f[2];
+            let slots = f[8..]
+                .iter()
+                .filter(|s| !s.starts_with('['))
+                .map(|s| match s.split_once('-') {
+                    Some((a, b)) => (a.parse().unwrap(), b.parse().unwrap()),
+                    None => (s.parse().unwrap(), s.parse().unwrap()),
+                })
+                .collect();
+            NodeInfo {
+                id: f[0].to_owned(),
+                port,
+                master: flags.contains("master") && !flags.contains("fail"),
+                failed: flags.contains("fail"),
+                slots,
+                replica_of: (f[3] != "-").then(|| f[3].to_owned()),
+            }
+        })
+        .collect()
+}
+
+impl RedisCluster {
     /// The node that serves `slot` now.
     pub fn master_of_slot(&self, slot: u16) -> &RedisServer {
         let port = self
@@ -456,129 +478,6 @@ impl RedisCluster {
         other
             .expect("fencelock-testkit: a cluster of several masters")
             .port
-    }
-
-    /// Opens the move of `slot` from the master that serves it to the master on `to`, moving
-    /// no key: IMPORTING on the target, then MIGRATING on the source. Returns the source's port.
-    pub fn open_migration(&self, slot: u16, to: u16) -> u16 {
-        let from = self.master_of_slot(slot).port();
-        assert_ne!(
-            from, to,
-            "fencelock-testkit: slot {slot} is already on {to}"
-        );
-        let s = slot.to_string();
-        for (port, state, other) in [(to, &b"IMPORTING"[..], from), (from, b"MIGRATING", to)] {
-            let id = self.id_of(other);
-            let r =
-                self.node(port)
-                    .cmd(&[b"CLUSTER", b"SETSLOT", s.as_bytes(), state, id.as_bytes()]);
-            assert!(
-                matches!(r, Reply::Status(_)),
-                "fencelock-testkit: SETSLOT {}: {r:?}",
-                String::from_utf8_lossy(state)
-            );
-        }
-        from
-    }
-
-    /// Closes a move [opened](Self::open_migration) from `from` to `to` without finishing it:
-    /// the slot STABLE on both, still served by `from`, with whatever keys each holds.
-    pub fn cancel_migration(&self, slot: u16, from: u16, to: u16) {
-        let s = slot.to_string();
-        for port in [from, to] {
-            let r = self
-                .node(port)
-                .cmd(&[b"CLUSTER", b"SETSLOT", s.as_bytes(), b"STABLE"]);
-            assert!(
-                matches!(r, Reply::Status(_)),
-                "fencelock-testkit: SETSLOT STABLE: {r:?}"
-            );
-        }
-    }
-
-    /// Moves `slot` (and its keys) from the master that serves it to the master on `to`, the
-    /// way `redis-cli --cluster reshard` does: IMPORTING on the target, MIGRATING on the
-    /// source, MIGRATE of every key (one at a time, with REPLACE), then the slot assigned to the
-    /// target on every master. Between the steps a client sees ASK redirections; `between`
-    /// runs after the keys moved and before the slot is reassigned (to act while the slot is
-    /// half moved).
-    pub fn migrate_slot(&self, slot: u16, to: u16, between: impl FnOnce()) {
-        self.migrate_slot_by(slot, to, Migrate::OneByOne, between)
-    }
-
-    /// [`migrate_slot`](Self::migrate_slot), its keys moved `how`.
-    pub fn migrate_slot_by(&self, slot: u16, to: u16, how: Migrate, between: impl FnOnce()) {
-        let from = self.open_migration(slot, to);
-        let source = self.node(from);
-        let to_id = self.id_of(to);
-        let s = slot.to_string();
-        let ok = |r: Reply, what: &str| {
-            assert!(
-                matches!(r, Reply::Status(_)),
-                "fencelock-testkit: {what}: {r:?}"
-            );
-        };
-        let port = to.to_string();
-        loop {
-            let keys = match source.cmd(&[b"CLUSTER", b"GETKEYSINSLOT", s.as_bytes(), b"100"]) {
-                Reply::Array(Some(k)) => k,
-                other => panic!("fencelock-testkit: GETKEYSINSLOT replied {other:?}"),
-            };
-            let keys: Vec<Vec<u8>> = keys
-                .into_iter()
-                .filter_map(|k| match k {
-                    Reply::Bulk(Some(key)) => Some(key),
-                    _ => None,
-                })
-                .collect();
-            if keys.is_empty() {
-                break;
-            }
-            let head = [&b"MIGRATE"[..], b"127.0.0.1", port.as_bytes()];
-            let calls: Vec<Vec<&[u8]>> = match how {
-                Migrate::OneByOne => keys
-                    .iter()
-                    .map(|k| [&head[..], &[&k[..], b"0", b"5000", b"REPLACE"]].concat())
-                    .collect(),
-                Migrate::Batched => {
-                    let mut call = [&head[..], &[&b""[..], b"0", b"5000", b"KEYS"]].concat();
-                    call.extend(keys.iter().map(|k| &k[..]));
-                    vec![call]
-                }
-            };
-            for call in calls {
-                let r = source.cmd(&call);
-                // NOKEY (a status too): the keys expired since GETKEYSINSLOT listed them.
-                assert!(
-                    matches!(&r, Reply::Status(_)),
-                    "fencelock-testkit: MIGRATE replied {r:?}"
-                );
-            }
-        }
-        between();
-        for n in self.topology().iter().filter(|n| n.master) {
-            let r = self.node(n.port).cmd(&[
-                b"CLUSTER",
-                b"SETSLOT",
-                s.as_bytes(),
-                b"NODE",
-                to_id.as_bytes(),
-            ]);
-            ok(r, "SETSLOT NODE");
-        }
-        wait_until(
-            Duration::from_secs(10),
-            "every master sees the slot moved",
-            || {
-                self.topology().iter().filter(|n| n.master).all(|n| {
-                    matches!(
-                        self.node(n.port)
-                            .cmd(&[b"CLUSTER", b"COUNTKEYSINSLOT", s.as_bytes()]),
-                        Reply::Int(_)
-                    )
-                }) && self.master_of_slot(slot).port() == to
-            },
-        );
     }
 
     fn running(&self) -> impl Iterator<Item = &RedisServer> {
