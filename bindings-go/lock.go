@@ -116,14 +116,18 @@ func (l *Lock) Validity() time.Duration {
 // It is never closed by a release.
 func (l *Lock) Lost() <-chan struct{} { return l.lost.ch }
 
-// IsLost says whether the lock is known to be lost (Lost is closed).
+// IsLost says whether the lock is known to be lost: an extension found it gone or taken, no
+// quorum answered in time, or its validity simply ran out (read now, not when Lost's
+// callback comes). It stays true after a Release that found it lost.
 func (l *Lock) IsLost() bool {
-	select {
-	case <-l.lost.ch:
-		return true
-	default:
-		return false
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ptr == nil {
+		return l.reason != ""
 	}
+	var lost C.bool
+	C.fl_lock_is_lost(l.ptr, &lost)
+	return bool(lost)
 }
 
 // AutoExtend keeps the lock alive in the background: it is extended every ttl/3 until it is

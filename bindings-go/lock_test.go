@@ -383,3 +383,27 @@ func TestCloseEndsAWaitInProgress(t *testing.T) {
 		t.Fatal("Close did not return")
 	}
 }
+
+// IsLost reads the validity now: a lock whose validity ran out is lost at once, without
+// waiting for the loss callback that closes Lost.
+func TestIsLostOnceTheValidityRunsOut(t *testing.T) {
+	s := testredis.Start(t)
+	m := manager(t, s)
+	lock, err := m.Acquire(context.Background(), "short", fencelock.TTL(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lock.IsLost() {
+		t.Fatal("lost at once")
+	}
+	time.Sleep(400 * time.Millisecond)
+	if !lock.IsLost() {
+		t.Fatal("not lost once its validity ran out")
+	}
+	if err := lock.Release(context.Background()); !errors.Is(err, fencelock.ErrLockLost) {
+		t.Fatalf("releasing an expired lock: %v", err)
+	}
+	if !lock.IsLost() || lock.LostReason() == "" {
+		t.Fatalf("after the release: lost %v, reason %q", lock.IsLost(), lock.LostReason())
+	}
+}
