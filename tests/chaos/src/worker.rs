@@ -31,6 +31,7 @@ impl Worker {
     pub fn spawn_with_env(exe: &Path, args: &[String], env: &[(String, String)]) -> Worker {
         let mut child = Command::new(exe)
             .args(args)
+            .env("FENCELOCK_WALL_OFFSET_NS", wall_offset_ns().to_string())
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -197,4 +198,32 @@ pub fn num(line: &str, key: &str) -> u64 {
     field(line, key)
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no numeric {key}= in worker line {line:?}"))
+}
+
+/// `CLOCK_REALTIME` minus `CLOCK_MONOTONIC` now, in nanoseconds: the same for every process on
+/// the machine (until the wall clock is stepped), so a worker that can read only the monotonic
+/// clock precisely (Node's `process.hrtime`) turns it into the wall clock the other workers
+/// read, to the microsecond (`workers/wallclock.mjs`). Its own estimate from `Date.now()`'s
+/// millisecond ticks was seen tens of microseconds off with twelve workers starting at once,
+/// which made hand-offs to it look like overlaps. The narrowest of a few brackets: the wall
+/// clock read between two monotonic readings.
+fn wall_offset_ns() -> i128 {
+    let read = |clock| {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid clock id and a valid timespec to write.
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec)
+    };
+    (0..5)
+        .map(|_| {
+            let before = read(libc::CLOCK_MONOTONIC);
+            let wall = read(libc::CLOCK_REALTIME);
+            let after = read(libc::CLOCK_MONOTONIC);
+            (after - before, wall - (before + after) / 2)
+        })
+        .min_by_key(|(width, _)| *width)
+        .map_or(0, |(_, offset)| offset)
 }
