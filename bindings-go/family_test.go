@@ -118,6 +118,12 @@ func TestInspectionAndRequestIDs(t *testing.T) {
 	if time.Since(h.Since) > time.Minute || time.Since(h.Since) < -time.Minute {
 		t.Fatalf("Holder since %v", h.Since)
 	}
+	if held, err := m.IsHeldByToken(ctx, "report", "request-42"); err != nil || !held {
+		t.Fatalf("IsHeldByToken with its token: %v %v", held, err)
+	}
+	if held, err := m.IsHeldByToken(ctx, "report", "someone-else"); err != nil || held {
+		t.Fatalf("IsHeldByToken with another token: %v %v", held, err)
+	}
 	// The request-id pattern: detach, then extend and release by name and token.
 	if err := lock.Detach(); err != nil {
 		t.Fatal(err)

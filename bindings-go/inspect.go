@@ -74,6 +74,18 @@ func (m *Manager) ExtendByToken(ctx context.Context, name, token string, ttl tim
 	return time.Duration(validity) * time.Millisecond, err
 }
 
+// IsHeldByToken says whether name is held with token on a quorum of the servers (read-only:
+// nothing is extended or released).
+func (m *Manager) IsHeldByToken(ctx context.Context, name, token string) (bool, error) {
+	ctoken := C.CString(token)
+	defer C.free(unsafe.Pointer(ctoken))
+	var held C.bool
+	err := m.withName(ctx, name, func(mp *C.fl_manager, cname *C.char) C.fl_status {
+		return C.fl_manager_is_held_by_token(mp, cname, ctoken, &held)
+	})
+	return bool(held), err
+}
+
 // IsLocked says whether name is held: a quorum of the servers hold its key under one token
 // (by fencelock, or another client's SET NX PX lock). It acquires nothing.
 func (m *Manager) IsLocked(ctx context.Context, name string) (bool, error) {

@@ -821,6 +821,15 @@ fl_status fl_extend_by_token(const struct fl_manager *manager, const char *name,
 fl_status fl_manager_is_locked(const struct fl_manager *manager, const char *name, bool *out);
 
 /**
+ * Whether the lock `name` is held with `token` on a quorum of the servers (read-only:
+ * nothing is extended or released). Writes `*out` only on success.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name or token (before any
+ * network call); `FL_UNAVAILABLE` when fewer than a quorum of servers answered.
+ */
+fl_status fl_manager_is_held_by_token(const struct fl_manager *manager, const char *name, const char *token, bool *out);
+
+/**
  * How long the lock `name` stays held at least, in milliseconds, or -1 when it is free: the
  * quorum's view (what a quorum of the servers holding it under one token still keep, less
  * this call's time and the clock drift; never more); `INT64_MAX` for a key without expiry.

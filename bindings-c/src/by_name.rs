@@ -87,6 +87,30 @@ pub unsafe extern "C" fn fl_manager_is_locked(
     })
 }
 
+/// Whether the lock `name` is held with `token` on a quorum of the servers (read-only:
+/// nothing is extended or released). Writes `*out` only on success.
+///
+/// Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name or token (before any
+/// network call); `FL_UNAVAILABLE` when fewer than a quorum of servers answered.
+#[no_mangle]
+pub unsafe extern "C" fn fl_manager_is_held_by_token(
+    manager: *const fl_manager,
+    name: *const c_char,
+    token: *const c_char,
+    out: *mut bool,
+) -> fl_status {
+    boundary(|| {
+        let m = crate::lock::manager(manager)?;
+        // SAFETY: NULL or NUL-terminated strings, by contract.
+        let name = unsafe { ffi::bytes(name, "name") }?;
+        // SAFETY: as above.
+        let token = unsafe { ffi::bytes(token, "token") }?;
+        let out = ffi::out(out, "out")?;
+        *out = m.inner.is_held_by_token(name, token)?;
+        Ok(())
+    })
+}
+
 /// How long the lock `name` stays held at least, in milliseconds, or -1 when it is free: the
 /// quorum's view (what a quorum of the servers holding it under one token still keep, less
 /// this call's time and the clock drift; never more); `INT64_MAX` for a key without expiry.

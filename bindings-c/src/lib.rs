@@ -54,7 +54,8 @@ mod ffi;
 mod panic;
 
 pub use by_name::{
-    fl_extend_by_token, fl_manager_is_locked, fl_manager_remaining_ms, fl_release_by_token,
+    fl_extend_by_token, fl_manager_is_held_by_token, fl_manager_is_locked, fl_manager_remaining_ms,
+    fl_release_by_token,
 };
 pub use error::{
     fl_last_error_copy, fl_last_error_message, fl_status, fl_status_str, fl_version, status_of,

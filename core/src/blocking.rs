@@ -251,6 +251,18 @@ impl LockManager {
         Ok(lock.map(|l| self.wrap(l)))
     }
 
+    /// See [`crate::LockManager::is_held_by_token`].
+    ///
+    /// # Errors
+    /// As [`crate::LockManager::is_held_by_token`].
+    pub fn is_held_by_token(
+        &self,
+        name: impl AsRef<[u8]>,
+        token: impl AsRef<[u8]>,
+    ) -> Result<bool> {
+        self.block_on(self.inner.is_held_by_token(name, token))?
+    }
+
     /// See [`crate::LockManager::is_locked`].
     ///
     /// # Errors

@@ -348,6 +348,26 @@ impl LockManager {
         self.engine.release_by_token(&target).await
     }
 
+    /// Whether `name` is held with `token` on a quorum of the servers (read-only: nothing is
+    /// extended or released). For a lock handed across processes by name and token, and for
+    /// drop-ins whose API asks it (redsync's `Valid`).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when too few servers
+    /// answered; [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad
+    /// name or token.
+    pub async fn is_held_by_token(
+        &self,
+        name: impl AsRef<[u8]>,
+        token: impl AsRef<[u8]>,
+    ) -> Result<bool> {
+        let (name, token) = (name.as_ref(), token.as_ref());
+        check_name(name)?;
+        token::check_token(token)?;
+        let target = self.engine.target(name, token.to_vec());
+        Ok(self.engine.holds(&target).await?.is_ok())
+    }
+
     /// Whether `name` is held: a quorum of servers hold its key under one token (by
     /// fencelock or by any client's classic `SET name value NX PX`). Acquires nothing and
     /// changes nothing; the holder's token is never revealed.

@@ -149,3 +149,25 @@ async fn ttls_as_long_as_node_redlocks_own_tests_use_are_accepted() {
         "the caller's unit: {e}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn is_held_by_token_reads_without_changing_anything() {
+    let srv = fencelock_testkit::RedisServer::start();
+    let m = fencelock::LockManager::new([srv.url()]).unwrap();
+    let opts = fencelock::AcquireOptions::new(std::time::Duration::from_secs(30)).token("req-7");
+    let lock = m.acquire_with("by-token-read", &opts).await.unwrap();
+    let before = srv.cmd(&[b"PTTL", b"by-token-read"]);
+    assert!(m.is_held_by_token("by-token-read", "req-7").await.unwrap());
+    assert!(!m.is_held_by_token("by-token-read", "req-8").await.unwrap());
+    assert!(!m.is_held_by_token("free-name", "req-7").await.unwrap());
+    let e = m.is_held_by_token("", "req-7").await.unwrap_err();
+    assert_eq!(e.kind(), fencelock::ErrorKind::InvalidArgument, "{e}");
+    // Read-only: the key's expiry was not reset.
+    let after = srv.cmd(&[b"PTTL", b"by-token-read"]);
+    match (before, after) {
+        (fencelock_testkit::Reply::Int(b), fencelock_testkit::Reply::Int(a)) => assert!(a <= b),
+        other => panic!("PTTL replied {other:?}"),
+    }
+    lock.release().await.unwrap();
+    assert!(!m.is_held_by_token("by-token-read", "req-7").await.unwrap());
+}

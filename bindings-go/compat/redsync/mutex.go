@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/bindings-go"
-	"github.com/go-redsync/redsync/v4/redis"
 )
 
 // A Mutex is a distributed mutual exclusion lock.
@@ -134,39 +133,23 @@ func (m *Mutex) ExtendContext(ctx context.Context) (bool, error) {
 // Deprecated: as in redsync, use Until instead.
 func (m *Mutex) Valid() (bool, error) { return m.ValidContext(context.Background()) }
 
-// ValidContext says whether a quorum hold the lock with m's value, as Valid.
+// ValidContext says whether a quorum hold the lock with m's value, as Valid (fencelock's
+// read, IsHeldByToken).
 //
 // Deprecated: as in redsync, use Until instead.
 func (m *Mutex) ValidContext(ctx context.Context) (bool, error) {
 	if m.value == "" {
 		return false, nil
 	}
-	held := 0
-	var last error
-	for _, p := range m.rs.pools {
-		ok, err := holds(ctx, p, m.name, m.value)
-		if err != nil {
-			last = err
-		}
-		if ok {
-			held++
-		}
-	}
-	return held >= len(m.rs.pools)/2+1, last
-}
-
-// holds reads the key through the user's pool (a read, as redsync's Valid does).
-func holds(ctx context.Context, pool redis.Pool, name, value string) (bool, error) {
-	conn, err := pool.Get(ctx)
+	mgr, err := m.rs.manager(m)
 	if err != nil {
 		return false, err
 	}
-	defer conn.Close()
-	reply, err := conn.Get(name)
+	held, err := mgr.IsHeldByToken(ctx, m.name, m.value)
 	if err != nil {
-		return false, err
+		return false, translate(err)
 	}
-	return reply == value, nil
+	return held, nil
 }
 
 // translate maps fencelock's errors onto redsync's: a lock held on a quorum is ErrTaken with
