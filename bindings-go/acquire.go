@@ -3,13 +3,7 @@
 package fencelock
 
 /*
-#include <stdint.h>
-#include <stdlib.h>
-#include <fencelock.h>
-
-fl_status fencelock_go_lock_start(const fl_manager *m, const char *name, const char *token,
-                                  uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
-                                  uintptr_t handle, fl_pending **out);
+#include "glue.h"
 */
 import "C"
 

@@ -3,21 +3,7 @@
 package fencelock
 
 /*
-#include <stdint.h>
-#include <fencelock.h>
-
-fl_status fencelock_go_lock_start(const fl_manager *m, const char *name, const char *token,
-                                  uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
-                                  uintptr_t handle, fl_pending **out);
-fl_status fencelock_go_semaphore_start(const fl_semaphore *s, uint32_t count, const char *token,
-                                       uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
-                                       uintptr_t handle, fl_pending **out);
-fl_status fencelock_go_rwlock_start(const fl_rwlock *rw, uint32_t mode, const char *token,
-                                    uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
-                                    uintptr_t handle, fl_pending **out);
-fl_status fencelock_go_on_lost(fl_lock *lock, uintptr_t handle);
-fl_status fencelock_go_set_events(uint32_t min_level);
-fl_status fencelock_go_set_samples(int on);
+#include "glue.h"
 */
 import "C"
 

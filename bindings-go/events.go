@@ -3,10 +3,7 @@
 package fencelock
 
 /*
-#include <stdint.h>
-#include <fencelock.h>
-
-fl_status fencelock_go_set_events(uint32_t min_level);
+#include "glue.h"
 */
 import "C"
 

@@ -3,16 +3,7 @@
 package fencelock
 
 /*
-#include <stdint.h>
-#include <stdlib.h>
-#include <fencelock.h>
-
-fl_status fencelock_go_semaphore_start(const fl_semaphore *s, uint32_t count, const char *token,
-                                       uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
-                                       uintptr_t handle, fl_pending **out);
-fl_status fencelock_go_rwlock_start(const fl_rwlock *rw, uint32_t mode, const char *token,
-                                    uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
-                                    uintptr_t handle, fl_pending **out);
+#include "glue.h"
 */
 import "C"
 

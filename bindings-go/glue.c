@@ -1,8 +1,7 @@
 // The C side of the callbacks: libfencelock calls these with the user_data it was given, a
 // cgo.Handle, and they call the Go functions of callbacks.go. A handle travels as uintptr_t,
 // never as a Go pointer.
-#include <stdint.h>
-#include <fencelock.h>
+#include "glue.h"
 #include "_cgo_export.h"
 
 static void go_done(fl_status status, fl_lock *lock, void *user_data) {

@@ -3,10 +3,7 @@
 package fencelock
 
 /*
-#include <stdint.h>
-#include <fencelock.h>
-
-fl_status fencelock_go_on_lost(fl_lock *lock, uintptr_t handle);
+#include "glue.h"
 */
 import "C"
 

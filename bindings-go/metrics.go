@@ -3,11 +3,7 @@
 package fencelock
 
 /*
-#include <stdint.h>
-#include <stdlib.h>
-#include <fencelock.h>
-
-fl_status fencelock_go_set_samples(int on);
+#include "glue.h"
 */
 import "C"
 
