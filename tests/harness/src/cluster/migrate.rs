@@ -115,16 +115,24 @@ impl RedisCluster {
             ]);
             ok(r, "SETSLOT NODE");
         }
+        // Every node that answers, the replicas too, must name the target before the next
+        // move: a replica of the source that still names it when the source's configEpoch
+        // rises (the source importing another slot) answers the target's claim with an UPDATE
+        // naming the source at that higher epoch, the target gives the slot back, and no node
+        // claims it any more (seen on Redis 6.2 with two slots moved back and forth).
         wait_until(
             Duration::from_secs(10),
-            "every master sees the slot moved",
+            "every node sees the slot moved",
             || {
                 self.topology().iter().filter(|n| n.master).all(|n| {
                     matches!(
                         self.node(n.port)
                             .cmd(&[b"CLUSTER", b"COUNTKEYSINSLOT", s.as_bytes()]),
                         Reply::Int(_)
-                    ) && self.owner_seen_by(n.port, slot) == Some(to)
+                    )
+                }) && self.nodes.iter().all(|n| {
+                    self.view_within(n.port(), Duration::from_secs(2))
+                        .is_none_or(|v| owner_in(&v, slot) == Some(to))
                 }) && self.master_of_slot(slot).port() == to
             },
         );
@@ -135,31 +143,33 @@ impl RedisCluster {
     /// and a SETSLOT sent to a node that another node's view still names is refused ("I'm
     /// not the owner of hash slot").
     fn claimant_of_slot(&self, slot: u16) -> u16 {
-        let mut claimant = 0;
-        wait_until(
-            Duration::from_secs(30),
-            "exactly one master claims the slot",
-            || {
-                let claims: Vec<u16> = self
-                    .nodes
-                    .iter()
-                    .map(RedisServer::port)
-                    .filter(|&p| {
-                        self.view_within(p, Duration::from_secs(2))
-                            .and_then(|v| owner_in(&v, slot))
-                            == Some(p)
-                    })
-                    .collect();
-                claimant = claims.first().copied().unwrap_or(0);
-                claims.len() == 1
-            },
-        );
-        claimant
-    }
-
-    /// The master that serves `slot` in the view of the node on `port`.
-    fn owner_seen_by(&self, port: u16, slot: u16) -> Option<u16> {
-        owner_in(&self.topology_seen_by(port), slot)
+        let limit = Duration::from_secs(30);
+        let start = std::time::Instant::now();
+        loop {
+            let views: Vec<(u16, Option<u16>)> = self
+                .nodes
+                .iter()
+                .map(RedisServer::port)
+                .map(|p| {
+                    let view = self.view_within(p, Duration::from_secs(2));
+                    (p, view.and_then(|v| owner_in(&v, slot)))
+                })
+                .collect();
+            let claims: Vec<u16> = views
+                .iter()
+                .filter(|(p, owner)| *owner == Some(*p))
+                .map(|(p, _)| *p)
+                .collect();
+            if let [one] = claims[..] {
+                return one;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "fencelock-testkit: after {limit:?}, still not: exactly one master claims slot \
+                 {slot}; (node, the owner in its view): {views:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 
