@@ -210,6 +210,35 @@ typedef uint32_t fl_metric_instrument;
 #endif // __cplusplus
 
 /**
+ * What an attribute's value is. The numbers are stable.
+ */
+enum fl_span_value_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Text, in `text`: the lock's name, the kind, the outcome.
+   */
+  FL_SPAN_TEXT = 0,
+  /**
+   * A count, a fencing token or milliseconds, in `number`.
+   */
+  FL_SPAN_INT = 1,
+  /**
+   * A flag, in `flag`.
+   */
+  FL_SPAN_BOOL = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum fl_span_value_kind fl_span_value_kind;
+#else
+typedef uint32_t fl_span_value_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * What one server answered in the last attempt of a failed acquisition
  * (`fl_last_error_server`). The numbers are stable and never reused; read it as an integer:
  * `fl_server_outcome_str()` handles any value.
@@ -524,6 +553,69 @@ typedef struct fl_metric_description {
    */
   size_t bucket_count;
 } fl_metric_description;
+
+/**
+ * One attribute of a span: `key` (`lock`, `kind`, `outcome`, `fencing_token`, ...: the
+ * attributes of docs/observability.md; never a token, a password or a server's address) and
+ * its value, in the field `kind` names.
+ */
+typedef struct fl_span_attribute {
+  const char *key;
+  fl_span_value_kind kind;
+  /**
+   * The text (`FL_SPAN_TEXT`), NUL-terminated; NULL otherwise.
+   */
+  const char *text;
+  /**
+   * The number (`FL_SPAN_INT`); 0 otherwise.
+   */
+  uint64_t number;
+  /**
+   * The flag (`FL_SPAN_BOOL`); false otherwise.
+   */
+  bool flag;
+} fl_span_attribute;
+
+/**
+ * One span that ended.
+ */
+typedef struct fl_span {
+  /**
+   * `fencelock.acquire` (around an acquire call) or `fencelock.hold` (from the grant to the
+   * end of the hold).
+   */
+  const char *name;
+  /**
+   * The number `fl_trace_next` gave the acquire call: the span's parent.
+   */
+  uint64_t parent;
+  /**
+   * When the call started (acquire) or the lock was granted (hold), in nanoseconds since
+   * the Unix epoch.
+   */
+  int64_t start_unix_ns;
+  /**
+   * When it ended, as `start_unix_ns`.
+   */
+  int64_t end_unix_ns;
+  const struct fl_span_attribute *attributes;
+  size_t attribute_count;
+  /**
+   * No further span has this parent (an acquire that granted nothing, or a hold's end):
+   * a caller that keeps parents by number may forget this one.
+   */
+  bool last;
+} fl_span;
+
+/**
+ * Receives one span when it ends. The span and every string in it are valid only during the
+ * call.
+ *
+ * Called on the library's own threads or on the thread inside a fencelock call, possibly on
+ * several threads at once: it must be thread-safe, must return quickly without blocking, and
+ * must not call any fencelock function.
+ */
+typedef void (*fl_span_callback)(const struct fl_span *span, void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -1417,6 +1509,30 @@ fl_status fl_metric_describe(size_t index, struct fl_metric_description *out);
  * Errors: `FL_INVALID_ARGUMENT` if `opts` or `name` is NULL.
  */
 fl_status fl_manager_options_add_metric_name(struct fl_manager_options *opts, const char *name);
+
+/**
+ * Registers `callback` to receive every span of an acquire call made with a parent number
+ * (`fl_trace_next`), replacing any callback registered before; `callback` NULL unregisters
+ * it. `user_data` is passed to every call.
+ *
+ * When this returns, the previous callback is no longer running and will not be called
+ * again, so its `user_data` may be freed. One callback per process. While none is
+ * registered, no span is recorded (and `fl_trace_next` is forgotten).
+ *
+ * The callback runs on library threads: see `fl_span_callback` for what it must not do.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` when called from inside the span callback.
+ */
+fl_status fl_set_span_callback(fl_span_callback callback, void *user_data);
+
+/**
+ * Gives the next acquire call this thread starts the parent number `parent` (0: none): its
+ * spans, `fencelock.acquire` and, when it is granted, `fencelock.hold`, reach the span
+ * callback with that number. Taken by that call (one number per call); forgotten while no
+ * span callback is registered. A caller keeps its own context (an OpenTelemetry span) under
+ * the number until a span marked `last` arrives.
+ */
+void fl_trace_next(uint64_t parent);
 
 #ifdef __cplusplus
 }  // extern "C"

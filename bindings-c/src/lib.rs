@@ -49,6 +49,8 @@ mod pending;
 mod events;
 // Measurements: the metric callback and the names let into its labels.
 mod metrics;
+// Traces: the span callback and the parent number of the next acquire call.
+mod spans;
 
 mod ffi;
 mod panic;
@@ -106,4 +108,8 @@ pub use options::{
 pub use pending::{
     fl_acquire_done, fl_lock_acquire_start, fl_pending, fl_pending_cancel, fl_pending_free,
     fl_rwlock_acquire_start, fl_semaphore_acquire_start,
+};
+pub use spans::{
+    fl_set_span_callback, fl_span, fl_span_attribute, fl_span_callback, fl_span_value_kind,
+    fl_trace_next,
 };

@@ -150,7 +150,9 @@ pub(crate) unsafe fn acquire_options(
     ttl_ms: u64,
     wait_ms: i64,
 ) -> Result<AcquireOptions> {
-    let mut opts = AcquireOptions::new(ffi::ttl(ttl_ms)).wait(ffi::wait(wait_ms)?);
+    let mut opts = AcquireOptions::new(ffi::ttl(ttl_ms))
+        .wait(ffi::wait(wait_ms)?)
+        .trace(crate::spans::parent());
     if let Some(t) = token {
         // SAFETY: by contract.
         let t = unsafe { ffi::bytes(t, "token") }?;
@@ -298,14 +300,9 @@ pub unsafe extern "C" fn fl_lock_acquire_interruptible(
         let m = self::manager(manager)?;
         // SAFETY: NULL or NUL-terminated strings, by contract.
         let name = unsafe { ffi::bytes(name, "name") }?;
-        let mut opts = AcquireOptions::new(ffi::ttl(ttl_ms)).wait(ffi::wait(wait_ms)?);
-        if !token.is_null() {
-            // SAFETY: as above.
-            let t = unsafe { ffi::bytes(token, "token") }?;
-            // Checked before it is copied into the options.
-            fencelock::token::check_token(t)?;
-            opts = opts.token(t);
-        }
+        let token = (!token.is_null()).then_some(token);
+        // SAFETY: as above.
+        let opts = unsafe { acquire_options(token, ttl_ms, wait_ms) }?;
         // SAFETY: a C function pointer given by the caller, called on this thread.
         let poll = || unsafe { interrupted(user_data) };
         let lock = m
@@ -333,13 +330,9 @@ pub unsafe extern "C" fn fl_lock_try_acquire(
         let m = self::manager(manager)?;
         // SAFETY: NULL or a NUL-terminated string, by contract.
         let name = unsafe { ffi::bytes(name, "name") }?;
-        match m.inner.try_acquire(name, ffi::ttl(ttl_ms))? {
-            Some(lock) => hand_out(lock, out),
-            None => Err(Error::not_acquired(format!(
-                "lock {} is held by another owner",
-                display_name(name)
-            ))),
-        }
+        // SAFETY: no token.
+        let opts = unsafe { acquire_options(None, ttl_ms, 0) }?;
+        hand_out(m.inner.acquire_with(name, &opts)?, out)
     })
 }
 

@@ -1,7 +1,7 @@
 /*
  * C tests of the acquisitions that return at once and complete through a callback
  * (fl_lock_acquire_start, fl_semaphore_acquire_start, fl_rwlock_acquire_start,
- * fl_pending_cancel), against the INSTALLED library; tests/run.sh runs it plain, under
+ * fl_pending_cancel) and of the span callback (fl_set_span_callback, fl_trace_next), against the INSTALLED library; tests/run.sh runs it plain, under
  * valgrind and with AddressSanitizer, with FL_TEST_PORTS as for fencelock_test.c (the first
  * server is used).
  */
@@ -359,6 +359,138 @@ static void test_many_names_start(void) {
     outcome_destroy(&o);
 }
 
+/* fl_set_span_callback and fl_trace_next: spans of numbered calls, none of the others. */
+
+struct spans_seen {
+    pthread_mutex_t mu;
+    char log[8192]; /* "parent name last attr=value ...\n" per span */
+    size_t len;
+    int bad;
+    fl_status reentry_status;
+};
+
+static void on_span(const fl_span *span, void *user_data) {
+    struct spans_seen *seen = user_data;
+    size_t i;
+    int n;
+    pthread_mutex_lock(&seen->mu);
+    if (!span || !span->name || span->end_unix_ns < span->start_unix_ns ||
+        span->start_unix_ns < 1700000000LL * 1000000000LL)
+        seen->bad++;
+    n = snprintf(seen->log + seen->len, sizeof seen->log - seen->len, "%llu %s %d",
+                 (unsigned long long)span->parent, span->name, (int)span->last);
+    if (n > 0 && (size_t)n < sizeof seen->log - seen->len) seen->len += (size_t)n;
+    for (i = 0; i < span->attribute_count && seen->len < sizeof seen->log - 128; i++) {
+        const fl_span_attribute *a = &span->attributes[i];
+        if (a->kind == FL_SPAN_TEXT)
+            n = snprintf(seen->log + seen->len, sizeof seen->log - seen->len, " %s=%s", a->key, a->text);
+        else if (a->kind == FL_SPAN_INT)
+            n = snprintf(seen->log + seen->len, sizeof seen->log - seen->len, " %s=%llu", a->key,
+                         (unsigned long long)a->number);
+        else
+            n = snprintf(seen->log + seen->len, sizeof seen->log - seen->len, " %s=%s", a->key,
+                         a->flag ? "true" : "false");
+        if (n > 0) seen->len += (size_t)n;
+    }
+    if (seen->len < sizeof seen->log - 1) seen->log[seen->len++] = '\n';
+    seen->log[seen->len] = 0;
+    seen->reentry_status = fl_set_span_callback(NULL, NULL);
+    pthread_mutex_unlock(&seen->mu);
+}
+
+static int spans_contain(struct spans_seen *seen, const char *what) {
+    int found;
+    pthread_mutex_lock(&seen->mu);
+    found = strstr(seen->log, what) != NULL;
+    pthread_mutex_unlock(&seen->mu);
+    return found;
+}
+
+static void test_spans_reach_the_callback_with_their_parent(void) {
+    static struct spans_seen seen;
+    fl_manager *m = new_manager();
+    fl_lock *l = NULL, *other = NULL;
+    fl_pending *p = NULL;
+    const char *name = fresh_name("traced");
+    char expect[256];
+    uint64_t token = 0;
+    outcome o;
+    int i;
+    outcome_init(&o);
+    memset(&seen, 0, sizeof seen);
+    pthread_mutex_init(&seen.mu, NULL);
+
+    /* No callback: a number is forgotten, nothing is recorded. */
+    fl_trace_next(5);
+    CHECK_ST(fl_lock_acquire(m, name, 10000, 0, &l), FL_OK);
+    CHECK_ST(fl_lock_release(l), FL_OK);
+    fl_lock_free(l);
+    l = NULL;
+
+    CHECK_ST(fl_set_span_callback(on_span, &seen), FL_OK);
+    /* A call without a number has no span. */
+    CHECK_ST(fl_lock_acquire(m, name, 10000, 0, &l), FL_OK);
+    CHECK_ST(fl_lock_release(l), FL_OK);
+    fl_lock_free(l);
+    l = NULL;
+    /* A blocking call numbered 7: acquire (not last) then hold (last) once released. */
+    fl_trace_next(7);
+    CHECK_ST(fl_lock_acquire(m, name, 10000, 0, &l), FL_OK);
+    CHECK_ST(fl_lock_fencing_token(l, &token), FL_OK);
+    /* Numbered 8, refused at once: one acquire span, last, outcome not_acquired. */
+    fl_trace_next(8);
+    CHECK_ST(fl_lock_try_acquire(m, name, 10000, &other), FL_NOT_ACQUIRED);
+    /* Numbered 9, a callback acquisition: its span comes from the library's thread. */
+    fl_trace_next(9);
+    CHECK_ST(fl_lock_acquire_start(m, name, NULL, 10000, -1, 0, on_done, &o, &p), FL_OK);
+    CHECK_ST(fl_lock_release(l), FL_OK);
+    fl_lock_free(l);
+    CHECK(wait_done(&o, 30000));
+    CHECK_ST(o.status, FL_OK);
+    if (o.lock) {
+        CHECK_ST(fl_lock_release(o.lock), FL_OK);
+        fl_lock_free(o.lock);
+    }
+    fl_pending_free(p);
+    /* The hold span of 9 ends on a library thread after the release returns. */
+    for (i = 0; i < 3000 && !spans_contain(&seen, "9 fencelock.hold 1"); i++) {
+        struct timespec ms = {0, 1000000L};
+        nanosleep(&ms, NULL);
+    }
+
+    snprintf(expect, sizeof expect, "7 fencelock.acquire 0 lock=%s kind=mutex", name);
+    CHECK(spans_contain(&seen, expect));
+    snprintf(expect, sizeof expect, "fencing_token=%llu", (unsigned long long)token);
+    CHECK(spans_contain(&seen, expect));
+    CHECK(spans_contain(&seen, "7 fencelock.hold 1"));
+    CHECK(spans_contain(&seen, " outcome=released"));
+    CHECK(spans_contain(&seen, "8 fencelock.acquire 1"));
+    CHECK(spans_contain(&seen, " outcome=not_acquired"));
+    CHECK(spans_contain(&seen, "9 fencelock.acquire 0"));
+    CHECK(spans_contain(&seen, "9 fencelock.hold 1"));
+    CHECK(!spans_contain(&seen, "\n0 ") && !spans_contain(&seen, "5 fencelock"));
+    pthread_mutex_lock(&seen.mu);
+    CHECK(strncmp(seen.log, "0 ", 2) != 0);
+    CHECK(seen.bad == 0);
+    CHECK_ST(seen.reentry_status, FL_INVALID_ARGUMENT);
+    pthread_mutex_unlock(&seen.mu);
+
+    /* Unregistered: once the call returns, the callback is never called again. */
+    CHECK_ST(fl_set_span_callback(NULL, NULL), FL_OK);
+    pthread_mutex_lock(&seen.mu);
+    seen.len = 0;
+    seen.log[0] = 0;
+    pthread_mutex_unlock(&seen.mu);
+    fl_trace_next(10);
+    CHECK_ST(fl_lock_acquire(m, name, 10000, 0, &l), FL_OK);
+    CHECK_ST(fl_lock_release(l), FL_OK);
+    fl_lock_free(l);
+    CHECK(!spans_contain(&seen, "fencelock."));
+    fl_manager_free(m);
+    outcome_destroy(&o);
+    pthread_mutex_destroy(&seen.mu);
+}
+
 int main(void) {
     const char *ports = getenv("FL_TEST_PORTS");
     int port;
@@ -376,5 +508,7 @@ int main(void) {
     run_test("freeing_the_manager_ends_a_wait", test_freeing_the_manager_ends_a_wait);
     run_test("semaphore_and_rwlock_start", test_semaphore_and_rwlock_start);
     run_test("many_names_start", test_many_names_start);
+    run_test("spans_reach_the_callback_with_their_parent",
+             test_spans_reach_the_callback_with_their_parent);
     return summary();
 }
