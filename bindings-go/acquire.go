@@ -75,7 +75,7 @@ func (m *Manager) lease(ctx context.Context, a acquireSettings, wait int64, star
 	var s started
 	err := m.use(func(mp *C.fl_manager) error {
 		var err error
-		s, err = begin(func(h C.uintptr_t, out **C.fl_pending) C.fl_status {
+		s, err = begin(ctx, func(h C.uintptr_t, out **C.fl_pending) C.fl_status {
 			return start(mp, leaseArgs{token, C.uint64_t(millis(a.ttl)), C.int64_t(wait), flags, h, out})
 		})
 		return err

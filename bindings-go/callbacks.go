@@ -46,12 +46,24 @@ type started struct {
 }
 
 // begin starts an acquisition whose completion callback sends its outcome (the wait runs in
-// the library: a waiting goroutine holds no OS thread).
-func begin(start startFunc) (started, error) {
+// the library: a waiting goroutine holds no OS thread), under ctx's span when spans are
+// wanted (spans.go).
+func begin(ctx context.Context, start startFunc) (started, error) {
 	done := make(chan outcome, 1)
 	h := cgo.NewHandle(done)
 	var pending *C.fl_pending
-	if err := call(func() C.fl_status { return start(C.uintptr_t(h), &pending) }); err != nil {
+	parent := traceParent(ctx)
+	err := call(func() C.fl_status {
+		if parent == 0 {
+			return start(C.uintptr_t(h), &pending)
+		}
+		// On this thread (call locks it): the number goes to this start call only.
+		C.fl_trace_next(C.uint64_t(parent))
+		defer C.fl_trace_next(0)
+		return start(C.uintptr_t(h), &pending)
+	})
+	if err != nil {
+		forgetParent(parent)
 		h.Delete() // never started: the callback will not come
 		return started{}, err
 	}

@@ -66,3 +66,12 @@ static void go_sample(const char *name, fl_metric_instrument instrument, double 
 fl_status fencelock_go_set_samples(int on) {
     return fl_set_metric_callback(on ? go_sample : NULL, NULL);
 }
+
+static void go_span(const fl_span *span, void *user_data) {
+    (void)user_data;
+    fencelockGoSpan((fl_span *)span);
+}
+
+fl_status fencelock_go_set_spans(int on) {
+    return fl_set_span_callback(on ? go_span : NULL, NULL);
+}

@@ -1,6 +1,6 @@
 // The C side of the Go binding's callbacks (glue.c): each starts an acquisition, or
-// registers a callback, whose calls reach the Go functions of callbacks.go, events.go and
-// metrics.go with a cgo.Handle (as uintptr_t) for user data.
+// registers a callback, whose calls reach the Go functions of callbacks.go, events.go,
+// metrics.go and spans.go with a cgo.Handle (as uintptr_t) for user data.
 #ifndef FENCELOCK_GO_GLUE_H
 #define FENCELOCK_GO_GLUE_H
 
@@ -23,5 +23,6 @@ fl_status fencelock_go_rwlock_start(const fl_rwlock *rw, uint32_t mode, const ch
 fl_status fencelock_go_on_lost(fl_lock *lock, uintptr_t handle);
 fl_status fencelock_go_set_events(uint32_t min_level);
 fl_status fencelock_go_set_samples(int on);
+fl_status fencelock_go_set_spans(int on);
 
 #endif

@@ -201,7 +201,9 @@ pub unsafe extern "C" fn fl_set_span_callback(
 /// spans, `fencelock.acquire` and, when it is granted, `fencelock.hold`, reach the span
 /// callback with that number. Taken by that call (one number per call); forgotten while no
 /// span callback is registered. A caller keeps its own context (an OpenTelemetry span) under
-/// the number until a span marked `last` arrives.
+/// the number until a span marked `last` arrives. A call refused for its arguments before it
+/// starts may leave the number to the next acquire call: `fl_trace_next(0)` after the call
+/// clears it.
 #[no_mangle]
 pub extern "C" fn fl_trace_next(parent: u64) {
     NEXT.with(|n| n.set(parent));

@@ -4,7 +4,7 @@
 # against real redis-servers it starts on free ports: acquire, extend, release, typed
 # errors, bad input before any network call, a cancelled context giving its place up, 2,000
 # waiting goroutines under 100 OS threads, WithLock cancelled on a loss, semaphores and
-# read-write locks, inspection, slog events, and the seed write-up's Go lock
+# read-write locks, inspection, slog events, OpenTelemetry spans, and the seed write-up's Go lock
 # (examples/go/requestid) in three processes at once, beside its naive release failing.
 set -euo pipefail
 cd "$FENCELOCK_ROOT"
@@ -19,6 +19,8 @@ go vet ./...
 (cd ../examples/go && go vet ./...)
 # The Prometheus collector, a module of its own (client_golang from the module proxy).
 (cd prometheus && go vet ./... && CGO_ENABLED=1 go test -race -count=1 ./...)
+# OpenTelemetry spans, a module of its own (the otel SDK's in-memory exporter reads them).
+(cd otel && go vet ./... && CGO_ENABLED=1 go test -race -count=1 ./...)
 # The redsync drop-in, a module of its own (redsync's adapters, go-redis v9 and redigo from
 # the module proxy): a mutex through either adapter on three servers.
 (cd compat/redsync && go vet ./... && CGO_ENABLED=1 go test -race -count=1 ./...)
