@@ -4,7 +4,8 @@
 # against real redis-servers it starts on free ports: acquire, extend, release, typed
 # errors, bad input before any network call, a cancelled context giving its place up, 2,000
 # waiting goroutines under 100 OS threads, WithLock cancelled on a loss, semaphores and
-# read-write locks, inspection, slog events, OpenTelemetry spans, and the seed write-up's Go lock
+# read-write locks, inspection, slog events, OpenTelemetry spans, redsync's own tests against
+# the redsync drop-in, and the seed write-up's Go lock
 # (examples/go/requestid) in three processes at once, beside its naive release failing.
 set -euo pipefail
 cd "$FENCELOCK_ROOT"
@@ -24,6 +25,9 @@ go vet ./...
 # The redsync drop-in, a module of its own (redsync's adapters, go-redis v9 and redigo from
 # the module proxy): a mutex through either adapter on three servers.
 (cd compat/redsync && go vet ./... && CGO_ENABLED=1 go test -race -count=1 ./...)
+# redsync's own tests (4.18.1 from the module proxy) against the drop-in, beside the
+# unmodified library as a control: six client libraries on 48 tempredis servers.
+compat/redsync/suite/run.sh "$FENCELOCK_ROOT/target/redsync-suite"
 CGO_ENABLED=1 go test -race -count=1 ./...
 # Without cgo (or on another platform) the build fails saying what it needs, not with a
 # linker's dump.

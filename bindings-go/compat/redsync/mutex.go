@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/bindings-go"
+	"github.com/go-redsync/redsync/v4/redis"
 )
 
 // A Mutex is a distributed mutual exclusion lock.
@@ -19,6 +20,8 @@ type Mutex struct {
 	driftFactor   float64
 	timeoutFactor float64
 
+	quorum int
+
 	genValueFunc  func() (string, error)
 	value         string
 	until         time.Time
@@ -27,7 +30,8 @@ type Mutex struct {
 	failFast      bool
 	setNXOnExtend bool
 
-	rs *Redsync
+	// pools are the servers' pools (redsync's field: a Mutex made without New works too).
+	pools []redis.Pool
 }
 
 // Name returns the mutex's name (the Redis key).
@@ -62,7 +66,7 @@ func (m *Mutex) lockContext(ctx context.Context, tries int) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	mgr, err := m.rs.manager(m)
+	mgr, err := managerOf(m)
 	if err != nil {
 		return err
 	}
@@ -94,7 +98,7 @@ func (m *Mutex) Unlock() (bool, error) { return m.UnlockContext(context.Backgrou
 
 // UnlockContext releases the lock, as Unlock.
 func (m *Mutex) UnlockContext(ctx context.Context) (bool, error) {
-	mgr, err := m.rs.manager(m)
+	mgr, err := managerOf(m)
 	if err != nil {
 		return false, err
 	}
@@ -113,11 +117,14 @@ func (m *Mutex) Extend() (bool, error) { return m.ExtendContext(context.Backgrou
 
 // ExtendContext resets the lock's expiry, as Extend.
 func (m *Mutex) ExtendContext(ctx context.Context) (bool, error) {
-	mgr, err := m.rs.manager(m)
+	mgr, err := managerOf(m)
 	if err != nil {
 		return false, err
 	}
 	validity, err := mgr.ExtendByToken(ctx, m.name, m.value, m.expiry)
+	if errors.Is(err, fencelock.ErrLockLost) && m.setNXOnExtend {
+		return m.retake(ctx, mgr)
+	}
 	if err != nil {
 		if errors.Is(err, fencelock.ErrLockLost) {
 			return false, ErrExtendFailed
@@ -125,6 +132,22 @@ func (m *Mutex) ExtendContext(ctx context.Context) (bool, error) {
 		return false, translate(err)
 	}
 	m.until = time.Now().Add(validity)
+	return true, nil
+}
+
+// retake is WithSetNXOnExtend's extension of a lock that expired: one try to acquire it anew
+// with m's value, as a new acquisition (with a new fencing token) where nobody else took it.
+func (m *Mutex) retake(ctx context.Context, mgr *fencelock.Manager) (bool, error) {
+	lock, err := mgr.TryAcquire(ctx, m.name, fencelock.TTL(m.expiry), fencelock.Token(m.value))
+	if err != nil {
+		if errors.Is(err, fencelock.ErrNotAcquired) {
+			return false, ErrExtendFailed
+		}
+		return false, translate(err)
+	}
+	m.fencingToken = lock.FencingToken()
+	m.until = time.Now().Add(lock.Validity())
+	_ = lock.Detach()
 	return true, nil
 }
 
@@ -141,7 +164,7 @@ func (m *Mutex) ValidContext(ctx context.Context) (bool, error) {
 	if m.value == "" {
 		return false, nil
 	}
-	mgr, err := m.rs.manager(m)
+	mgr, err := managerOf(m)
 	if err != nil {
 		return false, err
 	}
@@ -167,11 +190,11 @@ func translate(err error) error {
 		case "held":
 			taken = append(taken, i)
 		case "unreachable", "timeout", "error":
-			failed = append(failed, RedisError{Node: i, Err: errors.New(s.Detail)})
+			failed = append(failed, &RedisError{Node: i, Err: errors.New(s.Detail)})
 		}
 	}
 	if errors.Is(err, fencelock.ErrNotAcquired) && len(taken) > 0 {
-		return ErrTaken{Nodes: taken}
+		return &ErrTaken{Nodes: taken}
 	}
 	if len(failed) > 0 {
 		return errors.Join(append([]error{ErrFailed}, failed...)...)

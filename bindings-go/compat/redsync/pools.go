@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-redsync/redsync/v4/redis"
 	redigolib "github.com/gomodule/redigo/redis"
-	goredislib "github.com/redis/go-redis/v9"
 )
 
 // URLPool is a pool named by a fencelock server URL (redis://, rediss://, redis+sentinel://,
@@ -40,44 +39,156 @@ func serverURLs(pools []redis.Pool) ([]string, error) {
 	return urls, nil
 }
 
-// serverURL is the URL of the server behind a pool made by redsync's goredis/v9 adapter (its
-// client's options: address, user, password, database, TLS), its redigo adapter (the server's
-// own address and database as CLIENT INFO reports them on one of the pool's connections), or
-// a URLPool.
+// serverURL is the URL of the server behind a pool made by one of redsync's adapters: go-redis
+// v6 to v9 (the client's options: network, address, user, password, database, TLS), redigo
+// (the server's own address and database as CLIENT INFO reports them on one of the pool's
+// connections), rueidis and valkey-go (the client's node); or a URLPool.
 func serverURL(p redis.Pool) (string, error) {
 	if u, ok := p.(URLPool); ok {
 		return string(u), nil
 	}
-	switch d := delegate(p).(type) {
-	case *goredislib.Client:
-		return clientURL(d.Options()), nil
-	case *goredislib.ClusterClient:
-		o := d.Options()
-		return "redis+cluster://" + userinfo(o.Username, o.Password) + strings.Join(o.Addrs, ","), nil
-	case interface {
-		GetContext(context.Context) (redigolib.Conn, error)
-	}:
-		return redigoURL(d)
+	d := delegate(p)
+	if o := optionsOf(d); o.IsValid() {
+		return goredisURL(o), nil
 	}
-	return "", errorf("cannot find the server of a pool of type %T: use redsync's goredis/v9 or "+
-		"redigo adapter, or redsync.URLPool(url)", p)
+	if r, ok := d.(interface {
+		GetContext(context.Context) (redigolib.Conn, error)
+	}); ok {
+		return redigoURL(r)
+	}
+	if addr := nodeOf(d); addr != "" {
+		return "redis://" + addr, nil
+	}
+	return "", errorf("cannot find the server of a pool of type %T: use one of redsync's "+
+		"adapters (go-redis, redigo, rueidis, valkey-go) or redsync.URLPool(url)", p)
 }
 
 // delegate is what an adapter's pool wraps (its unexported field `delegate`), read without
 // changing it.
-func delegate(p redis.Pool) any {
-	v := reflect.ValueOf(p)
-	if v.Kind() == reflect.Pointer && !v.IsNil() {
+func delegate(p any) any {
+	return field(reflect.ValueOf(p), "delegate")
+}
+
+// field reads a struct's (or a pointer to a struct's) field by name, exported or not, as an
+// interface whose methods can be called; nil when there is none.
+func field(v reflect.Value, name string) any {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return nil
+		}
 		v = v.Elem()
 	}
 	if v.Kind() != reflect.Struct {
 		return nil
 	}
-	f := v.FieldByName("delegate")
-	if !f.IsValid() || !f.CanAddr() {
+	if !v.CanAddr() {
+		c := reflect.New(v.Type()).Elem()
+		c.Set(v)
+		v = c
+	}
+	f := v.FieldByName(name)
+	if !f.IsValid() {
 		return nil
 	}
 	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface()
+}
+
+// optionsOf is a go-redis client's options (any version: its Options method's struct).
+func optionsOf(client any) reflect.Value {
+	if client == nil {
+		return reflect.Value{}
+	}
+	m := reflect.ValueOf(client).MethodByName("Options")
+	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
+		return reflect.Value{}
+	}
+	o := reflect.Indirect(m.Call(nil)[0])
+	if o.Kind() != reflect.Struct || !o.FieldByName("Password").IsValid() {
+		return reflect.Value{}
+	}
+	return o
+}
+
+// goredisURL is the URL of a go-redis client's server (a cluster client's seed nodes).
+func goredisURL(o reflect.Value) string {
+	text := func(name string) string {
+		if f := o.FieldByName(name); f.IsValid() && f.Kind() == reflect.String {
+			return f.String()
+		}
+		return ""
+	}
+	tls := false
+	if f := o.FieldByName("TLSConfig"); f.IsValid() && f.Kind() == reflect.Pointer {
+		tls = !f.IsNil()
+	}
+	db := 0
+	if f := o.FieldByName("DB"); f.IsValid() && f.CanInt() {
+		db = int(f.Int())
+	}
+	user, password := text("Username"), text("Password")
+	if addrs := o.FieldByName("Addrs"); addrs.IsValid() && addrs.Kind() == reflect.Slice {
+		seeds := make([]string, addrs.Len())
+		for i := range seeds {
+			seeds[i] = addrs.Index(i).String()
+		}
+		scheme := "redis+cluster://"
+		if tls {
+			scheme = "rediss+cluster://"
+		}
+		return scheme + userinfo(user, password) + strings.Join(seeds, ",")
+	}
+	if text("Network") == "unix" {
+		return unixURL(text("Addr"), db, user, password)
+	}
+	scheme := "redis"
+	if tls {
+		scheme = "rediss"
+	}
+	u := scheme + "://" + userinfo(user, password) + text("Addr")
+	if db != 0 {
+		u += "/" + strconv.Itoa(db)
+	}
+	return u
+}
+
+// unixURL is fencelock's URL of a server on a Unix socket.
+func unixURL(path string, db int, user, password string) string {
+	q := url.Values{}
+	if db != 0 {
+		q.Set("db", strconv.Itoa(db))
+	}
+	if user != "" {
+		q.Set("user", user)
+	}
+	if password != "" {
+		q.Set("pass", password)
+	}
+	u := "redis+unix://" + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	return u
+}
+
+// nodeOf is the address of a rueidis or valkey-go client's one node (through the compat
+// adapter redsync's pools take): its Nodes method's only key; "" otherwise.
+func nodeOf(d any) string {
+	client := field(reflect.ValueOf(d), "client")
+	if client == nil {
+		client = d
+	}
+	if client == nil {
+		return ""
+	}
+	m := reflect.ValueOf(client).MethodByName("Nodes")
+	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 || m.Type().Out(0).Kind() != reflect.Map {
+		return ""
+	}
+	nodes := m.Call(nil)[0]
+	if nodes.Len() != 1 || nodes.Type().Key().Kind() != reflect.String {
+		return ""
+	}
+	return nodes.MapKeys()[0].String()
 }
 
 func userinfo(user, password string) string {
@@ -88,18 +199,6 @@ func userinfo(user, password string) string {
 		return url.User(user).String() + "@"
 	}
 	return ""
-}
-
-func clientURL(o *goredislib.Options) string {
-	scheme := "redis"
-	if o.TLSConfig != nil {
-		scheme = "rediss"
-	}
-	u := scheme + "://" + userinfo(o.Username, o.Password) + o.Addr
-	if o.DB != 0 {
-		u += "/" + strconv.Itoa(o.DB)
-	}
-	return u
 }
 
 // redigoURL asks one of the pool's connections where it is: CLIENT INFO's laddr (the
@@ -123,12 +222,17 @@ func redigoURL(p interface {
 		}
 	}
 	addr := fields["laddr"]
-	if addr == "" || strings.HasPrefix(addr, "/") {
+	db, _ := strconv.Atoi(fields["db"])
+	if strings.HasPrefix(addr, "/") {
+		// A Unix socket: "/path/redis.sock:0".
+		return unixURL(strings.TrimSuffix(addr, ":0"), db, "", ""), nil
+	}
+	if addr == "" {
 		return "", errorf("a redigo pool's server did not say its address (CLIENT INFO laddr=%q): use redsync.URLPool(url)", addr)
 	}
 	u := "redis://" + addr
-	if db := fields["db"]; db != "" && db != "0" {
-		u += "/" + db
+	if db != 0 {
+		u += "/" + strconv.Itoa(db)
 	}
 	return u, nil
 }

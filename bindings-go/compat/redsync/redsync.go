@@ -1,5 +1,5 @@
 // Package redsync is a drop-in for github.com/go-redsync/redsync/v4 on fencelock: the same
-// names and options, the same pools (redsync's goredis/v9 and redigo adapters), one import
+// names and options, the same pools (redsync's go-redis, redigo and rueidis adapters), one import
 // changed. Underneath, fencelock's core takes the lock: waiters queue and are handed the lock
 // in the order they came (redsync polls every 50-250 ms), every acquisition carries a fencing
 // token (Mutex.FencingToken), and the values and scripts stay compatible with redsync's keys
@@ -18,6 +18,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,50 +36,88 @@ const (
 // single-server lock; several: Redlock with quorum n/2+1).
 type Redsync struct {
 	pools []redis.Pool
+}
 
-	mu       sync.Mutex
-	urls     []string
-	urlErr   error
-	managers map[managerKey]*fencelock.Manager
+// New makes a Redsync from connection pools made by redsync's adapters (go-redis v6 to v9,
+// redigo, rueidis) or URLPool. Their servers are found on first use; a pool whose server
+// cannot be found makes every Lock fail, saying why.
+func New(pools ...redis.Pool) *Redsync {
+	return &Redsync{pools: pools}
+}
+
+// managers are the fencelock managers made for sets of pools, one per set and pair of
+// factors, kept for the life of the process (as a service keeps its Redsync).
+var managers struct {
+	mu    sync.Mutex
+	urls  map[string]urlsFound
+	byKey map[managerKey]*fencelock.Manager
+}
+
+// urlsFound is what serverURLs found for a set of pools.
+type urlsFound struct {
+	urls []string
+	err  error
+	// pools are kept, so that no other pool is ever made at their addresses (poolsKey).
+	pools []redis.Pool
 }
 
 // managerKey: redsync's drift and timeout factors are per mutex, fencelock's per manager.
 type managerKey struct {
+	pools   string
 	drift   float64
 	timeout time.Duration
 }
 
-// New makes a Redsync from connection pools made by redsync's adapters (goredis/v9, redigo)
-// or URLPool. Their servers are found on first use; a pool whose server cannot be found makes
-// every Lock fail, saying why.
-func New(pools ...redis.Pool) *Redsync {
-	return &Redsync{pools: pools, managers: map[managerKey]*fencelock.Manager{}}
-}
-
-// manager is the fencelock manager for the mutex's factors, made on first use.
-func (r *Redsync) manager(m *Mutex) (*fencelock.Manager, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.urls == nil && r.urlErr == nil {
-		r.urls, r.urlErr = serverURLs(r.pools)
+// managerOf is the fencelock manager for the mutex's pools and factors, made on first use.
+func managerOf(m *Mutex) (*fencelock.Manager, error) {
+	managers.mu.Lock()
+	defer managers.mu.Unlock()
+	if managers.byKey == nil {
+		managers.urls = map[string]urlsFound{}
+		managers.byKey = map[managerKey]*fencelock.Manager{}
 	}
-	if r.urlErr != nil {
-		return nil, r.urlErr
+	pools := poolsKey(m.pools)
+	found, ok := managers.urls[pools]
+	if !ok {
+		found.urls, found.err = serverURLs(m.pools)
+		found.pools = m.pools
+		managers.urls[pools] = found
 	}
-	key := managerKey{m.driftFactor, time.Duration(float64(m.expiry) * m.timeoutFactor)}
-	if mgr, ok := r.managers[key]; ok {
+	if found.err != nil {
+		return nil, found.err
+	}
+	key := managerKey{pools, m.driftFactor, time.Duration(float64(m.expiry) * m.timeoutFactor)}
+	if mgr, ok := managers.byKey[key]; ok {
 		return mgr, nil
 	}
 	opts := []fencelock.ManagerOption{fencelock.WithDriftFactor(key.drift)}
 	if key.timeout >= time.Millisecond {
 		opts = append(opts, fencelock.WithServerTimeout(key.timeout))
 	}
-	mgr, err := fencelock.NewManager(r.urls, opts...)
+	mgr, err := fencelock.NewManager(found.urls, opts...)
 	if err != nil {
 		return nil, err
 	}
-	r.managers[key] = mgr
+	managers.byKey[key] = mgr
 	return mgr, nil
+}
+
+// poolsKey names a set of pools by identity (a URLPool by its URL).
+func poolsKey(pools []redis.Pool) string {
+	var b strings.Builder
+	for _, p := range pools {
+		if u, ok := p.(URLPool); ok {
+			fmt.Fprintf(&b, "url:%s\n", u)
+			continue
+		}
+		v := reflect.ValueOf(p)
+		if v.Kind() == reflect.Pointer {
+			fmt.Fprintf(&b, "%T@%x\n", p, v.Pointer())
+		} else {
+			fmt.Fprintf(&b, "%T:%#v\n", p, p)
+		}
+	}
+	return b.String()
 }
 
 // NewMutex returns a mutex on name, with redsync's defaults: an 8 s expiry, 32 tries 50-250
@@ -93,7 +133,8 @@ func (r *Redsync) NewMutex(name string, options ...Option) *Mutex {
 		genValueFunc:  genValue,
 		driftFactor:   0.01,
 		timeoutFactor: 0.05,
-		rs:            r,
+		quorum:        len(r.pools)/2 + 1,
+		pools:         r.pools,
 	}
 	for _, o := range options {
 		o.Apply(m)
@@ -177,9 +218,8 @@ func WithShufflePools(b bool) Option {
 	return OptionFunc(func(m *Mutex) { m.shuffle = b })
 }
 
-// WithSetNXOnExtend is accepted for compatibility: fencelock extends a lock only where it is
-// still held, never taking it anew (a lock that expired is lost, and its fencing token says
-// so to whoever acquires it next).
+// WithSetNXOnExtend makes Extend take a lock that expired anew when nobody else took it (one
+// try, with the mutex's value): a new acquisition, with a new fencing token.
 func WithSetNXOnExtend() Option {
 	return OptionFunc(func(m *Mutex) { m.setNXOnExtend = true })
 }

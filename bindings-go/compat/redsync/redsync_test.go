@@ -56,7 +56,7 @@ func TestAMutexExcludesAndIsHandedOverThroughEitherAdapter(t *testing.T) {
 				t.Fatalf("held on %d servers, until %v, fencing token %d", held, a.Until(), a.FencingToken())
 			}
 			b := rs.NewMutex("test-redsync", redsync.WithTries(1))
-			var taken redsync.ErrTaken
+			var taken *redsync.ErrTaken
 			if err := b.TryLock(); !errors.As(err, &taken) || len(taken.Nodes) < 2 {
 				t.Fatalf("TryLock on a held mutex: %v", err)
 			}
