@@ -1530,7 +1530,9 @@ fl_status fl_set_span_callback(fl_span_callback callback, void *user_data);
  * spans, `fencelock.acquire` and, when it is granted, `fencelock.hold`, reach the span
  * callback with that number. Taken by that call (one number per call); forgotten while no
  * span callback is registered. A caller keeps its own context (an OpenTelemetry span) under
- * the number until a span marked `last` arrives.
+ * the number until a span marked `last` arrives. A call refused for its arguments before it
+ * starts may leave the number to the next acquire call: `fl_trace_next(0)` after the call
+ * clears it.
  */
 void fl_trace_next(uint64_t parent);
 

@@ -3,11 +3,11 @@
 
 use std::ffi::c_char;
 
+use crate::error::boundary;
 use crate::error::fl_status;
 use crate::ffi;
 use crate::lock::manager;
 use crate::manager::fl_manager;
-use crate::panic::boundary;
 
 /// Releases the lock `name` if it is held with `token`, without a lock handle (for locks
 /// acquired with `fl_lock_acquire_with_token` and detached, or handed across processes). A

@@ -9,9 +9,9 @@ use std::sync::{Mutex, Once, RwLock};
 
 use fencelock::observe::{self, Event, EventLevel};
 
+use crate::error::boundary;
 use crate::error::fl_status;
 use crate::ffi;
-use crate::panic::boundary;
 
 /// Severity of a fencelock event, most verbose first. The numbers are stable.
 #[repr(u32)]

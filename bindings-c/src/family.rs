@@ -9,13 +9,13 @@ use fencelock::blocking::{Lock, LockManager};
 use fencelock::{display_name, AcquireOptions, Error, LeaseKind, Result};
 
 use crate::error::fl_status;
+use crate::error::{boundary, boundary_or};
 use crate::ffi;
 use crate::lock::{
     fl_interrupt_callback, fl_lock, fl_lock_callback, flagged_options, hand_out, lock_ref, manager,
     run_scoped,
 };
 use crate::manager::fl_manager;
-use crate::panic::{boundary, boundary_or};
 
 /// How often an interruptible acquisition asks its callback whether to give up.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);

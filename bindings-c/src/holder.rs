@@ -6,13 +6,13 @@ use std::ffi::c_char;
 
 use fencelock::LockHolder;
 
+use crate::error::boundary;
 use crate::error::fl_status;
 use crate::family::{fl_rwlock, fl_semaphore};
 use crate::ffi;
 use crate::lock::manager;
 use crate::manager::fl_manager;
 use crate::options::{fl_manager_options, set};
-use crate::panic::boundary;
 
 /// The longest holder label, in bytes, without its NUL.
 pub const FL_HOLDER_LABEL_MAX: usize = 128;

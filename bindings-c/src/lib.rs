@@ -39,6 +39,8 @@ mod lock;
 
 mod many;
 
+// The `fl_lock_on_lost` slot of a handle.
+mod hook;
 mod lost;
 
 mod family;
@@ -53,7 +55,6 @@ mod metrics;
 mod spans;
 
 mod ffi;
-mod panic;
 
 pub use by_name::{
     fl_extend_by_token, fl_manager_is_held_by_token, fl_manager_is_locked, fl_manager_remaining_ms,

@@ -9,9 +9,9 @@ use fencelock::display_name;
 use fencelock::{AcquireOptions, Error, Result};
 
 use crate::error::fl_status;
+use crate::error::{boundary, boundary_or};
 use crate::ffi;
 use crate::manager::fl_manager;
-use crate::panic::{boundary, boundary_or};
 
 /// A lock acquired through a manager. Opaque: made by `fl_lock_acquire`,
 /// `fl_lock_acquire_with_token` or `fl_lock_try_acquire`, freed by `fl_lock_free`.
@@ -33,7 +33,7 @@ pub struct fl_lock {
     /// Whether and why it was lost, also after a release.
     pub(crate) lost: fencelock::LostView,
     /// The `fl_lock_on_lost` callback.
-    pub(crate) on_lost: std::sync::Arc<crate::lost::Hook>,
+    pub(crate) on_lost: std::sync::Arc<crate::hook::Hook<fl_lock>>,
     /// What it holds of its name (`fl_lock_kind`).
     pub(crate) kind: fencelock::LeaseKind,
 }
@@ -70,6 +70,12 @@ impl fl_lock {
             "lock {} was already released or detached",
             display_name(self.name.as_bytes())
         ))
+    }
+}
+
+impl Drop for fl_lock {
+    fn drop(&mut self) {
+        self.on_lost.clear();
     }
 }
 

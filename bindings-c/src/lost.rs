@@ -1,16 +1,15 @@
 //! `fl_lock_on_lost` and `fl_lock_lost_reason`: a lost lock, reported to C as in every
 //! language: once, with why, on a thread of the library's.
 
-use std::cell::Cell;
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use fencelock::LostReason;
 
+use crate::error::boundary;
 use crate::error::fl_status;
 use crate::ffi;
+use crate::hook::Hook;
 use crate::lock::{fl_lock, fl_lock_callback, lock_ref};
-use crate::panic::{boundary, boundary_or};
 
 /// Why a lock was lost. The numbers are stable.
 #[repr(u32)]
@@ -40,76 +39,6 @@ impl fl_lost_reason {
     }
 }
 
-/// A handle's registered callback, and the handle it is called with.
-struct Registered {
-    callback: unsafe extern "C" fn(*const fl_lock, *mut c_void),
-    user_data: *mut c_void,
-    lock: *const fl_lock,
-}
-
-// SAFETY: the header asks for a callback and data usable from another thread; the handle
-// pointer is used only while the handle lives (its drop waits for a running callback).
-unsafe impl Send for Registered {}
-
-/// The `fl_lock_on_lost` state of one handle, shared with the core's watch.
-#[derive(Default)]
-pub(crate) struct Hook {
-    /// Held while the callback runs, so that freeing the handle waits for it. Never taken
-    /// while the handle's lock mutex is held (the callback may read the handle).
-    slot: Mutex<Slot>,
-    /// Whether the core watches the lock for this handle yet (taken under the lock mutex).
-    watching: Mutex<bool>,
-}
-
-#[derive(Default)]
-struct Slot {
-    registered: Option<Registered>,
-    /// The core reported the loss (before a callback was registered, perhaps).
-    fired: bool,
-}
-
-thread_local! {
-    /// Set on the thread running an `fl_lock_on_lost` callback.
-    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
-}
-
-fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Hook {
-    /// Runs the registered callback (once): on the core's callback thread.
-    fn fire(&self) {
-        let mut slot = guard(&self.slot);
-        slot.fired = true;
-        if let Some(r) = slot.registered.take() {
-            IN_CALLBACK.with(|c| c.set(true));
-            // SAFETY: a C function pointer given by the caller, with its data, and the handle
-            // it was registered on, alive: its drop waits for this lock to be let go.
-            boundary_or((), || unsafe { (r.callback)(r.lock, r.user_data) });
-            IN_CALLBACK.with(|c| c.set(false));
-        }
-    }
-
-    /// Called when the handle goes (free, or the end of `fl_with_lock`): no callback after
-    /// this returns, and a running one is waited for (unless this is its own thread).
-    pub(crate) fn clear(&self) {
-        if IN_CALLBACK.with(Cell::get) {
-            if let Ok(mut slot) = self.slot.try_lock() {
-                slot.registered = None;
-            }
-            return;
-        }
-        guard(&self.slot).registered = None;
-    }
-}
-
-impl Drop for fl_lock {
-    fn drop(&mut self) {
-        self.on_lost.clear();
-    }
-}
-
 /// Called once, on a thread of the library's, if the lock is lost while held:
 /// `callback(lock, user_data)`, where `lock` is the handle (read it with `fl_lock_lost_reason`,
 /// `fl_lock_name`, `fl_lock_fencing_token`; do not release, detach or free it from the callback).
@@ -130,39 +59,13 @@ pub unsafe extern "C" fn fl_lock_on_lost(
     boundary(|| {
         let callback = callback.ok_or_else(|| ffi::invalid("callback is NULL"))?;
         let l = lock_ref(lock)?;
-        if IN_CALLBACK.with(Cell::get) {
-            return Err(ffi::invalid(
-                "fl_lock_on_lost cannot be called from an fl_lock_on_lost callback",
-            ));
-        }
+        Hook::<fl_lock>::check_not_in_callback()?;
         {
             let held = l.guard();
             let held = held.as_ref().ok_or_else(|| l.released())?;
-            let mut watching = guard(&l.on_lost.watching);
-            if !*watching {
-                *watching = true;
-                let hook = Arc::clone(&l.on_lost);
-                held.on_lost(move |_| hook.fire());
-            }
+            l.on_lost.watch(held);
         }
-        let mut slot = guard(&l.on_lost.slot);
-        slot.registered = Some(Registered {
-            callback,
-            user_data,
-            lock,
-        });
-        if slot.fired {
-            // Lost before this registration: called now, on a thread of its own as always.
-            let hook = Arc::clone(&l.on_lost);
-            std::thread::Builder::new()
-                .name("fencelock-on-lost".into())
-                .spawn(move || hook.fire())
-                .map_err(|e| {
-                    slot.registered = None;
-                    fencelock::Error::unavailable(format!("cannot start a thread: {e}"))
-                })?;
-        }
-        Ok(())
+        l.on_lost.set(callback, user_data, lock)
     })
 }
 

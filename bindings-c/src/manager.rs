@@ -8,9 +8,9 @@ use fencelock::blocking::LockManager;
 use fencelock::Builder;
 
 use crate::error::fl_status;
+use crate::error::{boundary, boundary_or};
 use crate::ffi;
 use crate::options::fl_manager_options;
-use crate::panic::{boundary, boundary_or};
 
 /// The longest `fl_manager_free` waits for the manager's thread to stop.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);

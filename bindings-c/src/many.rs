@@ -2,11 +2,11 @@
 
 use std::ffi::{c_char, c_void};
 
+use crate::error::boundary;
 use crate::error::fl_status;
 use crate::ffi;
 use crate::lock::{fl_lock, flagged_options, hand_out, lock_ref, manager};
 use crate::manager::fl_manager;
-use crate::panic::boundary;
 use crate::pending::{fl_acquire_done, fl_pending, started};
 
 /// Acquires every name of `names` (`n_names` NUL-terminated strings, 1 to 64, none twice) at

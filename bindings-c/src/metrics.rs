@@ -9,10 +9,10 @@ use std::sync::{LazyLock, Mutex, RwLock};
 
 use fencelock::measure::{self, Instrument, Sample, MEASURES};
 
+use crate::error::boundary;
 use crate::error::fl_status;
 use crate::ffi;
 use crate::options::{fl_manager_options, set};
-use crate::panic::boundary;
 
 /// How a measurement is reported. The numbers are stable.
 #[repr(u32)]

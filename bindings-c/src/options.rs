@@ -9,8 +9,8 @@ use std::time::Duration;
 use fencelock::Builder;
 
 use crate::error::fl_status;
+use crate::error::{boundary, boundary_or};
 use crate::ffi;
-use crate::panic::{boundary, boundary_or};
 
 /// Options of a manager (key prefix, retry delay and jitter, drift factor, server and
 /// connect timeouts, TLS, a password).

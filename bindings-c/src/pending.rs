@@ -7,12 +7,12 @@ use std::ffi::{c_char, c_void};
 use fencelock::blocking::{LockManager, Pending};
 use fencelock::{LeaseKind, Result};
 
+use crate::error::{boundary, boundary_or};
 use crate::error::{fl_status, set_last_core_error, status_of};
 use crate::family::{fl_rwlock, fl_semaphore};
 use crate::ffi;
 use crate::lock::{fl_lock, flagged_options, manager};
 use crate::manager::fl_manager;
-use crate::panic::{boundary, boundary_or};
 
 /// An acquisition under way, started by `fl_lock_acquire_start`, `fl_semaphore_acquire_start`
 /// or `fl_rwlock_acquire_start`. Opaque: freed by `fl_pending_free` (which does not cancel

@@ -10,9 +10,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use fencelock::measure::{self, SpanRecord, SpanValue, TraceParent};
 
+use crate::error::boundary;
 use crate::error::fl_status;
 use crate::ffi;
-use crate::panic::boundary;
 
 /// What an attribute's value is. The numbers are stable.
 #[repr(u32)]
@@ -69,7 +69,8 @@ pub struct fl_span {
 /// Called on the library's own threads or on the thread inside a fencelock call, possibly on
 /// several threads at once: it must be thread-safe, must return quickly without blocking, and
 /// must not call any fencelock function.
-pub type fl_span_callback = Option<unsafe extern "C" fn(span: *const fl_span, user_data: *mut c_void)>;
+pub type fl_span_callback =
+    Option<unsafe extern "C" fn(span: *const fl_span, user_data: *mut c_void)>;
 
 type Callback = unsafe extern "C" fn(*const fl_span, *mut c_void);
 
@@ -116,7 +117,9 @@ fn unix_ns(t: SystemTime) -> i64 {
 fn deliver(record: SpanRecord) {
     let sink = SINK.read().unwrap_or_else(|e| e.into_inner());
     let Some(sink) = sink.as_ref() else { return };
-    let Some(&parent) = record.parent.get::<u64>() else { return };
+    let Some(&parent) = record.parent.get::<u64>() else {
+        return;
+    };
     let name = c_string(record.name);
     let keys: Vec<CString> = record.attributes.iter().map(|(k, _)| c_string(k)).collect();
     let texts: Vec<Option<CString>> = record

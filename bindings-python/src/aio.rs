@@ -12,12 +12,13 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::aio_bridge::{bridge, none, ready, spawn, OnCancel};
 use crate::convert::{
-    acquire_options, max_hold_arg, name_arg, names_arg, opt_token_arg, token_arg, ttl_arg,
-    wait_arg, wait_limit, CallerToken, Names, Servers, Text,
+    max_hold_arg, name_arg, names_arg, opt_token_arg, token_arg, ttl_arg, wait_arg, wait_limit,
+    CallerToken, Names, Servers, Text,
 };
 use crate::errors::{Failure, LockError};
 use crate::lost::{Deliver, Keep};
 use crate::managed::{Live, Managed};
+use crate::options::acquire_options;
 use crate::options::{is_exception, Options, ScopeArgs};
 
 /// A distributed lock manager for asyncio: the same as ``fencelock.LockManager`` with

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use fencelock::{AcquireOptions, LeaseKind};
+use fencelock::LeaseKind;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyString};
@@ -177,23 +177,6 @@ pub fn wait_limit(wait: Option<f64>) -> PyResult<Option<Duration>> {
         // Longer than a Duration can hold: as good as no limit.
         Some(w) => Ok(Duration::try_from_secs_f64(w).ok()),
     }
-}
-
-/// The core's acquire options from the Python arguments (`keep`: whether and how long the
-/// core keeps the lock alive once acquired).
-pub fn acquire_options(
-    py: Python<'_>,
-    ttl: f64,
-    wait: Option<Duration>,
-    token: &CallerToken,
-    keep: &crate::lost::Keep,
-) -> PyResult<AcquireOptions> {
-    let mut opts = keep.apply(AcquireOptions::new(ttl_seconds(ttl)?).wait(wait));
-    if let Some(t) = &token.token {
-        opts = opts.token(t.as_bytes()).reentrant(token.reentrant);
-    }
-    // The caller's trace context, on the caller's thread or task (a tracer attached only).
-    Ok(opts.trace(crate::spans::parent(py)?))
 }
 
 /// The ``token`` and ``reentrant`` arguments of an acquisition: a caller's token is exclusive
@@ -577,4 +560,9 @@ pub fn holder_arg(value: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
         "holder must be True (host:pid), a label (str) or None, got {}",
         value.get_type().name()?
     )))
+}
+
+/// `repr(obj)`, or an empty string if it raises.
+pub fn py_repr(obj: &Bound<'_, PyAny>) -> String {
+    obj.repr().map(|r| r.to_string()).unwrap_or_default()
 }

@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::SeqCst};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use fencelock::measure::SpanRecord;
+use fencelock::measure::{self, SpanRecord};
 use fencelock::observe::{add_listener, remove_listener, Event, EventLevel};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -80,8 +80,24 @@ impl Queue {
 }
 
 /// Queues a span record for the fencelock thread (`spans::emit` makes it Python's).
-pub fn push_span(record: SpanRecord) {
+fn push_span(record: SpanRecord) {
     queue().push_span(record);
+}
+
+/// Attaches (`capture`: a function returning the caller's current OpenTelemetry context) or
+/// detaches (`None`) the tracer: from now on acquisitions capture their caller's context
+/// (`spans::parent`) and their span records are queued for the fencelock thread.
+#[pyfunction]
+#[pyo3(signature = (capture))]
+pub fn _set_span_capture(capture: Option<Py<PyAny>>) {
+    let attach = capture.is_some();
+    crate::spans::set_capture(capture);
+    let sink: Option<measure::SpanSink> = if attach {
+        Some(std::sync::Arc::new(push_span))
+    } else {
+        None
+    };
+    measure::set_span_sink(sink);
 }
 
 /// The current queue. Replaced (the old one leaked) in a child after `fork()`, whose copy of

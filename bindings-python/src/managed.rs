@@ -9,7 +9,7 @@ use fencelock::{blocking, Config};
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
-use crate::convert::Text;
+use crate::convert::{py_repr, Text};
 use crate::errors::{to_py, Failure};
 use crate::options::Options;
 
@@ -117,11 +117,6 @@ impl Managed {
 
 /// How often a blocking wait wakes up to run Python's signal handlers (Ctrl-C).
 pub const SIGNAL_POLL: Duration = Duration::from_millis(50);
-
-/// `repr(obj)`, or an empty string if it raises.
-pub fn py_repr(obj: &Bound<'_, PyAny>) -> String {
-    obj.repr().map(|r| r.to_string()).unwrap_or_default()
-}
 
 /// A value that belongs to the process that made it: in a child forked since, `get` gives
 /// `None` and dropping leaks it, since it may refer to the parent's runtime, whose threads do

@@ -3,20 +3,21 @@
 //! ([`ScopeArgs`]), and a lock's facts and getters ([`LockFacts`], [`lock_getters!`]).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use fencelock::{Builder, LeaseKind, MetricNames};
+use fencelock::{AcquireOptions, Builder, LeaseKind, MetricNames};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::convert::{
     connect_timeout_arg, drift_factor_arg, key_prefix_arg, non_negative_seconds, password_arg,
-    positive_seconds, read_file, refused_attempts_arg, replica_ack_arg, replica_ack_timeout_arg,
-    retry_delay_arg, retry_jitter_arg, server_timeout_arg, tls_ca_file_arg, tls_client_cert_arg,
-    tls_client_key_arg, tls_insecure_arg, ttl_seconds, wait_limit, Names, Servers, Text,
+    positive_seconds, py_repr, read_file, refused_attempts_arg, replica_ack_arg,
+    replica_ack_timeout_arg, retry_delay_arg, retry_jitter_arg, server_timeout_arg,
+    tls_ca_file_arg, tls_client_cert_arg, tls_client_key_arg, tls_insecure_arg, ttl_seconds,
+    wait_limit, CallerToken, Names, Servers, Text,
 };
 use crate::lost::Keep;
-use crate::managed::py_repr;
 use crate::metrics::metric_names_arg;
 
 /// The manager constructors' keyword arguments, in the order the docs list them.
@@ -452,3 +453,20 @@ macro_rules! lock_getters {
     };
 }
 pub(crate) use lock_getters;
+
+/// The core's acquire options from the Python arguments (`keep`: whether and how long the
+/// core keeps the lock alive once acquired).
+pub fn acquire_options(
+    py: Python<'_>,
+    ttl: f64,
+    wait: Option<Duration>,
+    token: &CallerToken,
+    keep: &Keep,
+) -> PyResult<AcquireOptions> {
+    let mut opts = keep.apply(AcquireOptions::new(ttl_seconds(ttl)?).wait(wait));
+    if let Some(t) = &token.token {
+        opts = opts.token(t.as_bytes()).reentrant(token.reentrant);
+    }
+    // The caller's trace context, on the caller's thread or task (a tracer attached only).
+    Ok(opts.trace(crate::spans::parent(py)?))
+}

@@ -25,9 +25,6 @@ static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// Of those, threads parked for good because the interpreter is closing.
 static PARKED: AtomicUsize = AtomicUsize::new(0);
 
-/// Longest the `atexit` hook waits for in-flight calls (each is bounded by server timeouts).
-const EXIT_WAIT: Duration = Duration::from_secs(5);
-
 fn park_forever() -> ! {
     PARKED.fetch_add(1, SeqCst);
     loop {
@@ -84,16 +81,12 @@ pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
     out
 }
 
-/// The `atexit` hook (registered by `fencelock/__init__.py`): first waits (GIL released) for
-/// the managers' background cleanups (a waiter interrupted by Ctrl-C withdrew its place in
-/// the background: the process must not exit before that went out); then from now on no
-/// thread enters Python through this module, and it waits for those inside to leave or park.
-#[pyfunction]
-pub fn _at_exit(py: Python<'_>) {
-    let deadline = Instant::now() + EXIT_WAIT;
-    py.detach(|| fencelock::settle_all(EXIT_WAIT));
+/// Marks the interpreter as closing (no thread enters Python through this crate from now on)
+/// and waits, the GIL released, until every thread counted here left or parked, or until
+/// `deadline`.
+pub fn close(py: Python<'_>, deadline: Instant, wake: impl FnOnce()) {
     CLOSING.store(true, SeqCst);
-    crate::events::wake();
+    wake();
     py.detach(|| {
         while ACTIVE.load(SeqCst) > PARKED.load(SeqCst) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
@@ -101,12 +94,10 @@ pub fn _at_exit(py: Python<'_>) {
     });
 }
 
-/// The `os.register_at_fork(after_in_child=...)` hook: the parent's other threads do not exist
-/// in the child, so neither do their counts.
-#[pyfunction]
-pub fn _after_fork_in_child() {
+/// In a child after `fork()`: the parent's other threads do not exist here, so neither do
+/// their counts.
+pub fn reset_after_fork() {
     ACTIVE.store(0, SeqCst);
     PARKED.store(0, SeqCst);
     CLOSING.store(false, SeqCst);
-    crate::events::after_fork_in_child();
 }

@@ -1,10 +1,10 @@
 //! The core's span records for OpenTelemetry (`fencelock/metrics.py`'s tracer).
 //!
-//! While a tracer is attached (`_set_span_capture`), each acquisition captures the caller's
+//! While a tracer is attached (`events::_set_span_capture`), each acquisition captures the caller's
 //! OpenTelemetry context when it is called, on the caller's thread or asyncio task (the
 //! `capture` function: `opentelemetry.context.get_current`), and hands it to the core
 //! ([`TraceParent`]). The core's records of the call's and its hold's spans come back on the
-//! thread where they ended, which only queues them (`events::push_span`, no GIL); the fencelock
+//! thread where they ended, which only queues them (the events queue, no GIL); the fencelock
 //! thread (`fencelock/_logging.py`) turns them into spans, children of that context. With no
 //! tracer attached nothing is captured or queued.
 
@@ -21,20 +21,10 @@ struct PyParent(Py<PyAny>);
 /// The function that returns the caller's current context (`None`: no tracer attached).
 static CAPTURE: Mutex<Option<Py<PyAny>>> = Mutex::new(None);
 
-/// Attaches (`capture`: a function returning the caller's current OpenTelemetry context) or
-/// detaches (`None`) the tracer: from now on acquisitions capture their caller's context and
-/// their span records are queued for the fencelock thread.
-#[pyfunction]
-#[pyo3(signature = (capture))]
-pub fn _set_span_capture(capture: Option<Py<PyAny>>) {
-    let attach = capture.is_some();
+/// Sets (`capture`: a function returning the caller's current OpenTelemetry context) or
+/// clears (`None`) what acquisitions call to capture their caller's context.
+pub fn set_capture(capture: Option<Py<PyAny>>) {
     *CAPTURE.lock().unwrap_or_else(|e| e.into_inner()) = capture;
-    let sink: Option<measure::SpanSink> = if attach {
-        Some(std::sync::Arc::new(crate::events::push_span))
-    } else {
-        None
-    };
-    measure::set_span_sink(sink);
 }
 
 /// The caller's context for an acquisition starting now, when a tracer is attached.

@@ -11,12 +11,13 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::convert::{
-    acquire_options, max_hold_arg, name_arg, names_arg, opt_token_arg, token_arg, ttl_arg,
-    ttl_seconds, wait_arg, wait_limit, CallerToken, Names, Servers, Text,
+    max_hold_arg, name_arg, names_arg, opt_token_arg, token_arg, ttl_arg, ttl_seconds, wait_arg,
+    wait_limit, CallerToken, Names, Servers, Text,
 };
 use crate::errors::{to_py, Failure, LockError};
 use crate::lost::{Deliver, Keep};
 use crate::managed::{Managed, SIGNAL_POLL};
+use crate::options::acquire_options;
 use crate::options::{is_exception, Options, ScopeArgs};
 use crate::shutdown;
 use crate::sync_lock::PyLock;

@@ -312,7 +312,7 @@ impl Builder {
 
     /// A label this manager's locks leave next to them while held, with since when and their
     /// fencing token, for [`LockManager::holder`](crate::LockManager::holder) to show (see
-    /// [`crate::who`]; [`default_holder_label`](crate::who::default_holder_label) is
+    /// [`crate::who`]; [`default_holder_label`](crate::label::default_holder_label) is
     /// `host:pid`). Off by default: nothing is written. Checked by [`config`](Self::config):
     /// 1 to 128 bytes, no control characters.
     pub fn holder_label(mut self, label: impl Into<String>) -> Builder {
@@ -339,7 +339,7 @@ impl Builder {
             )));
         }
         if let Some(label) = &self.holder_label {
-            crate::who::check_label(label)?;
+            crate::label::check_label(label)?;
         }
         let tls = self.tls.load()?;
         if self.password.as_deref() == Some("") {

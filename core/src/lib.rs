@@ -43,6 +43,7 @@ mod identity;
 mod inspect;
 pub mod keys;
 pub mod kind;
+mod label;
 pub mod lane;
 mod lock;
 mod lost;

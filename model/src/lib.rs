@@ -6,10 +6,13 @@
 //! each; `cargo test` here checks the bounds CI uses, `cargo run --release -- --help` larger
 //! ones.
 //!
-//! One module per concern: [`lock`] the clients and the time, [`scripts`] the server (and
-//! [`permits`] its semaphores and read-write locks, [`many`] a lock on several names),
-//! [`properties`] what is checked, [`trace`] the runs the conformance test replays on a real
-//! server.
+//! One module per concern: [`world`] the shared vocabulary (clients, keys, places, requests,
+//! replies, the store, the faults; the single-server model's bounds and state), [`votes`]
+//! Redlock's bounds and state, [`lock`] the single-server model's steps and time, [`scripts`]
+//! the server (and [`permits`] its semaphores and read-write locks, [`many`] a lock on several
+//! names), [`redlock`] the model on several servers, [`properties`] what is checked, [`trace`]
+//! the runs the conformance test replays on a real server. The vocabulary is a leaf: no
+//! module uses one that uses it back.
 
 pub mod lock;
 pub mod many;
@@ -18,3 +21,5 @@ pub mod properties;
 pub mod redlock;
 pub mod scripts;
 pub mod trace;
+pub mod votes;
+pub mod world;

@@ -18,8 +18,8 @@
 //! A waiter of several names is never handed one name alone, which would have it hold one
 //! while it waits for another.
 
-use crate::lock::{Client, Reply, Request, Server};
 use crate::scripts::{expire, Ctx, Run, Served, Walk};
+use crate::world::{Client, Reply, Request, Server};
 
 /// The names in bitmask `want`, in order.
 pub fn names_in(want: u8) -> impl Iterator<Item = usize> {

@@ -22,62 +22,9 @@
 //! the first of them that listens, then takes the next: as for the lock, a walk past waiters
 //! that do not listen still raises the counter.
 
-use crate::lock::{Client, Lease, Reply, Request};
-use crate::scripts::{Pubsub, Run};
-
-/// What the model's name is.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Family {
-    /// A lock: one holder.
-    Lock,
-    /// Permits of `limit`, client `c`'s lease weighing `weights[c]`: a semaphore, or a
-    /// read-write lock (`rw`: a writer weighs the whole `limit`, a reader 1).
-    Permits {
-        rw: bool,
-        limit: u8,
-        weights: Vec<u8>,
-    },
-}
-
-impl Family {
-    /// A semaphore of `limit` permits; client `c` takes `counts[c]`.
-    pub fn semaphore(limit: u8, counts: &[u8]) -> Family {
-        assert!(counts.iter().all(|&n| (1..=limit).contains(&n)));
-        Family::Permits {
-            rw: false,
-            limit,
-            weights: counts.to_vec(),
-        }
-    }
-
-    /// A read-write lock; client `c` writes when `writers[c]`, else reads. Its capacity is
-    /// the number of clients: more than all readers together.
-    pub fn rwlock(writers: &[bool]) -> Family {
-        let limit = writers.len() as u8;
-        Family::Permits {
-            rw: true,
-            limit,
-            weights: writers.iter().map(|&w| if w { limit } else { 1 }).collect(),
-        }
-    }
-
-    pub fn is_permits(&self) -> bool {
-        matches!(self, Family::Permits { .. })
-    }
-
-    /// The capacity, and client `c`'s weight (a lock: 1 of 1).
-    pub fn weight(&self, c: Client) -> (u8, u8) {
-        match self {
-            Family::Lock => (1, 1),
-            Family::Permits { limit, weights, .. } => (*limit, weights[c]),
-        }
-    }
-
-    /// Whether client `c` is a read-write lock's writer.
-    pub fn writes(&self, c: Client) -> bool {
-        matches!(self, Family::Permits { rw: true, limit, weights } if weights[c] == *limit)
-    }
-}
+use crate::scripts::Run;
+pub use crate::world::Family;
+use crate::world::{Client, Lease, Pubsub, Reply, Request};
 
 /// Where a hand-out stopped.
 #[derive(PartialEq, Eq)]

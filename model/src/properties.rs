@@ -6,8 +6,8 @@
 
 use stateright::Property;
 
-use crate::lock::{LockModel, Phase, State};
-use crate::redlock::RedlockModel;
+use crate::votes::RedlockModel;
+use crate::world::{LockModel, Phase, State};
 
 pub const MUTUAL_EXCLUSION: &str = "mutual exclusion while the timing assumptions hold";
 pub const FENCING_INCREASES: &str = "fencing tokens of new grants strictly increase";
@@ -172,7 +172,7 @@ pub fn permits() -> Vec<Property<LockModel>> {
 /// larger than every lease released before its call started (leases that overlap may be
 /// granted in either order).
 pub fn redlock() -> Vec<Property<RedlockModel>> {
-    type S = crate::redlock::State;
+    type S = crate::votes::State;
     vec![
         Property::always(MUTUAL_EXCLUSION, |m: &RedlockModel, s: &S| {
             !s.assumptions_hold() || m.family.is_permits() || s.in_cs() <= 1
@@ -198,7 +198,7 @@ pub fn redlock() -> Vec<Property<RedlockModel>> {
         Property::sometimes(ALL_DONE, |_, s: &S| {
             s.clients
                 .iter()
-                .all(|c| c.phase == crate::redlock::Phase::Done)
+                .all(|c| c.phase == crate::votes::Phase::Done)
         }),
         Property::sometimes(HELD_BY_HANDOFF, |_, s: &S| s.history.held_by_handoff),
         Property::sometimes(SHARED, |_, s: &S| s.in_cs() >= 2),

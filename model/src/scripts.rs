@@ -6,8 +6,8 @@
 //! ([`crate::redlock`]) both run them. The conformance test (`core/src/scripts/conformance.rs`,
 //! from [`crate::trace`]) holds these steps to the real scripts on a real server.
 
-use crate::lock::{Client, Key, Place, Reply, Request, Server};
-use crate::permits::Family;
+pub use crate::world::Pubsub;
+use crate::world::{Client, Family, Key, Place, Reply, Request, Server};
 
 /// What a script runs with: the time, the lock's TTL and a place's life (ticks), which
 /// clients listen on their wake-up channels and which of those the server sees listen (its
@@ -23,24 +23,6 @@ pub struct Ctx<'a> {
     pub many: &'a [bool],
     pub family: &'a Family,
     pub pubsub: Pubsub,
-}
-
-/// How a server's wake-up messages reach waiters, and which hand-over its scripts run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Pubsub {
-    /// A message reaches only the subscribers the server counts (a standalone or Sentinel
-    /// server; sharded pub/sub on a cluster): every listener is heard.
-    Exact,
-    /// A node of a Redis 6.2 cluster: `PUBLISH` reaches subscribers on every node, the count
-    /// (`PUBSUB NUMSUB`) sees the node's own; a subscription left on a node its slot moved away
-    /// from still hears, unseen. The scripts wake a waiter they cannot see listen ("? ARRIVAL
-    /// TOKEN") and keep the name free for it (`queue.lua`'s `listening`, 'maybe').
-    Broadcast,
-    /// The same cluster under the hand-over before issue 51, kept so that the checker shows
-    /// its fault: it published "handed to you" before it knew whether anyone listened, and
-    /// took a count of 0 for nobody, so a waiter heard elsewhere was told of a grant that the
-    /// script then made to another.
-    BroadcastBefore51,
 }
 
 /// What a script did on a name: its reply (none for an undo, whose reply nobody waits for),

@@ -63,9 +63,10 @@ use std::io::{self, Write};
 
 use stateright::Model;
 
-use crate::lock::{Action, Faults, LockModel, Phase, Reply, Request, Server, State};
-use crate::permits::Family;
-use crate::scripts::{Pubsub, Served};
+use crate::scripts::Served;
+use crate::world::{
+    Action, Family, Faults, LockModel, Phase, Pubsub, Reply, Request, Server, State,
+};
 
 /// The bounds of the runs: 3 clients, TTL 3, places living 2 ticks, 30 ticks at most, and
 /// every fault but a restart.
@@ -136,7 +137,11 @@ pub fn write(out: &mut impl Write, runs: u64, steps: usize, traces: Traces) -> i
     }
     if traces == Traces::Broadcast {
         let m = broadcast_model();
-        writeln!(out, "model broadcast {} {} {}", m.clients, m.ttl, m.place_life)?;
+        writeln!(
+            out,
+            "model broadcast {} {} {}",
+            m.clients, m.ttl, m.place_life
+        )?;
         return write_runs(out, &m, runs, steps);
     }
     if traces == Traces::Many {
@@ -239,7 +244,7 @@ fn pick(actions: &[Action], rng: &mut Rng) -> Action {
 
 /// A reply's words in a trace line: `granted` with its token, the others with `-`.
 fn outcome(reply: Reply) -> (&'static str, String) {
-    use crate::lock::Reply::*;
+    use crate::world::Reply::*;
     let word = match reply {
         Granted { fence } => return ("granted", fence.to_string()),
         Refused { .. } => "refused",

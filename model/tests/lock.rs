@@ -175,7 +175,10 @@ fn on_a_6_2_cluster_a_slot_moved_under_the_waiters_keeps_exclusion_and_the_line(
     c.assert_no_discovery(CRASHED_WAITER_BOUNDED);
     c.assert_any_discovery(MOVED_UNDER_WAITERS);
     c.assert_any_discovery(HANDED_OFF);
-    eprintln!("6.2 cluster, slot moved: {} unique states", c.unique_state_count());
+    eprintln!(
+        "6.2 cluster, slot moved: {} unique states",
+        c.unique_state_count()
+    );
 }
 
 /// Three clients on a Redis 6.2 cluster's node whose slot may move once, with `faults`.

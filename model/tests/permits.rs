@@ -90,5 +90,8 @@ fn a_semaphore_on_a_6_2_cluster_keeps_its_limit_when_its_slot_moves() {
     c.assert_no_discovery(CRASHED_WAITER_BOUNDED);
     c.assert_any_discovery(SHARED);
     c.assert_any_discovery(MOVED_UNDER_WAITERS);
-    eprintln!("semaphore, 6.2 cluster: {} unique states", c.unique_state_count());
+    eprintln!(
+        "semaphore, 6.2 cluster: {} unique states",
+        c.unique_state_count()
+    );
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from fencelock import _native
 
@@ -34,6 +34,9 @@ _RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) 
 
 _thread: Optional[threading.Thread] = None
 _thread_lock = threading.Lock()
+#: Makes spans of the core's span records on this thread: set by the tracer that asked for
+#: them (``fencelock.metrics``), which imports this module, never the other way.
+_span_handler: Optional[Callable[[Sequence[Any]], None]] = None
 
 
 def _core_level(level: Optional[int]) -> Optional[str]:
@@ -90,10 +93,9 @@ def _value(text: str) -> Union[int, str]:
 def _emit(events: List[Tuple[str, str, List[Tuple[str, str]]]], dropped: int, spans: Sequence[Any] = ()) -> None:
     if dropped:
         logger.warning("%d fencelock events were dropped (the fencelock thread fell behind; span records count among them)", dropped)
-    if spans:
-        from fencelock import metrics  # the tracer that asked for them (fencelock.metrics)
-
-        metrics._emit_spans(spans)
+    handler = _span_handler  # the tracer that asked for them (fencelock.metrics)
+    if spans and handler is not None:
+        handler(spans)
     for level_name, line, fields in events:
         level = _LEVELS.get(level_name, logging.INFO)
         if not logger.isEnabledFor(level):
@@ -117,9 +119,7 @@ def _drain() -> None:
 
 
 def _spans_wanted() -> bool:
-    from fencelock import metrics
-
-    return metrics._tracing is not None
+    return _span_handler is not None
 
 
 def _start_thread() -> None:

@@ -207,6 +207,7 @@ class OpenTelemetryTracing:
         _native._set_span_capture(context.get_current)
         from fencelock import _logging
 
+        _logging._span_handler = _emit_spans
         _logging._start_thread()
 
     def _emit(self, records: Iterable[Tuple[str, Any, int, int, Dict[str, Any]]]) -> None:
@@ -223,7 +224,10 @@ class OpenTelemetryTracing:
         """Stops making spans (the calls already under way make none either)."""
         global _tracing
         if _tracing is self:
+            from fencelock import _logging
+
             _native._set_span_capture(None)
+            _logging._span_handler = None
             _tracing = None
 
 

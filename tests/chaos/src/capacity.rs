@@ -1,5 +1,5 @@
 //! The history checker's rules for shared holds: a semaphore's permits and a read-write lock's
-//! shares and write holds ([`HoldKind`]). Each hold has a weight against the name's capacity
+//! shares and write holds ([`HoldKind`](crate::hold::HoldKind)). Each hold has a weight against the name's capacity
 //! (a semaphore's limit; a read-write lock: a reader weighs 1, a writer the whole capacity):
 //!
 //! - **never over the limit**: at no instant do the protected periods (from the start to the
@@ -19,76 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::history::{Hold, Violation};
-
-/// A reader's share in a read-write lock's capacity (a writer takes all of it).
-const RW_CAPACITY: u64 = 1 << 50;
-
-/// What a hold held of its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub enum HoldKind {
-    /// A lock: the whole name.
-    #[default]
-    Lock,
-    /// `count` permits of a semaphore of `limit`.
-    Permits {
-        /// Permits held.
-        count: u64,
-        /// The semaphore's limit.
-        limit: u64,
-    },
-    /// A read share of a read-write lock.
-    Read,
-    /// The write hold of a read-write lock.
-    Write,
-}
-
-impl HoldKind {
-    /// `(weight, capacity)`: what the hold takes of the name, and what the name has.
-    pub fn weights(self) -> (u64, u64) {
-        match self {
-            HoldKind::Lock => (1, 1),
-            HoldKind::Permits { count, limit } => (count, limit),
-            HoldKind::Read => (1, RW_CAPACITY),
-            HoldKind::Write => (RW_CAPACITY, RW_CAPACITY),
-        }
-    }
-
-    /// The family the kind belongs to: holds of one name must share it.
-    fn family(self) -> (&'static str, u64) {
-        match self {
-            HoldKind::Lock => ("lock", 1),
-            HoldKind::Permits { limit, .. } => ("semaphore", limit),
-            HoldKind::Read | HoldKind::Write => ("rwlock", RW_CAPACITY),
-        }
-    }
-
-    /// The fields of a `HOLD` line after the lock's (none for a lock).
-    pub fn to_fields(self) -> String {
-        match self {
-            HoldKind::Lock => String::new(),
-            HoldKind::Permits { count, limit } => {
-                format!(" kind=semaphore count={count} limit={limit}")
-            }
-            HoldKind::Read => " kind=read".into(),
-            HoldKind::Write => " kind=write".into(),
-        }
-    }
-
-    /// From a `HOLD` line's fields (`get` reads one); a lock without `kind`.
-    pub fn from_fields(get: impl Fn(&str) -> Option<String>) -> Option<HoldKind> {
-        Some(match get("kind").as_deref() {
-            None | Some("lock") => HoldKind::Lock,
-            Some("semaphore") => HoldKind::Permits {
-                count: get("count")?.parse().ok()?,
-                limit: get("limit")?.parse().ok()?,
-            },
-            Some("read") => HoldKind::Read,
-            Some("write") => HoldKind::Write,
-            Some(_) => return None,
-        })
-    }
-}
+use crate::hold::{Hold, Violation};
 
 /// The violations among one name's holds, which include a shared kind.
 pub(crate) fn check_shared(holds: &[&Hold], violations: &mut Vec<Violation>) {
@@ -190,6 +121,7 @@ fn fencing_order(holds: &[&Hold], violations: &mut Vec<Violation>) {
 mod tests {
     use super::*;
     use crate::history::check;
+    use crate::hold::HoldKind;
 
     const MS: u64 = 1000;
 

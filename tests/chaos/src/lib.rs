@@ -31,6 +31,7 @@ pub mod capacity;
 pub mod clock;
 pub mod contend;
 pub mod history;
+pub mod hold;
 pub mod judge;
 pub mod mixed;
 pub mod netns;
