@@ -239,6 +239,31 @@ impl JsLockManager {
             .ok_or_else(|| invalid("the lock manager is closed"))
     }
 
+    /// The arguments of an acquisition, checked before anything starts: what to acquire, the
+    /// manager (not closed), and the abort signal.
+    fn acquire_args<'e>(
+        &self,
+        env: &'e Env,
+        name: &Unknown<'e>,
+        options: Option<Unknown<'e>>,
+        mode: Mode,
+    ) -> Checked<(Acquisition, fencelock::LockManager, Signal<'e>)> {
+        let options = args::options("options", options)?;
+        // tryAcquire's options are acquire's without `wait`, which is read only to say that
+        // tryAcquire takes none.
+        let what = match mode {
+            Mode::Try => "the options of tryAcquire()",
+            Mode::Acquire => "the options of acquire()",
+            Mode::Scoped => "the options of using()",
+            Mode::Many => "the options of acquireMany()",
+        };
+        let fields = Fields::new(env, what, options, AcquireOptionsType::KEYS)?;
+        let acquisition = parse_acquire(name, &fields, mode)?;
+        let manager = self.manager()?;
+        let signal = bridge_signal(env, fields.get("signal")?)?;
+        Ok((acquisition, manager, signal))
+    }
+
     /// An acquisition of `kind` (a lock, or a lease of the family) as `mode` asks.
     pub(crate) fn acquire_as<'e>(
         &self,
@@ -247,22 +272,7 @@ impl JsLockManager {
         options: Option<Unknown<'e>>,
         (mode, kind): (Mode, LeaseKind),
     ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
-        let checked = args::options("options", options).and_then(|options| {
-            // tryAcquire's options are acquire's without `wait`, which is read only to say
-            // that tryAcquire takes none.
-            let what = match mode {
-                Mode::Try => "the options of tryAcquire()",
-                Mode::Acquire => "the options of acquire()",
-                Mode::Scoped => "the options of using()",
-                Mode::Many => "the options of acquireMany()",
-            };
-            let fields = Fields::new(env, what, options, AcquireOptionsType::KEYS)?;
-            let acquisition = parse_acquire(&name, &fields, mode)?;
-            let manager = self.manager()?;
-            let signal = bridge_signal(env, fields.get("signal")?)?;
-            Ok((acquisition, manager, signal))
-        });
-        let (a, manager, signal) = match checked {
+        let (a, manager, signal) = match self.acquire_args(env, &name, options, mode) {
             Ok(c) => c,
             Err(f) => return rejected(env, f),
         };

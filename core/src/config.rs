@@ -329,6 +329,33 @@ impl Builder {
     /// delay, a drift factor
     /// outside `[0, 0.5)` or a zero or over-long server timeout.
     pub fn config(&self) -> Result<Config> {
+        let mut servers = self.servers()?;
+        check_prefix(&self.prefix)?;
+        let retry_jitter = self.check_timing()?;
+        let response_timeout =
+            timing::cluster_response_timeout(self.connect_timeout, self.server_timeout);
+        for cluster in servers.iter_mut().filter_map(|s| s.cluster.as_mut()) {
+            cluster.response_timeout = response_timeout;
+        }
+        Ok(Config {
+            servers,
+            prefix: self.prefix.clone(),
+            retry_delay: self.retry_delay,
+            retry_jitter,
+            drift_factor: self.drift_factor,
+            server_timeout: self.server_timeout,
+            connect_timeout: self.connect_timeout,
+            replica_ack: self.replica_ack,
+            refused_attempts: self.refused_attempts,
+            tls: self.tls.is_set().then(|| self.tls.describe()),
+            loop_io: self.loop_io.clone(),
+            metric_names: self.metric_names.clone(),
+            holder_label: self.holder_label.clone(),
+        })
+    }
+
+    /// The servers, checked: how many, each URL, none twice, TLS options used by one.
+    fn servers(&self) -> Result<Vec<ServerSpec>> {
         if self.urls.is_empty() {
             return Err(Error::invalid("at least one server URL is required"));
         }
@@ -365,7 +392,11 @@ impl Builder {
                 "TLS options are set but no server URL uses rediss://",
             ));
         }
-        check_prefix(&self.prefix)?;
+        Ok(servers)
+    }
+
+    /// The timing options, checked; the retry jitter (half the retry delay by default).
+    fn check_timing(&self) -> Result<Duration> {
         check_duration("retry_delay", self.retry_delay)?;
         let retry_jitter = self.retry_jitter.unwrap_or(self.retry_delay / 2);
         if retry_jitter > self.retry_delay {
@@ -392,26 +423,7 @@ impl Builder {
             }
             check_duration("replica_ack timeout", ack.timeout)?;
         }
-        let response_timeout =
-            timing::cluster_response_timeout(self.connect_timeout, self.server_timeout);
-        for cluster in servers.iter_mut().filter_map(|s| s.cluster.as_mut()) {
-            cluster.response_timeout = response_timeout;
-        }
-        Ok(Config {
-            servers,
-            prefix: self.prefix.clone(),
-            retry_delay: self.retry_delay,
-            retry_jitter,
-            drift_factor: self.drift_factor,
-            server_timeout: self.server_timeout,
-            connect_timeout: self.connect_timeout,
-            replica_ack: self.replica_ack,
-            refused_attempts: self.refused_attempts,
-            tls: self.tls.is_set().then(|| self.tls.describe()),
-            loop_io: self.loop_io.clone(),
-            metric_names: self.metric_names.clone(),
-            holder_label: self.holder_label.clone(),
-        })
+        Ok(retry_jitter)
     }
 
     /// Checks every option and builds the manager. No connection is made here: servers are

@@ -78,36 +78,8 @@ pub(super) fn parse_cluster(
     let mut nodes = Vec::new();
     let mut seeds = Vec::new();
     for entry in hosts.split(',') {
-        let (host, port) = match entry.rsplit_once(':') {
-            Some((h, p)) if !h.ends_with(':') => (
-                h,
-                p.parse::<u16>()
-                    .map_err(|_| format!("bad cluster node port in {entry:?}; {FORM}"))?,
-            ),
-            _ => (entry, 6379),
-        };
-        if host.is_empty() || port == 0 {
-            return Err(format!("bad cluster node address {entry:?}; {FORM}"));
-        }
-        let node = match &userinfo {
-            Some(u) => format!("{node_scheme}://{u}@{host}:{port}"),
-            None => format!("{node_scheme}://{host}:{port}"),
-        };
-        let info = node
-            .as_str()
-            .into_connection_info()
-            .map_err(|e| format!("bad cluster node address {entry:?} ({:?})", e.kind()))?;
-        let mut info = with_password(info, password);
-        if let (true, ConnectionAddr::TcpTls { host, port, .. }) = (tls.insecure, info.addr()) {
-            let addr = ConnectionAddr::TcpTls {
-                host: host.clone(),
-                port: *port,
-                insecure: true,
-                tls_params: None,
-            };
-            info = info.set_addr(addr);
-        }
-        seeds.push(format!("{host}:{port}"));
+        let (info, seed) = seed_node(entry, node_scheme, userinfo.as_deref(), (tls, password))?;
+        seeds.push(seed);
         nodes.push(info);
     }
     let client = if secure {
@@ -137,4 +109,45 @@ pub(super) fn parse_cluster(
         label: format!("cluster:{}", seeds.join(",")),
         tls: secure,
     })
+}
+
+/// One seed node of a cluster URL (`host[:port]`, default port 6379): its connection info,
+/// with the URL's credentials (or the manager's password) and TLS, and its `host:port`.
+fn seed_node(
+    entry: &str,
+    scheme: &str,
+    userinfo: Option<&str>,
+    (tls, password): (&LoadedTls, Option<&str>),
+) -> std::result::Result<(redis::ConnectionInfo, String), String> {
+    const FORM: &str = "expected redis+cluster://[user:password@]host[:port][,host[:port]...]";
+    let (host, port) = match entry.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(':') => (
+            h,
+            p.parse::<u16>()
+                .map_err(|_| format!("bad cluster node port in {entry:?}; {FORM}"))?,
+        ),
+        _ => (entry, 6379),
+    };
+    if host.is_empty() || port == 0 {
+        return Err(format!("bad cluster node address {entry:?}; {FORM}"));
+    }
+    let node = match userinfo {
+        Some(u) => format!("{scheme}://{u}@{host}:{port}"),
+        None => format!("{scheme}://{host}:{port}"),
+    };
+    let info = node
+        .as_str()
+        .into_connection_info()
+        .map_err(|e| format!("bad cluster node address {entry:?} ({:?})", e.kind()))?;
+    let mut info = with_password(info, password);
+    if let (true, ConnectionAddr::TcpTls { host, port, .. }) = (tls.insecure, info.addr()) {
+        let addr = ConnectionAddr::TcpTls {
+            host: host.clone(),
+            port: *port,
+            insecure: true,
+            tls_params: None,
+        };
+        info = info.set_addr(addr);
+    }
+    Ok((info, format!("{host}:{port}")))
 }
