@@ -1,5 +1,5 @@
 //! Seeing what fencelock does: an event callback (`fl_set_event_callback`) and the
-//! `FENCELOCK_LOG` environment variable, both on the core's `fencelock::observe`.
+//! `FENCELOCK_LOG` environment variable, both on the core's `fencelock::ffi_support::observe`.
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_void, CString};
@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::{Mutex, Once, RwLock};
 
-use fencelock::observe::{self, Event, EventLevel};
+use fencelock::ffi_support::observe::{self, Event, EventLevel};
 
 use crate::error::boundary;
 use crate::error::fl_status;

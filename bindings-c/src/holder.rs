@@ -18,7 +18,7 @@ use crate::options::{fl_manager_options, set};
 pub const FL_HOLDER_LABEL_MAX: usize = 128;
 /// The size of `fl_holder.label`: the longest label and its NUL.
 pub const FL_HOLDER_LABEL_SIZE: usize = 129;
-const _: () = assert!(FL_HOLDER_LABEL_MAX == fencelock::who::MAX_LABEL_LEN);
+const _: () = assert!(FL_HOLDER_LABEL_MAX == fencelock::ffi_support::who::MAX_LABEL_LEN);
 const _: () = assert!(FL_HOLDER_LABEL_SIZE == FL_HOLDER_LABEL_MAX + 1);
 
 /// Who holds a lock, as `fl_manager_holder` fills it.

@@ -163,7 +163,7 @@ pub(crate) unsafe fn acquire_options(
         // SAFETY: by contract.
         let t = unsafe { ffi::bytes(t, "token") }?;
         // Checked before it is copied into the options.
-        fencelock::token::check_token(t)?;
+        fencelock::ffi_support::token::check_token(t)?;
         opts = opts.token(t);
     }
     Ok(opts)

@@ -91,7 +91,7 @@ unsafe fn names_arg(
         return Err(ffi::invalid("names is NULL"));
     }
     // Bounded before reading: a wrong count must not walk past the caller's array.
-    let max = fencelock::keys::MAX_NAMES;
+    let max = fencelock::ffi_support::keys::MAX_NAMES;
     if n_names > max {
         return Err(ffi::invalid(format!(
             "a lock on several names takes 1 to {max} names, got {n_names}"

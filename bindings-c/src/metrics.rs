@@ -1,13 +1,13 @@
 //! fencelock's measurements for C (docs/observability.md): a callback that receives every
 //! sample (`fl_set_metric_callback`), with the same names, values and labels as the other
-//! languages' exporters, on the core's `fencelock::measure` sinks; and the names let into the
+//! languages' exporters, on the core's `fencelock::ffi_support::measure` sinks; and the names let into the
 //! `name` label (`fl_manager_options_add_metric_name`).
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_void, CString};
 use std::sync::{LazyLock, Mutex, RwLock};
 
-use fencelock::measure::{self, Instrument, Sample, MEASURES};
+use fencelock::ffi_support::measure::{self, Instrument, Sample, MEASURES};
 
 use crate::error::boundary;
 use crate::error::fl_status;

@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use fencelock::measure::{self, SpanRecord, SpanValue, TraceParent};
+use fencelock::ffi_support::measure::{self, SpanRecord, SpanValue, TraceParent};
 
 use crate::error::boundary;
 use crate::error::fl_status;

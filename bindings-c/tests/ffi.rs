@@ -469,9 +469,9 @@ fn settle_all_waits_for_an_interrupted_waits_withdrawal() {
 #[test]
 fn every_measurement_is_described_with_its_labels_and_buckets() {
     let n = fl_metric_count();
-    assert_eq!(n, fencelock::measure::MEASURES.len());
+    assert_eq!(n, fencelock::ffi_support::measure::MEASURES.len());
     let text = |p: *const std::ffi::c_char| unsafe { CStr::from_ptr(p) }.to_str().unwrap();
-    for (i, m) in fencelock::measure::MEASURES.iter().enumerate() {
+    for (i, m) in fencelock::ffi_support::measure::MEASURES.iter().enumerate() {
         let mut d = std::mem::MaybeUninit::<fl_metric_description>::uninit();
         assert_eq!(
             unsafe { fl_metric_describe(i, d.as_mut_ptr()) },

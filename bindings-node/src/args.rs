@@ -71,9 +71,9 @@ pub(crate) fn bytes(what: &str, v: &Unknown) -> Checked<Vec<u8>> {
 /// checks the exact rule.
 fn check_length(what: &str, v: &Unknown) -> Checked<()> {
     let limit = match what {
-        "token" => fencelock::token::MAX_TOKEN_LEN,
-        "keyPrefix" => fencelock::keys::MAX_PREFIX_LEN,
-        _ => fencelock::keys::MAX_NAME_LEN,
+        "token" => fencelock::ffi_support::token::MAX_TOKEN_LEN,
+        "keyPrefix" => fencelock::ffi_support::keys::MAX_PREFIX_LEN,
+        _ => fencelock::ffi_support::keys::MAX_NAME_LEN,
     };
     let len = match v.get_type() {
         Ok(ValueType::String) => unsafe { v.cast::<napi::JsString>() }
@@ -292,7 +292,7 @@ pub(crate) fn field<'e>(env: &'e Env, obj: &Option<Object<'e>>, key: &str) -> Ch
 /// The names of a lock on several names: an array of strings or Buffers (the core checks
 /// each name, duplicates and the count).
 pub(crate) fn names(v: &Unknown) -> Checked<Vec<Vec<u8>>> {
-    let max = fencelock::keys::MAX_NAMES;
+    let max = fencelock::ffi_support::keys::MAX_NAMES;
     byte_strings(
         "names",
         v,

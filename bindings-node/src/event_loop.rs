@@ -3,7 +3,7 @@
 //!
 //! A call crossing to a runtime thread and back costs two thread wake-ups, which on a small
 //! machine are a fifth of an uncontended acquire's time (bench/notes.md). Here the core's call
-//! futures are polled on the JavaScript thread itself ([`fencelock::lane::on_loop`]), and the
+//! futures are polled on the JavaScript thread itself ([`fencelock::ffi_support::lane::on_loop`]), and the
 //! manager's connections to plain TCP servers are [`LoopStream`]s: sockets that libuv watches
 //! (`uv_poll_t`) on the same thread. The JavaScript thread writes each command and reads each
 //! reply itself, as ioredis does. What the core runs in the background (auto-extension, release
@@ -198,7 +198,7 @@ pub(crate) fn run(wake: impl FnOnce()) {
         let mut slot = task.fut.lock().unwrap_or_else(|e| e.into_inner());
         let Some(fut) = slot.as_mut() else { continue };
         let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            fencelock::lane::on_loop(|| fut.as_mut().poll(&mut cx))
+            fencelock::ffi_support::lane::on_loop(|| fut.as_mut().poll(&mut cx))
         }));
         if !matches!(polled, Ok(Poll::Pending)) {
             // Done, or panicked (a call's own panic is caught inside its future and rejects
@@ -469,7 +469,7 @@ impl NodeLoopIo {
     }
 }
 
-impl fencelock::lane::LoopIo for NodeLoopIo {
+impl fencelock::ffi_support::lane::LoopIo for NodeLoopIo {
     fn connect(
         &self,
         info: ConnectionInfo,

@@ -1,11 +1,11 @@
-//! The debug hook behind `onEvent` (index.js): the core's events (`fencelock::observe`) handed
+//! The debug hook behind `onEvent` (index.js): the core's events (`fencelock::ffi_support::observe`) handed
 //! to a JavaScript listener through a weak threadsafe function, so a registered listener never
 //! keeps Node running.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use fencelock::observe::{self, Event, EventLevel};
+use fencelock::ffi_support::observe::{self, Event, EventLevel};
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::CleanupEnvHook;

@@ -16,7 +16,7 @@ use crate::promise::{promise, rejected, rejected_with, settled_by};
 use crate::types::AcquireOptions as AcquireOptionsType;
 
 /// The longest `close()` waits for the manager's background clean-ups: each is bounded by
-/// its own time limit (`fencelock::timing::BACKGROUND_CLEANUP_TIMEOUT`, 1 s), and they run at
+/// its own time limit (`fencelock::ffi_support::timing::BACKGROUND_CLEANUP_TIMEOUT`, 1 s), and they run at
 /// once, so this is only a backstop.
 const CLOSE_SETTLE_LIMIT: Duration = Duration::from_secs(5);
 

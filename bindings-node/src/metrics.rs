@@ -1,9 +1,9 @@
 //! The core's measurements for `metrics.js` (its prom-client metrics and its OpenTelemetry
 //! instruments): the table, the running totals and the histograms' kept observations
-//! (`fencelock::measure`), read when an exporter asks, so that no sample ever waits for the
+//! (`fencelock::ffi_support::measure`), read when an exporter asks, so that no sample ever waits for the
 //! JavaScript thread.
 
-use fencelock::measure::{self, Instrument, Total};
+use fencelock::ffi_support::measure::{self, Instrument, Total};
 use napi_derive::napi;
 
 /// One measurement, as the core defines it.

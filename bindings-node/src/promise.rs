@@ -221,12 +221,13 @@ fn calls_on_loop() -> std::result::Result<bool, &'static str> {
 /// `FENCELOCK_NODE_IO` is a usage error.
 pub(crate) fn loop_io(
     env: &Env,
-) -> std::result::Result<Option<Arc<dyn fencelock::lane::LoopIo>>, crate::error::Failure> {
+) -> std::result::Result<Option<Arc<dyn fencelock::ffi_support::lane::LoopIo>>, crate::error::Failure>
+{
     calls_on_loop().map_err(crate::error::invalid)?;
     let io = with_settler(env, |s| {
         s.on_loop.then(|| {
             Arc::new(event_loop::NodeLoopIo::new(Arc::clone(&s.shared)))
-                as Arc<dyn fencelock::lane::LoopIo>
+                as Arc<dyn fencelock::ffi_support::lane::LoopIo>
         })
     });
     Ok(io.ok().flatten())

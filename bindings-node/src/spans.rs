@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use fencelock::measure::{self, SpanRecord, SpanValue, TraceParent};
+use fencelock::ffi_support::measure::{self, SpanRecord, SpanValue, TraceParent};
 use napi_derive::napi;
 
 /// Most records kept waiting for the JavaScript thread; more are dropped (and counted).

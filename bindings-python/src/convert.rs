@@ -144,7 +144,7 @@ pub fn positive_seconds(arg: &str, secs: f64) -> PyResult<Duration> {
 /// A lock TTL in seconds: positive, and at most the core's longest, checked here so that the
 /// message is in the caller's unit (the core's is in milliseconds).
 pub fn ttl_seconds(secs: f64) -> PyResult<Duration> {
-    let max = fencelock::timing::MAX_TTL.as_secs_f64();
+    let max = fencelock::ffi_support::timing::MAX_TTL.as_secs_f64();
     if secs > max {
         return Err(PyValueError::new_err(format!(
             "ttl must be at most {max} s (about 285,000 years), got {secs} s"
@@ -191,9 +191,9 @@ pub struct CallerToken {
 /// (a str of more code points than that has more bytes too); the core checks the exact rule.
 fn text_limit(arg: &str) -> usize {
     match arg {
-        "token" => fencelock::token::MAX_TOKEN_LEN,
-        "key_prefix" => fencelock::keys::MAX_PREFIX_LEN,
-        _ => fencelock::keys::MAX_NAME_LEN,
+        "token" => fencelock::ffi_support::token::MAX_TOKEN_LEN,
+        "key_prefix" => fencelock::ffi_support::keys::MAX_PREFIX_LEN,
+        _ => fencelock::ffi_support::keys::MAX_NAME_LEN,
     }
 }
 
@@ -327,7 +327,7 @@ pub fn names_arg(obj: &Bound<'_, PyAny>) -> PyResult<Names> {
             type_name(obj)
         ))
     })?;
-    let max = fencelock::keys::MAX_NAMES;
+    let max = fencelock::ffi_support::keys::MAX_NAMES;
     let mut names = Vec::new();
     for item in items {
         if names.len() == max {

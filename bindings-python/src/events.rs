@@ -16,8 +16,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::SeqCst};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use fencelock::measure::{self, SpanRecord};
-use fencelock::observe::{add_listener, remove_listener, Event, EventLevel};
+use fencelock::ffi_support::measure::{self, SpanRecord};
+use fencelock::ffi_support::observe::{add_listener, remove_listener, Event, EventLevel};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 

@@ -62,8 +62,8 @@ fn handle<'py>(
 }
 
 fn check_semaphore(name: &Text, limit: u32) -> fencelock::Result<()> {
-    fencelock::keys::check_name(name.as_bytes())?;
-    fencelock::kind::check_limit(limit)
+    fencelock::ffi_support::keys::check_name(name.as_bytes())?;
+    fencelock::ffi_support::kind::check_limit(limit)
 }
 
 /// The family's methods, the same on both managers (`$class_prefix` names the Python handle
@@ -92,7 +92,7 @@ macro_rules! lease_methods {
                 slf: &Bound<'py, Self>,
                 #[pyo3(from_py_with = name_arg)] name: Text,
             ) -> PyResult<Bound<'py, PyAny>> {
-                let check = fencelock::keys::check_name(name.as_bytes());
+                let check = fencelock::ffi_support::keys::check_name(name.as_bytes());
                 handle(slf.as_any(), concat!($class_prefix, "RwLock"), name, None, check)
             }
 

@@ -1,9 +1,9 @@
 //! The core's measurements for `fencelock/metrics.py` (its Prometheus collector and its
 //! OpenTelemetry instruments): the table, the running totals and the histograms' kept
-//! observations (`fencelock::measure`), read when an exporter asks, so that no sample ever
+//! observations (`fencelock::ffi_support::measure`), read when an exporter asks, so that no sample ever
 //! waits for the GIL; and the `metric_names` manager option.
 
-use fencelock::measure::{self, Instrument, MetricNames, Total};
+use fencelock::ffi_support::measure::{self, Instrument, MetricNames, Total};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};

@@ -11,7 +11,7 @@
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use fencelock::measure::{self, SpanRecord, SpanValue, TraceParent};
+use fencelock::ffi_support::measure::{self, SpanRecord, SpanValue, TraceParent};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 

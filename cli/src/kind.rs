@@ -9,7 +9,7 @@ use crate::exit::{self, Failure};
 pub fn of(args: &KindArgs) -> Result<LeaseKind, Failure> {
     Ok(match (args.semaphore, args.shared, args.exclusive) {
         (Some(limit), _, _) => {
-            fencelock::kind::check_limit(limit)
+            fencelock::ffi_support::kind::check_limit(limit)
                 .map_err(|e| Failure::new(exit::USAGE, format!("--semaphore: {e}")))?;
             LeaseKind::Permits { count: 1, limit }
         }

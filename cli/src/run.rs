@@ -133,7 +133,7 @@ async fn not_acquired(
 /// a wait makes no progress because servers do not answer (every few seconds, naming them and
 /// why), on a terminal or not: a wait without a limit is never silent.
 fn listen(output: OutputArgs) {
-    use fencelock::observe::{add_listener, EventLevel};
+    use fencelock::ffi_support::observe::{add_listener, EventLevel};
     let listen = if output.verbose {
         add_listener(EventLevel::Debug, |e| report::trace(&e.to_line()))
     } else if !output.quiet {

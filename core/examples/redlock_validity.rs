@@ -24,7 +24,8 @@
 use std::time::{Duration, Instant};
 
 use fencelock::blocking::LockManager;
-use fencelock::{quorum, DEFAULT_DRIFT_FACTOR};
+use fencelock::ffi_support::quorum;
+use fencelock::DEFAULT_DRIFT_FACTOR;
 
 /// What one acquisition showed.
 #[derive(Debug)]

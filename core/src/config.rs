@@ -296,14 +296,14 @@ impl Builder {
 
     /// Connections driven by an event loop's thread, for the calls polled there inside
     /// [`crate::lane::on_loop`] (for bindings to event-loop languages; see
-    /// [`crate::lane`]). Servers behind TLS, Sentinel or a cluster keep the runtime's
+    /// `lane.rs`). Servers behind TLS, Sentinel or a cluster keep the runtime's
     /// connections.
     pub fn loop_io(mut self, io: Arc<dyn LoopIo>) -> Builder {
         self.loop_io = Some(io);
         self
     }
 
-    /// Which lock names the measurements ([`crate::measure`]) carry in their `name` label:
+    /// Which lock names the measurements (`measure`) carry in their `name` label:
     /// by default none (the label is empty), since names are often unbounded.
     pub fn metric_names(mut self, names: MetricNames) -> Builder {
         self.metric_names = names;
@@ -312,7 +312,7 @@ impl Builder {
 
     /// A label this manager's locks leave next to them while held, with since when and their
     /// fencing token, for [`LockManager::holder`](crate::LockManager::holder) to show (see
-    /// [`crate::who`]; [`default_holder_label`](crate::label::default_holder_label) is
+    /// `who.rs`; [`default_holder_label`](crate::default_holder_label) is
     /// `host:pid`). Off by default: nothing is written. Checked by [`config`](Self::config):
     /// 1 to 128 bytes, no control characters.
     pub fn holder_label(mut self, label: impl Into<String>) -> Builder {

@@ -27,7 +27,7 @@ pub struct LockState {
     /// `None` when no server would count them (an ACL without `zcard`, docs/SECURITY.md).
     pub waiters: Option<u64>,
     /// The holder's note, when it holds the lock on a quorum and left one (a manager with a
-    /// holder label, [`crate::who`]).
+    /// holder label, `who.rs`).
     pub holder: Option<HolderNote>,
 }
 

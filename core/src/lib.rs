@@ -20,7 +20,10 @@
 //! # Ok(()) }
 //! ```
 //!
-//! For callers that are not async, [`blocking`] has the same surface.
+//! For callers that are not async, [`blocking`] has the same surface. What the bindings and
+//! the test kits need beyond this API (limits, the measurement table and sinks, the event
+//! listeners, a binding's event-loop lane) is in the hidden `ffi_support` module, which may
+//! change in any release.
 #![warn(missing_docs)]
 
 // The module map (docs/ARCHITECTURE.md has it, with the path of one acquire): the public API
@@ -39,32 +42,34 @@ mod engine;
 mod error;
 mod failure;
 mod family;
+#[doc(hidden)]
+pub mod ffi_support;
 mod identity;
 mod inspect;
-pub mod keys;
-pub mod kind;
+mod keys;
+mod kind;
 mod label;
-pub mod lane;
+mod lane;
 mod lock;
 mod lost;
 mod manager;
-pub mod measure;
-pub mod observe;
+mod measure;
+mod observe;
 mod probe;
 mod pubsub;
 mod queue;
-pub mod quorum;
+mod quorum;
 mod rwlock;
 mod scripts;
 mod semaphore;
 mod server;
 mod sync;
-pub mod timing;
+mod timing;
 mod tls;
-pub mod token;
+mod token;
 mod undo;
 mod url;
-pub mod who;
+mod who;
 
 pub use acquire::AcquireOptions;
 pub use cleanup::settle_all;
@@ -77,7 +82,7 @@ pub use kind::LeaseKind;
 pub use lock::{Lock, LostView};
 pub use lost::LostReason;
 pub use manager::LockManager;
-pub use measure::MetricNames;
+pub use measure::{describe as describe_metrics, MetricNames};
 pub use rwlock::{RwLock, RwLockState};
 pub use semaphore::{Semaphore, SemaphoreState};
 pub use timing::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, DEFAULT_TTL};

@@ -404,7 +404,7 @@ impl LockManager {
     /// Who holds `name` now, changing nothing: `None` when it is free; else how long it stays
     /// held at least (as [`remaining`](Self::remaining)) and, when its holder's manager has a
     /// holder label ([`Builder::holder_label`](crate::Builder::holder_label)), that label,
-    /// since when it holds the lock and its fencing token ([`crate::who`]).
+    /// since when it holds the lock and its fencing token (`who.rs`).
     ///
     /// # Errors
     /// As [`is_locked`](Self::is_locked).

@@ -169,7 +169,7 @@ impl RwLock {
     }
 
     /// Who holds it: the holders that left a note (their managers have a holder label,
-    /// [`crate::who`]), each with its label, since when, its fencing token and how long its
+    /// `who.rs`), each with its label, since when, its fencing token and how long its
     /// lease still runs at least, longest first. Leases without a note are counted by
     /// [`state`](Self::state) only.
     ///

@@ -141,7 +141,7 @@ async fn ttls_as_long_as_node_redlocks_own_tests_use_are_accepted() {
     assert!(server.pttl(b"long") > 800_000_000_000_000);
     lock.extend(years).await.unwrap();
     lock.release().await.unwrap();
-    let too_long = fencelock::timing::MAX_TTL + MS(1);
+    let too_long = fencelock::ffi_support::timing::MAX_TTL + MS(1);
     let e = m.acquire("long", too_long, None).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(

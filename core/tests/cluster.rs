@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fencelock::keys::{hash_slot, LockKeys};
+use fencelock::ffi_support::keys::{hash_slot, LockKeys};
 use fencelock::{ErrorKind, LockManager};
 use fencelock_testkit::cluster::RedisCluster;
 use fencelock_testkit::{wait_until_async, RedisServer, Reply};

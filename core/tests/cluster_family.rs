@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use fencelock::keys::LockKeys;
+use fencelock::ffi_support::keys::LockKeys;
 use fencelock::LockManager;
 use fencelock_testkit::cluster::RedisCluster;
 use fencelock_testkit::{wait_for, Reply};

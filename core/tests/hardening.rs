@@ -140,7 +140,7 @@ async fn a_port_that_is_not_redis_fails_at_once_saying_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_that_keeps_retrying_warns_naming_the_server_and_the_reason() {
-    use fencelock::observe::{add_listener, remove_listener, EventLevel};
+    use fencelock::ffi_support::observe::{add_listener, remove_listener, EventLevel};
     use std::sync::{Arc, Mutex};
 
     let port = fencelock_testkit::free_port();

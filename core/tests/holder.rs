@@ -1,10 +1,10 @@
-//! Who holds a lock (`fencelock::who`): the holder label's note, read back by
+//! Who holds a lock (`fencelock::ffi_support::who`): the holder label's note, read back by
 //! `LockManager::holder` against real redis-servers; nothing written without a label; a note
 //! never shown for another holder; labels checked before any network call.
 
 use std::time::{Duration, SystemTime};
 
-use fencelock::keys::LockKeys;
+use fencelock::ffi_support::keys::LockKeys;
 use fencelock::{default_holder_label, ErrorKind, LockManager};
 use fencelock_testkit::{servers, wait_until_async, RedisServer};
 

@@ -1,4 +1,4 @@
-//! Lanes (`fencelock::lane`): the calls a binding polls on its event loop's thread ride the
+//! Lanes (`fencelock::ffi_support::lane`): the calls a binding polls on its event loop's thread ride the
 //! connections its `LoopIo` opens; everything else keeps the runtime's; an abandoned attempt's
 //! undo rides the attempt's connection. The test's `LoopIo` names its connections, and
 //! `CLIENT LIST` shows which connections the server saw commands on.
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use fencelock::lane::{on_loop, LoopIo};
+use fencelock::ffi_support::lane::{on_loop, LoopIo};
 use fencelock::LockManager;
 use fencelock_testkit::{wait_until_async, RedisServer, Reply};
 use redis::aio::MultiplexedConnection;

@@ -1,4 +1,4 @@
-//! The measurements (`fencelock::measure`), read back from a real `metrics` recorder (the
+//! The measurements (`fencelock::ffi_support::measure`), read back from a real `metrics` recorder (the
 //! `metrics-util` debugging recorder, installed for this test binary) and from a sink as the
 //! bindings add one, against a real redis-server; and the `fencelock.acquire` and
 //! `fencelock.hold` spans, read back from a `tracing` layer, nested under the caller's span.
@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fencelock::measure::{self, Instrument, MetricNames, Sample, Total, MEASURES};
+use fencelock::ffi_support::measure::{self, Instrument, MetricNames, Sample, Total, MEASURES};
 use fencelock::{ErrorKind, LockManager};
 use fencelock_testkit::{free_port, RedisServer};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
@@ -426,7 +426,7 @@ async fn run(url: &str) -> String {
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let queue = fencelock::keys::LockKeys::new(b"", b"orders").queue;
+    let queue = fencelock::ffi_support::keys::LockKeys::new(b"", b"orders").queue;
     for _ in 0..500 {
         let n: i64 = redis::cmd("ZCARD")
             .arg(&queue)

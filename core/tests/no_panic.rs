@@ -65,10 +65,10 @@ proptest! {
         let mut opts = AcquireOptions::new(Duration::from_nanos(ttl_ns))
             .wait(Some(Duration::from_nanos(wait_ns % 1_000_000)));
         opts.token = token.clone();
-        let valid = !name.is_empty() && name.len() <= 1024 && !name.starts_with(fencelock::keys::RESERVED_PREFIX)
+        let valid = !name.is_empty() && name.len() <= 1024 && !name.starts_with(fencelock::ffi_support::keys::RESERVED_PREFIX)
             && token.as_ref().is_none_or(|t| !t.is_empty() && t.len() <= 512)
-            && Duration::from_nanos(ttl_ns) >= fencelock::quorum::min_ttl(fencelock::DEFAULT_DRIFT_FACTOR)
-            && Duration::from_nanos(ttl_ns) <= fencelock::timing::MAX_TTL;
+            && Duration::from_nanos(ttl_ns) >= fencelock::ffi_support::quorum::min_ttl(fencelock::DEFAULT_DRIFT_FACTOR)
+            && Duration::from_nanos(ttl_ns) <= fencelock::ffi_support::timing::MAX_TTL;
         let e = runtime().block_on(m.acquire_with(&name, &opts)).unwrap_err();
         if valid {
             prop_assert_eq!(e.kind(), ErrorKind::Unavailable, "{}", e);

@@ -1,9 +1,9 @@
-//! `fencelock::observe`: listeners registered from outside Rust receive the core's events.
+//! `fencelock::ffi_support::observe`: listeners registered from outside Rust receive the core's events.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fencelock::observe::{add_listener, remove_listener, EventLevel};
+use fencelock::ffi_support::observe::{add_listener, remove_listener, EventLevel};
 use fencelock::LockManager;
 use fencelock_testkit::RedisServer;
 

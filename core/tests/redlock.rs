@@ -248,7 +248,7 @@ async fn fencing_tokens_keep_increasing_when_servers_restart_empty() {
 async fn fencing_write_back_raises_lagging_counters() {
     let srv = servers(3);
     let m = manager(&srv, MS(300));
-    let fence = fencelock::keys::LockKeys::new(b"", b"r").fence;
+    let fence = fencelock::ffi_support::keys::LockKeys::new(b"", b"r").fence;
     srv[1].set(&fence, b"100");
     let lock = m.acquire("r", MS(5000), None).await.unwrap();
     assert_eq!(lock.fencing_token(), 101);
@@ -368,7 +368,7 @@ async fn a_handoff_on_fewer_than_a_quorum_is_completed_by_an_attempt() {
     until_queued_everywhere(&srv).await;
     // Two servers lose the waiter's place: only one hands the lock over.
     for s in &srv[1..] {
-        s.del(&fencelock::keys::LockKeys::new(b"", b"r").queue);
+        s.del(&fencelock::ffi_support::keys::LockKeys::new(b"", b"r").queue);
     }
     let started = Instant::now();
     holder.release().await.unwrap();

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fencelock::observe::{add_listener, EventLevel};
+use fencelock::ffi_support::observe::{add_listener, EventLevel};
 use fencelock::{Error, ErrorKind, LockManager};
 use fencelock_testkit::sentinel::SentinelSetup;
 use fencelock_testkit::{free_port, RedisServer};

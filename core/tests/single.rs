@@ -462,7 +462,7 @@ async fn bad_input_is_rejected_before_any_network_call() {
         fencelock_testkit::free_port()
     )])
     .unwrap();
-    let reserved = fencelock::keys::LockKeys::new(b"", b"x").fence;
+    let reserved = fencelock::ffi_support::keys::LockKeys::new(b"", b"x").fence;
     let cases: Vec<(&[u8], Duration)> = vec![
         (b"", MS(1000)),
         (&[b'n'; 1025], MS(1000)),
@@ -535,7 +535,7 @@ async fn wrong_types_give_a_redis_error_and_corrupt_nothing() {
     assert_eq!(e.kind(), ErrorKind::Redis, "{e}");
     assert!(e.message().contains("WRONGTYPE"), "{e}");
 
-    let fence = fencelock::keys::LockKeys::new(b"", b"fresh").fence;
+    let fence = fencelock::ffi_support::keys::LockKeys::new(b"", b"fresh").fence;
     server.set(&fence, b"not-a-number");
     let e = m.acquire("fresh", MS(1000), None).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Redis, "{e}");
@@ -553,7 +553,7 @@ async fn the_key_prefix_applies_to_keys_and_the_counter() {
     let lock = m.acquire("jobs", MS(2000), None).await.unwrap();
     assert_eq!(server.get(b"app:jobs").as_deref(), Some(lock.token()));
     assert_eq!(server.get(b"jobs"), None);
-    let keys = fencelock::keys::LockKeys::new(b"app:", b"jobs");
+    let keys = fencelock::ffi_support::keys::LockKeys::new(b"app:", b"jobs");
     assert!(keys.fence.starts_with(b"app:fencelock:{"));
     let counter = server.get(&keys.fence).unwrap();
     assert_eq!(counter, lock.fencing_token().to_string().into_bytes());
@@ -814,7 +814,7 @@ async fn a_waiter_that_gives_up_or_vanishes_does_not_block_the_line() {
     until_queued(&server, "line", 0).await;
     // Vanishes (a crashed process): a place nobody renews and nobody listens for, first in
     // line for 10 s.
-    let keys = fencelock::keys::LockKeys::new(b"", b"line");
+    let keys = fencelock::ffi_support::keys::LockKeys::new(b"", b"line");
     let (queue, deadlines, ttls) = (&keys.queue, &keys.deadlines, &keys.ttls);
     let seconds: u64 = match server.cmd(&[b"TIME"]) {
         fencelock_testkit::Reply::Array(Some(t)) => match &t[0] {

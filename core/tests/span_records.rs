@@ -1,4 +1,4 @@
-//! The span records the bindings' tracers receive (`fencelock::measure::set_span_sink`),
+//! The span records the bindings' tracers receive (`fencelock::ffi_support::measure::set_span_sink`),
 //! against a real redis-server: one `fencelock.acquire` per call and one `fencelock.hold` per
 //! grant, each with the context the caller gave, its times and the documented attributes;
 //! nothing for a call without a context or while no sink is set.
@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use fencelock::measure::{self, SpanRecord, SpanValue, TraceParent};
+use fencelock::ffi_support::measure::{self, SpanRecord, SpanValue, TraceParent};
 use fencelock::{AcquireOptions, ErrorKind, LockManager};
 use fencelock_testkit::{RedisServer, Reply};
 

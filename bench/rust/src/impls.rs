@@ -319,7 +319,7 @@ fn prometheus() -> Result<(), String> {
     // Each histogram with the buckets docs/observability.md gives it (a Prometheus histogram,
     // as the Grafana dashboard reads it), not the exporter's default summary.
     let mut builder = metrics_exporter_prometheus::PrometheusBuilder::new();
-    for m in fencelock::measure::MEASURES {
+    for m in fencelock::ffi_support::measure::MEASURES {
         if !m.buckets.is_empty() {
             builder = builder
                 .set_buckets_for_metric(

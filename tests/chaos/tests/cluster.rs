@@ -9,7 +9,7 @@
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use fencelock::keys::LockKeys;
+use fencelock::ffi_support::keys::LockKeys;
 use fencelock::{ErrorKind, LockManager};
 use fencelock_chaos::contend::{
     acknowledged_cluster_manager, contend_family, finish, runtime, Contention, Family,

@@ -16,7 +16,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use fencelock::keys::LockKeys;
+use fencelock::ffi_support::keys::LockKeys;
 use fencelock::ErrorKind;
 use fencelock_chaos::contend::{
     acknowledged_cluster_manager, contend, finish, runtime, Contention,

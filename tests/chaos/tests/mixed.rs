@@ -13,7 +13,7 @@ use std::path::Path;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use fencelock::keys::LockKeys;
+use fencelock::ffi_support::keys::LockKeys;
 use fencelock_chaos::history::now_us;
 use fencelock_chaos::mixed::{
     collect, contended_names, start, start_every_language, start_every_language_with, Language,

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use fencelock::keys::LockKeys;
+use fencelock::ffi_support::keys::LockKeys;
 use fencelock::{ErrorKind, LockManager};
 use fencelock_chaos::contend::{contend, finish, runtime, Contention};
 use fencelock_chaos::history::History;

@@ -616,7 +616,7 @@ impl RedisServer {
 
     /// How many waiters hold a place in the wait queue of lock `name` (key prefix `prefix`).
     /// The queue is found by its pattern (`P fencelock:{*}:queue: name`, the layout of
-    /// `fencelock::keys`), so that this fixture does not compute hash slots itself.
+    /// `fencelock::ffi_support::keys`), so that this fixture does not compute hash slots itself.
     pub fn queued(&self, prefix: &str, name: &str) -> i64 {
         let pattern = format!(
             "{}fencelock:{{*}}:queue:{}",
