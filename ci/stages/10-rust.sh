@@ -11,6 +11,10 @@ python3 ci/import_cycles.py
 # docs/ARCHITECTURE.md names every module (a new file without its line there fails).
 python3 ci/architecture_map.py
 cargo clippy --locked --workspace --all-targets -- -D warnings
+# The core without its default `observe` feature (no `metrics` recorder, no event listeners,
+# neither crate compiled): linted and unit-tested that way too.
+cargo clippy --locked -p fencelock --no-default-features --lib -- -D warnings
+cargo test --locked -p fencelock --no-default-features --lib
 # The test kit's tests and the core's in one build: alone, the kit would compile its
 # dependencies with other features (no tracing, so fewer of syn's), and everything again.
 targets=(--lib --test harness)

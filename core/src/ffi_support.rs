@@ -26,6 +26,7 @@ pub mod measure {
 }
 
 /// fencelock's events for listeners outside Rust (`observe`).
+#[cfg(feature = "observe")]
 pub mod observe {
     pub use crate::observe::*;
 }

@@ -24,6 +24,11 @@
 //! the test kits need beyond this API (limits, the measurement table and sinks, the event
 //! listeners, a binding's event-loop lane) is in the hidden `ffi_support` module, which may
 //! change in any release.
+//!
+//! The `observe` feature (on by default) records the measurements through the `metrics`
+//! facade (`describe_metrics` describes them to a recorder installed late) and lets the
+//! bindings listen to fencelock's events; without it neither `metrics` nor
+//! `tracing-subscriber` is compiled, and the `tracing` spans and the bindings' sinks remain.
 #![warn(missing_docs)]
 
 // The module map (docs/ARCHITECTURE.md has it, with the path of one acquire): the public API
@@ -54,6 +59,7 @@ mod lock;
 mod lost;
 mod manager;
 mod measure;
+#[cfg(feature = "observe")]
 mod observe;
 mod probe;
 mod pubsub;
@@ -82,7 +88,9 @@ pub use kind::LeaseKind;
 pub use lock::{Lock, LostView};
 pub use lost::LostReason;
 pub use manager::LockManager;
-pub use measure::{describe as describe_metrics, MetricNames};
+#[cfg(feature = "observe")]
+pub use measure::describe as describe_metrics;
+pub use measure::MetricNames;
 pub use rwlock::{RwLock, RwLockState};
 pub use semaphore::{Semaphore, SemaphoreState};
 pub use timing::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RETRY_DELAY, DEFAULT_TTL};

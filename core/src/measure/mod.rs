@@ -16,8 +16,9 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Once, RwLock};
+use std::sync::{Arc, RwLock};
 
+#[cfg(feature = "observe")]
 mod handles;
 mod totals;
 mod trace;
@@ -223,6 +224,7 @@ pub fn remove_sink(id: u64) -> bool {
 /// Gives the `metrics` recorder installed now each measure's unit and description. fencelock
 /// does it by itself at its first sample; an application that installs its recorder later
 /// calls this once after.
+#[cfg(feature = "observe")]
 pub fn describe() {
     for m in MEASURES {
         let unit = (m.unit == "seconds").then_some(metrics::Unit::Seconds);
@@ -238,8 +240,11 @@ pub fn describe() {
 /// Records `value` of `m` with `labels` (in the order of `m.labels`).
 pub(crate) fn record(m: &'static Measure, value: f64, labels: &[Value]) {
     debug_assert_eq!(labels.len(), m.labels.len(), "{}", m.name);
-    static DESCRIBED: Once = Once::new();
-    DESCRIBED.call_once(describe);
+    #[cfg(feature = "observe")]
+    {
+        static DESCRIBED: std::sync::Once = std::sync::Once::new();
+        DESCRIBED.call_once(describe);
+    }
     if ANY_SINK.load(Ordering::Acquire) {
         let sample = Sample {
             measure: m,
@@ -251,6 +256,8 @@ pub(crate) fn record(m: &'static Measure, value: f64, labels: &[Value]) {
             sink(&sample);
         }
     }
+    // The `metrics` facade's recorder (the `observe` feature).
+    #[cfg(feature = "observe")]
     handles::record(m, value, labels);
 }
 
