@@ -19,7 +19,8 @@ rm -rf "$venv" "$wheels"
   "maturin==1.16.0" "pytest==9.2.0" "pytest-timeout==2.4.0" "mypy==2.4.1" "redis==8.1.0" \
   "pytest-asyncio==1.5.0" "packaging==26.4" \
   "prometheus-client==0.26.0" "opentelemetry-api==1.45.2" "opentelemetry-sdk==1.45.2" \
-  "promql-parser==0.12.0" "PyYAML==6.0.4"
+  "promql-parser==0.12.0" "PyYAML==6.0.4" \
+  "python-redis-lock==4.0.1"
 
 (cd bindings-python && "$venv/bin/maturin" build --locked --out "$wheels")
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "$wheels"/fencelock-*.whl

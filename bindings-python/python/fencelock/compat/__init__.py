@@ -7,7 +7,12 @@
 
       lock = r.lock("resource", timeout=10, lock_class=Lock)
 
-  It needs redis-py (``pip install fencelock[redis]``); importing this package does not.
+- :mod:`fencelock.compat.python_redis_lock`: python-redis-lock's ``redis_lock`` module
+  (``Lock``, ``reset_all``, its exceptions)::
+
+      from fencelock.compat import python_redis_lock as redis_lock
+
+  They need redis-py (``pip install fencelock[redis]``); importing this package does not.
 
 See docs/migrating.md for what changes when you migrate, and why.
 """

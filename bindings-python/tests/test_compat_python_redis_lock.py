@@ -1,0 +1,200 @@
+"""fencelock.compat.python_redis_lock, the drop-in for python-redis-lock's ``redis_lock``: its
+arguments and their errors (checked before any server call), acquire and release, blocking
+with and without a timeout, extend, auto-renewal, locked/get_owner_id/reset/reset_all, the
+context manager, the key and value python-redis-lock uses, and a rolling migration: the drop-in
+and python-redis-lock itself (4.0.1, when installed: stage 20 installs it) exclude each other
+on one name, and a waiter of either is woken by a release of the other."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, List
+
+import pytest
+import redis
+
+from fencelock.compat import python_redis_lock as redis_lock
+from redis_fixture import RedisServer
+
+
+@pytest.fixture
+def conn(server: RedisServer) -> "redis.Redis":
+    return redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=5)
+
+
+def test_bad_arguments_raise_the_librarys_errors_before_any_call(conn: "redis.Redis", name: str) -> None:
+    with pytest.raises(ValueError, match="auto_renewal"):
+        redis_lock.Lock(conn, name, auto_renewal=True)
+    with pytest.raises(ValueError, match="negative expire"):
+        redis_lock.Lock(conn, name, expire=-1)
+    with pytest.raises(TypeError, match="Incorrect type for `id`"):
+        redis_lock.Lock(conn, name, id=42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="StrictRedis"):
+        redis_lock.Lock(object(), name)
+    lock = redis_lock.Lock(conn, name, expire=5)
+    with pytest.raises(redis_lock.TimeoutNotUsable):
+        lock.acquire(blocking=False, timeout=1)
+    with pytest.raises(redis_lock.InvalidTimeout):
+        lock.acquire(timeout=-1)
+    with pytest.raises(redis_lock.TimeoutTooLarge):
+        lock.acquire(timeout=10)
+    with pytest.raises(TypeError, match="expire"):
+        redis_lock.Lock(conn, name).extend()
+    assert not lock.locked()
+
+
+def test_the_key_is_lock_name_holding_the_id_and_the_lock_excludes(conn: "redis.Redis", name: str) -> None:
+    a = redis_lock.Lock(conn, name, expire=10, id="first")
+    assert a.acquire()
+    assert conn.get("lock:" + name) == b"first"
+    assert a.get_owner_id() == "first" and a.locked()
+    assert 0 < conn.ttl("lock:" + name) <= 10
+    assert a.fencing_token is not None and a.fencing_token > 0
+    with pytest.raises(redis_lock.AlreadyAcquired):
+        a.acquire()
+    b = redis_lock.Lock(conn, name, expire=10)
+    assert not b.acquire(blocking=False)
+    started = time.monotonic()
+    assert not b.acquire(timeout=1)
+    assert time.monotonic() - started >= 0.9
+    a.release()
+    assert not a.locked() and a.get_owner_id() is None
+    with pytest.raises(redis_lock.NotAcquired):
+        a.release()
+    assert b.acquire(blocking=False)
+    b.release()
+
+
+def test_a_waiter_is_woken_by_the_release(conn: "redis.Redis", name: str) -> None:
+    holder = redis_lock.Lock(conn, name, expire=10)
+    assert holder.acquire()
+    got: List[float] = []
+
+    def wait() -> None:
+        waiter = redis_lock.Lock(conn, name, expire=10)
+        assert waiter.acquire()
+        got.append(time.monotonic())
+        waiter.release()
+
+    t = threading.Thread(target=wait)
+    t.start()
+    time.sleep(0.3)
+    assert not got
+    released = time.monotonic()
+    holder.release()
+    t.join(10)
+    assert got and got[0] - released < 2.0
+
+
+def test_extend_and_auto_renewal(conn: "redis.Redis", name: str) -> None:
+    lock = redis_lock.Lock(conn, name, expire=2)
+    assert lock.acquire()
+    lock.extend(expire=30)
+    assert conn.ttl("lock:" + name) > 20
+    lock.release()
+    with pytest.raises(redis_lock.NotAcquired):
+        lock.extend()
+    renewed = redis_lock.Lock(conn, name, expire=1, auto_renewal=True)
+    with renewed:
+        time.sleep(2.5)  # longer than expire: still held, renewed in the background
+        assert renewed.get_owner_id() == renewed.id
+    assert not renewed.locked()
+
+
+def test_expire_none_is_a_lease_kept_while_held(conn: "redis.Redis", name: str) -> None:
+    lock = redis_lock.Lock(conn, name)
+    assert lock.acquire()
+    assert 0 < conn.pttl("lock:" + name) <= redis_lock.Lock.lease_ttl * 1000
+    lock.release()
+
+
+def test_a_lock_released_elsewhere_by_its_id(conn: "redis.Redis", name: str) -> None:
+    lock = redis_lock.Lock(conn, name, expire=10, id=b"job-7")
+    assert lock.acquire()
+    redis_lock.Lock(conn, name, id="job-7").release()
+    assert not lock.locked()
+
+
+def test_context_manager_reset_and_reset_all(conn: "redis.Redis", name: str) -> None:
+    with redis_lock.Lock(conn, name, expire=10) as held:
+        assert held.locked()
+        blocked = redis_lock.Lock(conn, name, expire=10, blocking=False)
+        with pytest.raises(redis_lock.NotAcquired):
+            with blocked:
+                pass
+    assert not held.locked()
+    held = redis_lock.Lock(conn, name, expire=10)
+    assert held.acquire()
+    redis_lock.Lock(conn, name).reset()
+    assert not held.locked()
+    with pytest.raises(redis_lock.NotAcquired):
+        held.release()  # reset under it
+    others = [redis_lock.Lock(conn, f"{name}-{i}", expire=10) for i in range(3)]
+    for other in others:
+        assert other.acquire()
+    conn.set("lock:left-by-a-crash", "x")  # an old library's lock whose holder died
+    own_keys = conn.keys("lock:fencelock:*")
+    assert own_keys  # the fencing counter, at least
+    redis_lock.reset_all(conn)
+    assert not any(other.locked() for other in others)
+    assert conn.get("lock:left-by-a-crash") is None
+    assert conn.exists(*own_keys) > 0  # fencelock's own keys are not touched
+
+
+def test_rolling_migration_with_python_redis_lock_itself(conn: "redis.Redis", name: str) -> None:
+    original: Any = pytest.importorskip("redis_lock")
+    old = original.Lock(conn, name, expire=10)
+    assert old.acquire(blocking=False)
+    new = redis_lock.Lock(conn, name, expire=10)
+    assert not new.acquire(blocking=False)
+    old.release()
+    assert new.acquire(blocking=False)
+    assert not original.Lock(conn, name, expire=10).acquire(blocking=False)
+    # An old waiter blocks on the signal list: the drop-in's release pushes it.
+    woke: List[bool] = []
+
+    def old_waiter() -> None:
+        waiter = original.Lock(conn, name, expire=10)
+        woke.append(waiter.acquire(timeout=8))
+        waiter.release()
+
+    t = threading.Thread(target=old_waiter)
+    t.start()
+    time.sleep(0.3)
+    released = time.monotonic()
+    new.release()
+    t.join(10)
+    assert woke == [True] and time.monotonic() - released < 5
+    # A drop-in waiter behind an old holder: the old release publishes nothing, so the
+    # drop-in's waiter notices at its next retry of the key (within a second or two).
+    old = original.Lock(conn, name, expire=10)
+    assert old.acquire(blocking=False)
+    got: List[float] = []
+
+    def new_waiter() -> None:
+        waiter = redis_lock.Lock(conn, name, expire=10)
+        assert waiter.acquire(timeout=8)
+        got.append(time.monotonic())
+        waiter.release()
+
+    t = threading.Thread(target=new_waiter)
+    t.start()
+    time.sleep(0.3)
+    released = time.monotonic()
+    old.release()
+    t.join(10)
+    assert got, "the drop-in's waiter never got the lock the old library released"
+    print(f"drop-in waiter behind python-redis-lock: got it {got[0] - released:.2f} s after the release")
+
+
+def test_the_manager_is_one_per_client_under_the_lock_prefix(conn: "redis.Redis", name: str) -> None:
+    m = redis_lock.manager_for(conn)
+    assert m is redis_lock.manager_for(conn)
+    lock = redis_lock.Lock(conn, name, expire=10)
+    assert lock.acquire()
+    assert m.is_locked(name)
+    remaining = m.remaining(name)
+    assert remaining is not None and 0 < remaining <= 10
+    lock.release()
+    assert not m.is_locked(name)
