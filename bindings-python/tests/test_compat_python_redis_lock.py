@@ -31,7 +31,9 @@ def test_bad_arguments_raise_the_librarys_errors_before_any_call(conn: "redis.Re
     with pytest.raises(TypeError, match="Incorrect type for `id`"):
         redis_lock.Lock(conn, name, id=42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="StrictRedis"):
-        redis_lock.Lock(object(), name)
+        redis_lock.Lock(object(), name, strict=True)
+    # 4.0.1 checks nothing of the client when it is made.
+    assert redis_lock.Lock(object(), name, expire="12")._expire == 12
     lock = redis_lock.Lock(conn, name, expire=5)
     with pytest.raises(redis_lock.TimeoutNotUsable):
         lock.acquire(blocking=False, timeout=1)
@@ -106,6 +108,8 @@ def test_expire_none_is_a_lease_kept_while_held(conn: "redis.Redis", name: str) 
     lock = redis_lock.Lock(conn, name)
     assert lock.acquire()
     assert 0 < conn.pttl("lock:" + name) <= redis_lock.Lock.lease_ttl * 1000
+    with pytest.raises(redis_lock.NotExpirable):
+        lock.extend(expire=1000)  # a lock without expiry, as python-redis-lock says
     lock.release()
 
 

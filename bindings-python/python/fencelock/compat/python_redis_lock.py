@@ -121,9 +121,10 @@ def _id_text(id: Union[str, bytes, None]) -> str:
 
 
 class Lock:
-    """A lock on ``name``, as python-redis-lock's: ``expire`` seconds (``None``: until
+    """A lock on ``name``, as python-redis-lock 4.0.1's: ``expire`` seconds (``None``: until
     released, as an auto-extended lease), ``id`` its value (random by default),
-    ``auto_renewal`` to keep it alive while held, ``blocking`` for the context manager."""
+    ``auto_renewal`` to keep it alive while held, ``blocking`` for the context manager;
+    ``strict=True`` (4.0.0's) refuses a client that is not a ``redis.StrictRedis``."""
 
     lease_ttl: ClassVar[float] = 30.0
     """The TTL, in seconds, of the lease that stands for ``expire=None``."""
@@ -135,10 +136,12 @@ class Lock:
         expire: Optional[float] = None,
         id: Union[str, bytes, None] = None,
         auto_renewal: bool = False,
-        strict: bool = True,
         signal_expire: int = 1000,
         blocking: bool = True,
+        *,
+        strict: bool = False,
     ) -> None:
+        # 4.0.1's arguments; ``strict`` is 4.0.0's check, kept for who passes it.
         if strict and not isinstance(redis_client, redis.StrictRedis):
             raise ValueError(
                 "redis_client must be instance of StrictRedis. Use strict=False if you know what you're doing."
@@ -223,6 +226,9 @@ class Lock:
             raise TypeError(
                 "To extend a lock 'expire' must be provided as an argument to extend() method or at initialization time."
             )
+        if self._lock is not None and self._expire is None:
+            # Held as python-redis-lock's lock without expiry (here a lease kept alive).
+            raise NotExpirable(f"Lock {self._name} has no assigned expiration time")
         try:
             self._manager().extend(self._plain_name, self._id, float(seconds))
         except fencelock.LockLost as e:
