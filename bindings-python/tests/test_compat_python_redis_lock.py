@@ -7,9 +7,11 @@ on one name, and a waiter of either is woken by a release of the other."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
-from typing import Any, List
+import warnings
+from typing import Any, Iterator, List
 
 import pytest
 import redis
@@ -19,8 +21,10 @@ from redis_fixture import RedisServer
 
 
 @pytest.fixture
-def conn(server: RedisServer) -> "redis.Redis":
-    return redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=5)
+def conn(server: RedisServer) -> Iterator["redis.Redis"]:
+    client = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=5)
+    yield client
+    client.close()
 
 
 def test_bad_arguments_raise_the_librarys_errors_before_any_call(conn: "redis.Redis", name: str) -> None:
@@ -31,9 +35,9 @@ def test_bad_arguments_raise_the_librarys_errors_before_any_call(conn: "redis.Re
     with pytest.raises(TypeError, match="Incorrect type for `id`"):
         redis_lock.Lock(conn, name, id=42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="StrictRedis"):
-        redis_lock.Lock(object(), name, strict=True)
-    # 4.0.1 checks nothing of the client when it is made.
-    assert redis_lock.Lock(object(), name, expire="12")._expire == 12
+        redis_lock.Lock(object(), name)
+    # strict=False: nothing is asked of the client when the lock is made.
+    assert redis_lock.Lock(object(), name, expire="12", strict=False)._expire == 12
     lock = redis_lock.Lock(conn, name, expire=5)
     with pytest.raises(redis_lock.TimeoutNotUsable):
         lock.acquire(blocking=False, timeout=1)
@@ -202,3 +206,18 @@ def test_the_manager_is_one_per_client_under_the_lock_prefix(conn: "redis.Redis"
     assert remaining is not None and 0 < remaining <= 10
     lock.release()
     assert not m.is_locked(name)
+
+
+def test_a_lock_dropped_while_held_expires_silently(conn: "redis.Redis", name: str) -> None:
+    lock = redis_lock.Lock(conn, name, expire=1, auto_renewal=True)
+    assert lock.acquire()
+    gc.collect()  # what earlier tests left
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # fencelock's own drop warning would fail here
+        del lock
+        gc.collect()
+    other = redis_lock.Lock(conn, name, expire=5)
+    started = time.monotonic()
+    assert other.acquire(timeout=5)  # its renewal stopped: the key expires after its TTL
+    assert time.monotonic() - started < 4
+    other.release()

@@ -29,7 +29,9 @@ Importing this module needs redis-py: ``pip install fencelock[redis]``.
 from __future__ import annotations
 
 import threading
+import weakref
 from base64 import b64encode
+from logging import getLogger
 from os import urandom
 from types import TracebackType
 from typing import Any, ClassVar, Optional, Type, Union
@@ -59,6 +61,11 @@ __all__ = [
 ]
 
 __version__ = "4.0.1"
+
+# python-redis-lock's log lines, on loggers named as its are under this module: what a
+# service watches in its logs keeps appearing.
+logger_for_acquire = getLogger(f"{__name__}.acquire")
+logger_for_release = getLogger(f"{__name__}.release")
 
 #: python-redis-lock's key prefixes: the lock key, and the list its waiters block on.
 PREFIX = "lock:"
@@ -124,7 +131,7 @@ class Lock:
     """A lock on ``name``, as python-redis-lock 4.0.1's: ``expire`` seconds (``None``: until
     released, as an auto-extended lease), ``id`` its value (random by default),
     ``auto_renewal`` to keep it alive while held, ``blocking`` for the context manager;
-    ``strict=True`` (4.0.0's) refuses a client that is not a ``redis.StrictRedis``."""
+    ``strict`` (the default) refuses a client that is not a ``redis.StrictRedis``."""
 
     lease_ttl: ClassVar[float] = 30.0
     """The TTL, in seconds, of the lease that stands for ``expire=None``."""
@@ -136,12 +143,10 @@ class Lock:
         expire: Optional[float] = None,
         id: Union[str, bytes, None] = None,
         auto_renewal: bool = False,
+        strict: bool = True,
         signal_expire: int = 1000,
         blocking: bool = True,
-        *,
-        strict: bool = False,
     ) -> None:
-        # 4.0.1's arguments; ``strict`` is 4.0.0's check, kept for who passes it.
         if strict and not isinstance(redis_client, redis.StrictRedis):
             raise ValueError(
                 "redis_client must be instance of StrictRedis. Use strict=False if you know what you're doing."
@@ -163,6 +168,7 @@ class Lock:
         self._auto_renewal = bool(auto_renewal)
         self.blocking = blocking
         self._lock: Optional[fencelock.Lock] = None
+        self._dropped: Optional[Any] = None  # the finalizer of the current hold
         self._guard = threading.Lock()
 
     @property
@@ -188,6 +194,7 @@ class Lock:
     def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
         """Takes the lock: ``True``, or ``False`` when ``blocking=False`` found it held or
         ``timeout`` seconds passed."""
+        logger_for_acquire.debug("Acquiring Lock(%r) ...", self._name)
         if self._lock is not None or self.get_owner_id() == self._id:
             raise AlreadyAcquired("Already acquired from this Lock instance.")
         if not blocking and timeout is not None:
@@ -209,9 +216,15 @@ class Lock:
                 self._plain_name, ttl, wait=wait, token=self._id, auto_extend=keep
             )
         except fencelock.NotAcquired:
+            if not blocking:
+                logger_for_acquire.warning("Failed to acquire Lock(%r).", self._name)
             return False
         with self._guard:
             self._lock = lock
+        # Dropped without a release, python-redis-lock's lock stays until its key expires (and
+        # its renewal stops): so here, silently, rather than with fencelock's warning.
+        self._dropped = weakref.finalize(self, _let_expire, lock)
+        logger_for_acquire.info("Acquired Lock(%r).", self._name)
         return True
 
     def extend(self, expire: Optional[float] = None) -> None:
@@ -239,6 +252,9 @@ class Lock:
         ``Lock(conn, name, id=its_id).release()``); ``NotAcquired`` when it is not held."""
         with self._guard:
             lock, self._lock = self._lock, None
+        if self._dropped is not None:
+            self._dropped.detach()
+        logger_for_release.debug("Releasing Lock(%r).", self._name)
         try:
             if lock is not None:
                 lock.release()
@@ -288,6 +304,14 @@ class Lock:
 
     def __repr__(self) -> str:
         return f"<fencelock.compat.python_redis_lock.Lock {self._name!r} expire={self._expire}>"
+
+
+def _let_expire(lock: fencelock.Lock) -> None:
+    """A collected drop-in lock's hold: left to expire after its TTL, extended no more."""
+    try:
+        lock.detach()
+    except fencelock.LockError:
+        pass
 
 
 def reset_all(redis_client: Any) -> None:
