@@ -66,6 +66,9 @@ def test_the_key_is_lock_name_holding_the_id_and_the_lock_excludes(conn: "redis.
     assert time.monotonic() - started >= 0.9
     a.release()
     assert not a.locked() and a.get_owner_id() is None
+    # python-redis-lock's wake-up signal, expiring after signal_expire (1000 ms).
+    assert conn.llen("lock-signal:" + name) == 1
+    assert 0 < conn.pttl("lock-signal:" + name) <= 1000
     with pytest.raises(redis_lock.NotAcquired):
         a.release()
     assert b.acquire(blocking=False)
@@ -221,3 +224,20 @@ def test_a_lock_dropped_while_held_expires_silently(conn: "redis.Redis", name: s
     assert other.acquire(timeout=5)  # its renewal stopped: the key expires after its TTL
     assert time.monotonic() - started < 4
     other.release()
+
+
+def test_the_suites_expected_failures_are_the_ones_docs_migrating_explains() -> None:
+    import pathlib
+    import re
+    import sys
+
+    here = pathlib.Path(__file__).resolve().parent
+    sys.path.insert(0, str(here / "python_redis_lock_suite"))
+    try:
+        import fencelock_prl_suite
+    finally:
+        sys.path.pop(0)
+    doc = (here.parents[1] / "docs" / "migrating.md").read_text()
+    section = doc.split("### python-redis-lock's own tests", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `(tests/[^`]+)` \|", section, re.M))
+    assert listed == set(fencelock_prl_suite.EXPECTED_FAILURES), (listed, fencelock_prl_suite.EXPECTED_FAILURES)

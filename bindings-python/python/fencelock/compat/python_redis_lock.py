@@ -166,6 +166,13 @@ class Lock:
         self._name = PREFIX + name
         self._signal = SIGNAL_PREFIX + name
         self._auto_renewal = bool(auto_renewal)
+        # python-redis-lock's renewal attributes, for code that reads them: the period its
+        # thread would renew at, and no thread (fencelock's core extends the lock itself,
+        # every third of ``expire``).
+        self._lock_renewal_interval: Optional[float] = (
+            float(expire_s) * 2 / 3 if auto_renewal and expire_s else None
+        )
+        self._lock_renewal_thread: Optional[threading.Thread] = None
         self.blocking = blocking
         self._lock: Optional[fencelock.Lock] = None
         self._dropped: Optional[Any] = None  # the finalizer of the current hold
