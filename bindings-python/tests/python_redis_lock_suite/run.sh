@@ -18,19 +18,8 @@ mkdir -p "$2"; work=$(cd "$2" && pwd)
 valkey=$(cd "$3" && pwd)
 shift 3
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$work/sdist"
-sdist="$work/sdist/python_redis_lock-$PRL_VERSION.tar.gz"
-
-checksum_ok() { [ -f "$sdist" ] && echo "$PRL_SDIST_SHA256  $sdist" | sha256sum --check --status; }
-
-if ! checksum_ok; then
-  rm -f "$sdist"
-  req="$work/sdist/requirements.txt"
-  echo "python-redis-lock==$PRL_VERSION --hash=sha256:$PRL_SDIST_SHA256" > "$req"
-  "$python" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
-    --require-hashes -r "$req" -d "$work/sdist"
-fi
-checksum_ok || { echo "python_redis_lock-$PRL_VERSION.tar.gz: sha256 mismatch" >&2; exit 1; }
+sdist=$("$here/../fetch_sdist.sh" "$python" "$work/sdist" "python-redis-lock==$PRL_VERSION" \
+  "$PRL_SDIST_SHA256" "python_redis_lock-$PRL_VERSION.tar.gz")
 
 "$python" "$here/prepare.py" "$sdist" "$work/suite"
 

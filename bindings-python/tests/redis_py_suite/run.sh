@@ -16,20 +16,8 @@ python=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 mkdir -p "$2"; work=$(cd "$2" && pwd)
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$work/sdist"
-sdist="$work/sdist/redis-$REDIS_PY_VERSION.tar.gz"
-
-checksum_ok() { [ -f "$sdist" ] && echo "$REDIS_PY_SDIST_SHA256  $sdist" | sha256sum --check --status; }
-
-if ! checksum_ok; then
-  rm -f "$sdist"
-  # pip checks the pinned hash while downloading; the sha256sum below checks it once more.
-  req="$work/sdist/requirements.txt"
-  echo "redis==$REDIS_PY_VERSION --hash=sha256:$REDIS_PY_SDIST_SHA256" > "$req"
-  "$python" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
-    --require-hashes -r "$req" -d "$work/sdist"
-fi
-checksum_ok || { echo "redis-$REDIS_PY_VERSION.tar.gz: sha256 mismatch" >&2; exit 1; }
+sdist=$("$here/../fetch_sdist.sh" "$python" "$work/sdist" "redis==$REDIS_PY_VERSION" \
+  "$REDIS_PY_SDIST_SHA256" "redis-$REDIS_PY_VERSION.tar.gz")
 
 "$python" "$here/prepare.py" "$sdist" "$work/suite"
 
