@@ -63,9 +63,11 @@ func (m *Manager) lease(ctx context.Context, a acquireSettings, wait int64, star
 		token = C.CString(*a.token)
 		defer C.free(unsafe.Pointer(token))
 	}
-	flags := C.uint32_t(0)
+	// Inline: an acquisition that needs no wait ends in the start call, on this goroutine's
+	// thread (one round trip, no hand-off to a library thread and back).
+	flags := C.uint32_t(C.FL_ACQUIRE_INLINE)
 	if a.reentrant {
-		flags = C.FL_ACQUIRE_REENTRANT
+		flags |= C.FL_ACQUIRE_REENTRANT
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

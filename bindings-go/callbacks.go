@@ -18,8 +18,10 @@ type outcome struct {
 	err  error
 }
 
-// fencelockGoDone is an acquisition's completion, called once on a thread of the library's:
-// it hands the outcome (and the error, read on this thread) to the waiting goroutine.
+// fencelockGoDone is an acquisition's completion, called once on a thread of the library's,
+// or inside the start call on the goroutine's own thread when it needed no wait
+// (FL_ACQUIRE_INLINE): it hands the outcome (and the error, read on this thread) to the
+// waiting goroutine.
 //
 //export fencelockGoDone
 func fencelockGoDone(status C.fl_status, lock *C.fl_lock, handle C.uintptr_t) {

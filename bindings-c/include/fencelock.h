@@ -10,7 +10,11 @@
  *
  * Threads: an fl_manager may be used from many threads at once. Calls on one fl_lock are
  * serialized; only fl_lock_free must not overlap other calls on it. fl_manager_options is
- * for one thread at a time.
+ * for one thread at a time. A blocking call runs on the calling thread: where the manager has
+ * a single server over plain TCP or a Unix socket, that thread writes each command and reads
+ * its reply on a connection of its own (opened at its first call, closed when the thread
+ * ends or the manager is freed), polling the socket for up to 80 microseconds before it
+ * sleeps, so an uncontended call costs one round trip and no hand-off between threads.
  *
  * Memory: freeing a handle twice, or using it after it was freed, is undefined behaviour;
  * the library cannot detect it. Everything else (NULL, bad text, bad numbers) is reported as
@@ -48,6 +52,16 @@
  * acquired again (its TTL reset, a new fencing token) instead of being refused.
  */
 #define FL_ACQUIRE_REENTRANT 1
+
+/**
+ * The `fl_*_acquire_start` calls: an acquisition that ends without waiting (a free lock,
+ * a refusal with `wait_ms` 0, a failure) ends on the calling thread, its `done` called there
+ * before the start call returns, with no hand-off to a manager's thread (one round trip,
+ * where the manager has a single plain server: see the header's "Threads"). One that must
+ * wait goes on in the background as without it. For callers whose `done` may run inside
+ * the start call (it must not take a lock the caller holds around it).
+ */
+#define FL_ACQUIRE_INLINE 2
 
 /**
  * The result of every fallible call. The numbers are stable: a value never changes meaning
@@ -439,7 +453,8 @@ typedef void (*fl_lock_callback)(const struct fl_lock *lock, void *user_data);
 
 /**
  * Called once when an acquisition started with `fl_*_acquire_start` ends, on one of the
- * manager's threads: `status` is `FL_OK` with `lock` a new handle the callee owns (free it
+ * manager's threads (or, with `FL_ACQUIRE_INLINE`, on the calling thread before the start
+ * call returns, when it ended without waiting): `status` is `FL_OK` with `lock` a new handle the callee owns (free it
  * with `fl_lock_free`), or the failure with `lock` NULL (`FL_CANCELLED` after
  * `fl_pending_cancel`, or when the manager was freed first); during the call,
  * `fl_last_error_message` and `fl_last_error_server*` describe the failure. `user_data` is

@@ -114,14 +114,28 @@ unsafe fn acquire(
 /// acquired again (its TTL reset, a new fencing token) instead of being refused.
 pub const FL_ACQUIRE_REENTRANT: u32 = 1;
 
+/// The `fl_*_acquire_start` calls: an acquisition that ends without waiting (a free lock,
+/// a refusal with `wait_ms` 0, a failure) ends on the calling thread, its `done` called there
+/// before the start call returns, with no hand-off to a manager's thread (one round trip,
+/// where the manager has a single plain server: see the header's "Threads"). One that must
+/// wait goes on in the background as without it. For callers whose `done` may run inside
+/// the start call (it must not take a lock the caller holds around it).
+pub const FL_ACQUIRE_INLINE: u32 = 2;
+
 /// Every flag `fl_lock_acquire_with_flags` knows.
 pub(crate) const KNOWN_FLAGS: u32 = FL_ACQUIRE_REENTRANT;
+
+/// The flags of an `fl_*_acquire_start` call: those of the acquisition and whether it may
+/// end inline (`FL_ACQUIRE_INLINE`).
+pub(crate) fn start_flags(flags: u32) -> (u32, bool) {
+    (flags & !FL_ACQUIRE_INLINE, flags & FL_ACQUIRE_INLINE != 0)
+}
 
 /// The flags of an acquire call, checked: whether it re-enters.
 pub(crate) fn reentrant_flag(flags: u32) -> Result<bool> {
     if flags & !KNOWN_FLAGS != 0 {
         return Err(ffi::invalid(format!(
-            "unknown acquire flags {:#x} (known: FL_ACQUIRE_REENTRANT = {FL_ACQUIRE_REENTRANT:#x})",
+            "unknown acquire flags {:#x} (known: FL_ACQUIRE_REENTRANT = {FL_ACQUIRE_REENTRANT:#x}; FL_ACQUIRE_INLINE = {FL_ACQUIRE_INLINE:#x} for the fl_*_acquire_start calls only)",
             flags & !KNOWN_FLAGS
         )));
     }

@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_void};
 use crate::error::boundary;
 use crate::error::fl_status;
 use crate::ffi;
-use crate::lock::{fl_lock, flagged_options, hand_out, lock_ref, manager};
+use crate::lock::{fl_lock, flagged_options, hand_out, lock_ref, manager, start_flags};
 use crate::manager::fl_manager;
 use crate::pending::{fl_acquire_done, fl_pending, started};
 
@@ -70,10 +70,11 @@ pub unsafe extern "C" fn fl_lock_acquire_many_start(
         let m = self::manager(manager)?;
         // SAFETY: forwarded under the caller's contract.
         let list = unsafe { names_arg(names, n_names) }?;
+        let (flags, inline) = start_flags(flags);
         // SAFETY: NULL or a NUL-terminated string, by contract.
         let opts = unsafe { flagged_options(token, (ttl_ms, wait_ms, flags)) }?;
         let acquisition = m.inner.as_async().prepare_many(&list, &opts)?;
-        started(&m.inner, acquisition, (done, user_data), out)
+        started(&m.inner, acquisition, (done, user_data, inline), out)
     })
 }
 

@@ -11,7 +11,7 @@ use crate::error::{boundary, boundary_or};
 use crate::error::{fl_status, set_last_core_error, status_of};
 use crate::family::{fl_rwlock, fl_semaphore};
 use crate::ffi;
-use crate::lock::{fl_lock, flagged_options, manager};
+use crate::lock::{fl_lock, flagged_options, manager, start_flags};
 use crate::manager::fl_manager;
 
 /// An acquisition under way, started by `fl_lock_acquire_start`, `fl_semaphore_acquire_start`
@@ -22,7 +22,8 @@ pub struct fl_pending {
 }
 
 /// Called once when an acquisition started with `fl_*_acquire_start` ends, on one of the
-/// manager's threads: `status` is `FL_OK` with `lock` a new handle the callee owns (free it
+/// manager's threads (or, with `FL_ACQUIRE_INLINE`, on the calling thread before the start
+/// call returns, when it ended without waiting): `status` is `FL_OK` with `lock` a new handle the callee owns (free it
 /// with `fl_lock_free`), or the failure with `lock` NULL (`FL_CANCELLED` after
 /// `fl_pending_cancel`, or when the manager was freed first); during the call,
 /// `fl_last_error_message` and `fl_last_error_server*` describe the failure. `user_data` is
@@ -73,24 +74,27 @@ unsafe fn start(
 ) -> Result<()> {
     let out = ffi::out(out, "out")?;
     let done = done.ok_or_else(|| ffi::invalid("done is NULL"))?;
+    let (flags, inline) = start_flags(flags);
     // SAFETY: by contract.
     let opts = unsafe { flagged_options(token, (ttl_ms, wait_ms, flags)) }?;
     let acquisition = m.as_async().prepare_lease(name, kind, &opts)?;
-    started(m, acquisition, (done, user_data), out)
+    started(m, acquisition, (done, user_data, inline), out)
 }
 
-/// Starts a prepared acquisition on `m`'s runtime, its outcome to the caller's callback.
+/// Starts a prepared acquisition on `m`'s runtime (first on this thread, `inline`), its
+/// outcome to the caller's callback.
 pub(crate) fn started(
     m: &LockManager,
     acquisition: impl std::future::Future<Output = Result<fencelock::Lock>> + Send + 'static,
-    (done, user_data): (
+    (done, user_data, inline): (
         unsafe extern "C" fn(fl_status, *mut fl_lock, *mut c_void),
         *mut c_void,
+        bool,
     ),
     out: &mut *mut fl_pending,
 ) -> Result<()> {
     let completion = Completion { done, user_data };
-    let inner = m.start(acquisition, move |outcome| completion.call(outcome))?;
+    let inner = m.start(acquisition, move |outcome| completion.call(outcome), inline)?;
     *out = Box::into_raw(Box::new(fl_pending { inner }));
     Ok(())
 }

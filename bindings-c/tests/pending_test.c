@@ -1,7 +1,7 @@
 /*
  * C tests of the acquisitions that return at once and complete through a callback
  * (fl_lock_acquire_start, fl_semaphore_acquire_start, fl_rwlock_acquire_start,
- * fl_pending_cancel) and of the span callback (fl_set_span_callback, fl_trace_next), against the INSTALLED library; tests/run.sh runs it plain, under
+ * fl_pending_cancel, FL_ACQUIRE_INLINE) and of the span callback (fl_set_span_callback, fl_trace_next), against the INSTALLED library; tests/run.sh runs it plain, under
  * valgrind and with AddressSanitizer, with FL_TEST_PORTS as for fencelock_test.c (the first
  * server is used).
  */
@@ -144,6 +144,56 @@ static void test_a_free_lock_completes_with_the_lock(void) {
     fl_pending_free(p);
     fl_manager_free(m);
     outcome_destroy(&o);
+}
+
+/* FL_ACQUIRE_INLINE: a free lock ends inside the start call, on the calling thread; a held
+ * one returns with the wait under way, ending on a library thread at the release. Blocking
+ * calls refuse the flag. */
+static pthread_t done_on;
+
+static void on_done_where(fl_status status, fl_lock *lock, void *user_data) {
+    done_on = pthread_self();
+    on_done(status, lock, user_data);
+}
+
+static void test_inline_ends_in_the_start_call_when_no_wait_is_needed(void) {
+    fl_manager *m = new_manager();
+    fl_pending *p = NULL, *q = NULL;
+    fl_lock *l = NULL;
+    const char *name = fresh_name("start-inline");
+    outcome o, w;
+    bool locked = true;
+    outcome_init(&o);
+    outcome_init(&w);
+    CHECK_ST(fl_manager_is_locked(m, name, &locked), FL_OK); /* the manager's connections up */
+    CHECK(!locked);
+    CHECK_ST(fl_lock_acquire_start(m, name, NULL, 10000, -1, FL_ACQUIRE_INLINE, on_done_where, &o, &p),
+             FL_OK);
+    CHECK(calls_of(&o) == 1);
+    CHECK(pthread_equal(done_on, pthread_self()));
+    CHECK_ST(o.status, FL_OK);
+    CHECK_ST(fl_lock_acquire_start(m, name, NULL, 10000, -1, FL_ACQUIRE_INLINE, on_done_where, &w, &q),
+             FL_OK);
+    CHECK(calls_of(&w) == 0);
+    if (o.lock) {
+        CHECK_ST(fl_lock_release(o.lock), FL_OK);
+        fl_lock_free(o.lock);
+    }
+    CHECK(wait_done(&w, 30000));
+    CHECK_ST(w.status, FL_OK);
+    CHECK(!pthread_equal(done_on, pthread_self()));
+    if (w.lock) {
+        CHECK_ST(fl_lock_release(w.lock), FL_OK);
+        fl_lock_free(w.lock);
+    }
+    CHECK_INVALID(fl_lock_acquire_with_flags(m, name, "t", 1000, 0, FL_ACQUIRE_INLINE, &l),
+                  "FL_ACQUIRE_INLINE");
+    CHECK(l == NULL);
+    fl_pending_free(p);
+    fl_pending_free(q);
+    fl_manager_free(m);
+    outcome_destroy(&o);
+    outcome_destroy(&w);
 }
 
 /* The waiters of test_waiters_get_the_lock_in_turn: granted locks in the order they came. */
@@ -501,6 +551,8 @@ int main(void) {
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
     run_test("bad_arguments_fail_the_start_call", test_bad_arguments_fail_the_start_call);
     run_test("a_free_lock_completes_with_the_lock", test_a_free_lock_completes_with_the_lock);
+    run_test("inline_ends_in_the_start_call_when_no_wait_is_needed",
+             test_inline_ends_in_the_start_call_when_no_wait_is_needed);
     run_test("waiters_get_the_lock_in_turn", test_waiters_get_the_lock_in_turn);
     run_test("cancel_ends_the_wait_and_gives_the_place_up",
              test_cancel_ends_the_wait_and_gives_the_place_up);

@@ -506,6 +506,10 @@ fn runtime(holder: &RuntimeHolder) -> Result<&Runtime> {
         .ok_or_else(|| Error::unavailable("the fencelock runtime has shut down"))
 }
 
+/// Runs `fut` on the calling thread, its calls riding the thread's own connection where the
+/// manager has a single plain server ([`crate::lane::on_caller`]).
 fn block_on<F: Future>(holder: &RuntimeHolder, fut: F) -> Result<F::Output> {
-    Ok(runtime(holder)?.block_on(fut))
+    let rt = runtime(holder)?;
+    let fut = std::pin::pin!(fut);
+    Ok(rt.block_on(crate::lane::on_caller(fut)))
 }

@@ -1,10 +1,15 @@
 //! A command connection of one server entry: to one Redis server, or to a cluster (each
-//! command routed by its first key's slot). `server.rs` opens and keeps it; `identity.rs`
-//! asks it which processes it reaches.
+//! command routed by its first key's slot), or a calling thread's own connection
+//! (`direct.rs`). `server.rs` opens and keeps it; `identity.rs` asks it which processes it
+//! reaches.
+
+use std::sync::Arc;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::{RedisFuture, Value};
+
+use crate::direct::DirectConn;
 
 /// A command connection: to one server, or to a cluster (each command routed to the node that
 /// owns its first key's slot), with whether the cluster has sharded pub/sub (SPUBLISH, Redis
@@ -14,6 +19,9 @@ use redis::{RedisFuture, Value};
 pub(crate) enum Conn {
     Single(MultiplexedConnection),
     Cluster(ClusterConnection, Sharded),
+    /// A calling thread's own connection, used synchronously (see `direct.rs`): its futures
+    /// are ready at their first poll.
+    Direct(Arc<DirectConn>),
 }
 
 /// Whether a connection's scripts publish wake-ups with SPUBLISH (sharded pub/sub, in the
@@ -33,6 +41,10 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_command(cmd),
             Conn::Cluster(c, _) => c.req_packed_command(cmd),
+            Conn::Direct(c) => {
+                let reply = c.command(&cmd.get_packed_command());
+                Box::pin(std::future::ready(reply))
+            }
         }
     }
 
@@ -45,6 +57,10 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
             Conn::Cluster(c, _) => c.req_packed_commands(cmd, offset, count),
+            Conn::Direct(c) => {
+                let reply = c.pipeline(&cmd.get_packed_pipeline(), offset, count);
+                Box::pin(std::future::ready(reply))
+            }
         }
     }
 
@@ -52,6 +68,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.get_db(),
             Conn::Cluster(c, _) => c.get_db(),
+            Conn::Direct(c) => c.db(),
         }
     }
 }
@@ -65,7 +82,7 @@ impl Conn {
     /// How it takes a script call.
     pub fn route(&self) -> Route {
         match self {
-            Conn::Single(_) => Route::Single,
+            Conn::Single(_) | Conn::Direct(_) => Route::Single,
             Conn::Cluster(_, sharded) => Route::Cluster(*sharded),
         }
     }

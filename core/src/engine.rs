@@ -176,9 +176,10 @@ impl Engine {
             .iter()
             .map(|s| {
                 let shared = (Arc::clone(&preflight), Arc::clone(&identities));
+                let only = config.servers.len() == 1;
                 Arc::new(Server::new(
                     s,
-                    (config.connect_timeout, config.replica_ack),
+                    (config.connect_timeout, config.replica_ack, only),
                     clock.clone(),
                     shared,
                     config.loop_io.as_ref(),

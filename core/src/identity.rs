@@ -53,7 +53,7 @@ async fn run_ids(conn: &mut Conn) -> Vec<String> {
     let mut info = redis::cmd("INFO");
     info.arg("server");
     let reply = match conn {
-        Conn::Single(c) => info.query_async::<Value>(c).await,
+        Conn::Single(_) | Conn::Direct(_) => info.query_async::<Value>(conn).await,
         Conn::Cluster(c, _) => {
             let every = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllNodes, None));
             c.route_command(info, every).await

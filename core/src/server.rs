@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use crate::config::ReplicaAck;
 use crate::conn::Conn;
 use crate::deadline::Clock;
+use crate::direct::Direct;
 use crate::failure::ServerFailure;
 use crate::identity::Identities;
 use crate::lane::{self, Lane, LoopIo};
@@ -42,6 +43,9 @@ pub(crate) struct Server {
     /// ([`crate::lane`]), and their command connection.
     loop_io: Option<Arc<dyn LoopIo>>,
     loop_state: StdMutex<ConnState>,
+    /// For a plain server that is the manager's only one: the calling threads' own
+    /// connections ([`crate::lane`]'s caller lane).
+    direct: Option<Direct>,
     generation: AtomicU64,
     sub: Arc<Subscriber>,
     /// Keeps the time limits of the calls (a share in the process's deadline thread).
@@ -71,10 +75,11 @@ enum ConnState {
 }
 
 impl Server {
-    /// A server that runs `preflight` on each connection it opens (see `preflight.lua`).
+    /// A server that runs `preflight` on each connection it opens (see `preflight.lua`);
+    /// `only` when it is its manager's only server.
     pub fn new(
         spec: &ServerSpec,
-        (connect_timeout, replica_ack): (Duration, Option<ReplicaAck>),
+        (connect_timeout, replica_ack, only): (Duration, Option<ReplicaAck>, bool),
         clock: Clock,
         (preflight, identities): (Arc<ScriptCall>, Arc<Identities>),
         loop_io: Option<&Arc<dyn LoopIo>>,
@@ -86,9 +91,11 @@ impl Server {
         let loop_io = loop_io
             .filter(|_| plain_tcp && spec.sentinel.is_none() && spec.cluster.is_none())
             .cloned();
+        let only = only && spec.sentinel.is_none() && spec.cluster.is_none();
         Server {
             loop_io,
             loop_state: StdMutex::new(ConnState::Idle),
+            direct: Direct::new(&spec.client, connect_timeout, only),
             preflight,
             identities,
             replica_ack,
@@ -147,6 +154,7 @@ impl Server {
     fn lane(&self, lane: Lane) -> Lane {
         match lane {
             Lane::Loop if self.loop_io.is_some() => Lane::Loop,
+            Lane::Caller if self.direct.is_some() && lane::on_caller_thread() => Lane::Caller,
             _ => Lane::Runtime,
         }
     }
@@ -154,8 +162,27 @@ impl Server {
     fn slot(&self, lane: Lane) -> &StdMutex<ConnState> {
         match lane {
             Lane::Loop => &self.loop_state,
-            Lane::Runtime => &self.state,
+            Lane::Runtime | Lane::Caller => &self.state,
         }
+    }
+
+    /// The connection a call in `lane` sends on: on the caller lane the calling thread's own
+    /// (opened once the runtime's is up), else [`connection`](Self::connection).
+    async fn command_connection(
+        self: &Arc<Self>,
+        lane: Lane,
+    ) -> Result<(u64, Conn), ServerFailure> {
+        if let (Some(direct), Lane::Caller) = (&self.direct, lane) {
+            let open = direct.get().or_else(|| {
+                let up = matches!(&*lock(&self.state), ConnState::Ready(..));
+                up.then(|| direct.open(self.generation.fetch_add(1, Ordering::Relaxed) + 1))
+                    .flatten()
+            });
+            if let Some((generation, conn)) = open {
+                return Ok((generation, Conn::Direct(conn)));
+            }
+        }
+        self.connection(lane).await
     }
 
     async fn open(&self, done: watch::Sender<Option<Result<(), ServerFailure>>>, lane: Lane) {
@@ -272,72 +299,16 @@ impl Server {
     /// The client to connect with: the server's own, or the master the first answering
     /// sentinel names.
     async fn resolve(&self) -> Result<redis::Client, ServerFailure> {
-        let Some(spec) = &self.sentinel else {
-            return Ok(self.client.clone());
-        };
-        let mut why = Vec::new();
-        let mut all_permanent = true;
-        let mut all_refused = true;
-        for sentinel in &spec.sentinels {
-            let asked = async {
-                let mut conn = sentinel.get_multiplexed_async_connection().await?;
-                redis::cmd("SENTINEL")
-                    .arg("get-master-addr-by-name")
-                    .arg(&spec.master)
-                    .query_async::<Option<(String, u16)>>(&mut conn)
-                    .await
-            };
-            match asked.await {
-                Ok(Some((host, port))) => {
-                    // The master's address in the template's protocol (TLS and its settings
-                    // for a rediss+sentinel:// entry).
-                    let template = self.client.get_connection_info();
-                    let addr = match template.addr().clone() {
-                        redis::ConnectionAddr::TcpTls {
-                            insecure,
-                            tls_params,
-                            ..
-                        } => redis::ConnectionAddr::TcpTls {
-                            host,
-                            port,
-                            insecure,
-                            tls_params,
-                        },
-                        _ => redis::ConnectionAddr::Tcp(host, port),
-                    };
-                    let info = template.clone().set_addr(addr);
-                    return redis::Client::open(info).map_err(|e| ServerFailure::from_redis(&e));
-                }
-                Ok(None) => {
-                    all_permanent = false;
-                    all_refused = false;
-                    why.push(format!(
-                        "{} does not know master {:?}",
-                        sentinel.get_connection_info().addr(),
-                        spec.master
-                    ))
-                }
-                Err(e) => {
-                    let failure = ServerFailure::from_redis(&e);
-                    all_permanent &= failure.is_permanent();
-                    all_refused &= failure.not_listening();
-                    let addr = sentinel.get_connection_info().addr();
-                    why.push(format!("sentinel {addr}: {failure}"));
-                }
-            }
+        match &self.sentinel {
+            None => Ok(self.client.clone()),
+            Some(spec) => crate::sentinel::master(spec, &self.client).await,
         }
-        let why = format!("no sentinel named a master: {}", why.join("; "));
-        // Every sentinel refused us for good (credentials, TLS): no retry will help.
-        Err(if all_permanent {
-            ServerFailure::Config(why)
-        } else if all_refused {
-            ServerFailure::NotListening(why)
-        } else {
-            ServerFailure::Connection(why)
-        })
     }
 
     fn forget_connection(&self, generation: u64) {
+        if let Some(direct) = &self.direct {
+            direct.forget(generation);
+        }
         for slot in [&self.state, &self.loop_state] {
             let mut state = lock(slot);
             if matches!(&*state, ConnState::Ready(g, _) if *g == generation) {
@@ -364,7 +335,10 @@ impl Server {
         let run = async {
             let mut retried = false;
             loop {
-                let (generation, mut conn) = self.connection(lane).await?;
+                let (generation, mut conn) = self.command_connection(lane).await?;
+                if let Conn::Direct(direct) = &conn {
+                    direct.limit(timeout);
+                }
                 let ack = self.replica_ack.filter(|_| call.wants_ack()).map(|a| {
                     // At least 1 ms: WAIT 0 would wait for ever.
                     let wait = a.timeout.min(timeout * 3 / 4).max(Duration::from_millis(1));
@@ -385,6 +359,11 @@ impl Server {
                 };
                 match result {
                     Ok(value) => return Ok(value),
+                    Err(e) if matches!(conn, Conn::Direct(_)) && e.is_timeout() => {
+                        // The reply may still come: the connection is out of step.
+                        self.forget_connection(generation);
+                        return Err(ServerFailure::Timeout(timeout));
+                    }
                     Err(e) => {
                         let mut failure = ServerFailure::from_script(&e, call.source());
                         if self.cluster.is_some() {
@@ -522,7 +501,7 @@ mod tests {
         let shared = (Arc::new(ScriptCall::preflight(b"")), Arc::default());
         Arc::new(Server::new(
             &spec,
-            (Duration::from_secs(2), None),
+            (Duration::from_secs(2), None, true),
             Clock::share(),
             shared,
             None,

@@ -3,6 +3,7 @@
 //! ends them with `Cancelled`, leaving nothing in the servers' queues.
 
 use std::sync::mpsc;
+use std::thread::ThreadId;
 use std::time::Duration;
 
 use fencelock::blocking::{Lock, LockManager};
@@ -12,22 +13,54 @@ use fencelock_testkit::RedisServer;
 /// Far above anything here takes: a hang, not a speed check.
 const HANG: Duration = Duration::from_secs(30);
 
-fn start(
+fn start(m: &LockManager, name: &str) -> (fencelock::blocking::Pending, Outcomes) {
+    start_on(m, name, false)
+}
+
+type Outcomes = mpsc::Receiver<(ThreadId, Result<Lock>)>;
+
+/// Starts acquiring `name` (`at_once` or not); the outcome arrives with the thread it ended on.
+fn start_on(
     m: &LockManager,
     name: &str,
-) -> (fencelock::blocking::Pending, mpsc::Receiver<Result<Lock>>) {
+    at_once: bool,
+) -> (fencelock::blocking::Pending, Outcomes) {
     let (tx, rx) = mpsc::channel();
     let opts = AcquireOptions::new(Duration::from_secs(30));
     let acquisition = m
         .as_async()
         .prepare_lease(name, LeaseKind::Lock, &opts)
         .unwrap();
-    let pending = m
-        .start(acquisition, move |outcome| {
-            let _ = tx.send(outcome);
-        })
-        .unwrap();
-    (pending, rx)
+    let done = move |outcome| {
+        let _ = tx.send((std::thread::current().id(), outcome));
+    };
+    (m.start(acquisition, done, at_once).unwrap(), rx)
+}
+
+#[test]
+fn started_at_once_it_ends_in_the_start_call_when_it_need_not_wait() {
+    let srv = RedisServer::start();
+    let m = LockManager::new([srv.url()]).unwrap();
+    // The manager's first call opens its connections; the calling thread's own comes after.
+    assert!(!m.is_locked("free").unwrap());
+    let me = std::thread::current().id();
+    let (_pending, rx) = start_on(&m, "free", true);
+    let (on, outcome) = rx.try_recv().expect("ended before the start call returned");
+    assert_eq!(on, me, "ended on the calling thread");
+    let lock = outcome.unwrap();
+    assert_eq!(srv.get(b"free").as_deref(), Some(lock.token()));
+    // A held name: the start call returns with the wait under way, which ends elsewhere.
+    let (_pending, rx) = start_on(&m, "free", true);
+    assert!(
+        rx.try_recv().is_err(),
+        "a wait does not end in the start call"
+    );
+    lock.release().unwrap();
+    let (on, outcome) = rx.recv_timeout(HANG).unwrap();
+    assert_ne!(on, me, "the wait ended on a runtime thread");
+    let next = outcome.unwrap();
+    assert_eq!(srv.get(b"free").as_deref(), Some(next.token()));
+    next.release().unwrap();
 }
 
 #[test]
@@ -43,7 +76,7 @@ fn a_cancelled_wait_ends_cancelled_and_gives_its_place_up() {
         "still waiting"
     );
     assert!(pending.cancel());
-    let e = rx.recv_timeout(HANG).unwrap().unwrap_err();
+    let e = rx.recv_timeout(HANG).unwrap().1.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}");
     assert!(!pending.cancel(), "cancelled once");
     held.release().unwrap();
@@ -64,7 +97,7 @@ fn a_started_acquisition_is_handed_the_lock_on_release() {
         .unwrap();
     let (_pending, rx) = start(&m, "handed");
     held.release().unwrap();
-    let lock = rx.recv_timeout(HANG).unwrap().unwrap();
+    let lock = rx.recv_timeout(HANG).unwrap().1.unwrap();
     assert!(lock.fencing_token() > 0);
     lock.release().unwrap();
 }
@@ -83,7 +116,7 @@ fn closing_the_manager_ends_a_wait_cancelled() {
         "still waiting"
     );
     m.close(Duration::from_secs(5));
-    let e = rx.recv_timeout(HANG).unwrap().unwrap_err();
+    let e = rx.recv_timeout(HANG).unwrap().1.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}");
     held.release().unwrap();
 }

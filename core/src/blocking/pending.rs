@@ -4,12 +4,15 @@
 //! binding's goroutines wait on).
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Waker};
 
 use tokio::sync::oneshot;
 
 use super::{Lock, LockManager};
 use crate::error::{Error, Result};
+use crate::lane::on_caller;
 
 /// An acquisition started by [`LockManager::start`]. Dropping it does not cancel the
 /// acquisition; [`cancel`](Self::cancel) does.
@@ -37,6 +40,12 @@ impl LockManager {
     /// [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled) after [`Pending::cancel`].
     /// `done` must not block for long (it holds up the manager's other calls).
     ///
+    /// With `at_once`, the acquisition is first polled on the calling thread (its calls
+    /// riding the thread's own connection, see [`crate::lane`]): one that ends without
+    /// waiting (a free lock, a refusal with no wait, a failure) calls `done` there, before
+    /// this returns, with no hand-off to a runtime thread; one that must wait goes on in the
+    /// runtime as without it.
+    ///
     /// # Errors
     /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when the manager's runtime
     /// has shut down (`done` is not called then).
@@ -44,6 +53,7 @@ impl LockManager {
         &self,
         acquisition: impl Future<Output = Result<crate::Lock>> + Send + 'static,
         done: impl FnOnce(Result<Lock>) + Send + 'static,
+        at_once: bool,
     ) -> Result<Pending> {
         let runtime = self
             .runtime
@@ -55,7 +65,7 @@ impl LockManager {
         // manager (`close`) would not end it.
         let holder = Arc::downgrade(&self.runtime);
         let mut done = Done(Some(Box::new(done)));
-        runtime.spawn(async move {
+        let mut task = Box::pin(async move {
             // A dropped `Pending` drops the sender: not a cancellation.
             let cancelled = async {
                 if rx.await.is_err() {
@@ -74,9 +84,47 @@ impl LockManager {
             };
             done.call(outcome);
         });
+        let ended = at_once
+            && Inline::enter().is_some_and(|_inline| {
+                let _in_runtime = runtime.enter();
+                let mut cx = Context::from_waker(Waker::noop());
+                // Polled again by the runtime, with its waker, if not ready now.
+                std::pin::pin!(on_caller(task.as_mut()))
+                    .poll(&mut cx)
+                    .is_ready()
+            });
+        if !ended {
+            runtime.spawn(task);
+        }
         Ok(Pending {
             cancel: Arc::new(Mutex::new(Some(tx))),
         })
+    }
+}
+
+/// A start call polling its acquisition on the calling thread. At most one per processor at
+/// once: each holds its thread for a round trip, and a caller whose threads are cheap to
+/// block but costly to add (Go makes a new OS thread for each call that blocks) starting
+/// thousands of acquisitions at once must not get a thread for each. The others start in the
+/// runtime at once, as without `at_once`.
+struct Inline;
+
+static INLINE: AtomicUsize = AtomicUsize::new(0);
+
+impl Inline {
+    fn enter() -> Option<Inline> {
+        if INLINE.fetch_add(1, Ordering::AcqRel) < crate::direct::processors() {
+            Some(Inline)
+        } else {
+            INLINE.fetch_sub(1, Ordering::AcqRel);
+            None
+        }
+    }
+}
+
+impl Drop for Inline {
+    fn drop(&mut self) {
+        INLINE.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
