@@ -93,7 +93,9 @@ impl LockManager {
         self.inner.config()
     }
 
-    /// Runs a future to completion on this manager's runtime.
+    /// Runs a future to completion on the calling thread, with this manager's runtime for
+    /// what it spawns; where the manager has a single plain server its script calls ride the
+    /// thread's own connection ([`crate::lane::on_caller`]).
     ///
     /// # Errors
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when called from inside an async runtime (blocking there
@@ -105,7 +107,10 @@ impl LockManager {
     /// Runs a future on this manager's runtime, calling `interrupted` on the calling thread
     /// every `every`; when it returns true the future is dropped (which cleans up: votes won
     /// are released in the background) and [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled) is returned. The Python
-    /// binding uses this to honour Ctrl-C.
+    /// binding uses this to honour Ctrl-C. Like [`block_on`](Self::block_on), the future is
+    /// polled on the calling thread in the caller lane ([`crate::lane`]), so a script call
+    /// under way on the thread's own connection (at most the server timeout) ends before
+    /// `interrupted` is asked again.
     ///
     /// # Errors
     /// [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled) when interrupted; as [`block_on`](Self::block_on) otherwise.
@@ -118,11 +123,9 @@ impl LockManager {
         let rt = runtime(&self.runtime)?;
         let mut fut = std::pin::pin!(fut);
         loop {
-            let step = rt.block_on(crate::deadline::within(
-                self.inner.clock(),
-                every,
-                fut.as_mut(),
-            ));
+            let step = rt.block_on(crate::lane::on_caller(std::pin::pin!(
+                crate::deadline::within(self.inner.clock(), every, fut.as_mut())
+            )));
             match step {
                 Ok(out) => return Ok(out),
                 Err(_) if interrupted() => {

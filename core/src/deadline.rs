@@ -52,12 +52,18 @@ pub(crate) async fn within<F: Future>(
     if clock.running.thread.is_none() {
         return tokio::time::timeout(limit, fut).await.map_err(|_| Elapsed);
     }
+    let mut fut = pin!(fut);
+    // A future ready at its first poll (a call on the caller's own connection, see
+    // `direct/`) needs no alarm.
+    let first = poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await;
+    if let Poll::Ready(out) = first {
+        return Ok(out);
+    }
     let alarm = Arc::new(Alarm::default());
     let entry = Entry {
         key: shared.add(at, Arc::clone(&alarm)),
         shared,
     };
-    let mut fut = pin!(fut);
     let out = poll_fn(|cx| {
         if let Poll::Ready(out) = fut.as_mut().poll(cx) {
             return Poll::Ready(Ok(out));
