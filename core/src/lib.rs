@@ -56,6 +56,7 @@ mod keys;
 mod kind;
 mod label;
 mod lane;
+mod leases;
 mod lock;
 mod lost;
 mod manager;

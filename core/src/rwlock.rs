@@ -6,14 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::acquire::AcquireCall;
 use crate::acquire::AcquireOptions;
-use crate::engine::{Engine, Target};
-use crate::error::{ErrorKind, Result};
-use crate::keys::check_name;
+use crate::engine::Engine;
+use crate::error::Result;
 use crate::kind::{LeaseKind, RW_CAPACITY};
+use crate::leases::Leases;
 use crate::lock::Lock;
-use crate::token;
 
 /// A read-write lock on one name: any number of readers, or one writer (from
 /// [`crate::LockManager::rwlock`]).
@@ -31,14 +29,13 @@ use crate::token;
 /// - **One name, one kind**, and **Redlock** with a majority, as for [`Semaphore`](crate::Semaphore).
 #[derive(Clone)]
 pub struct RwLock {
-    engine: Arc<Engine>,
-    name: Vec<u8>,
+    leases: Leases,
 }
 
 impl std::fmt::Debug for RwLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RwLock")
-            .field("name", &String::from_utf8_lossy(&self.name))
+            .field("name", &String::from_utf8_lossy(self.name()))
             .finish()
     }
 }
@@ -56,16 +53,15 @@ pub struct RwLockState {
 
 impl RwLock {
     pub(crate) fn new(engine: Arc<Engine>, name: &[u8]) -> Result<RwLock> {
-        check_name(name)?;
+        // Release and extend find a lease by token: the mode does not matter to them.
         Ok(RwLock {
-            engine,
-            name: name.to_vec(),
+            leases: Leases::new(engine, name, LeaseKind::Read, "rwlock")?,
         })
     }
 
     /// The lock's name.
     pub fn name(&self) -> &[u8] {
-        &self.name
+        self.leases.name()
     }
 
     /// Takes a read share for `ttl`, waiting up to `wait` (`None`: until acquired).
@@ -90,7 +86,7 @@ impl RwLock {
     /// # Errors
     /// As [`read`](Self::read), except that "not free" is `Ok(None)`.
     pub async fn try_read(&self, ttl: Duration) -> Result<Option<Lock>> {
-        self.try_mode(LeaseKind::Read, ttl).await
+        self.leases.try_acquire(LeaseKind::Read, ttl).await
     }
 
     /// One attempt to write: `Ok(None)` when anyone holds it or waits.
@@ -98,7 +94,7 @@ impl RwLock {
     /// # Errors
     /// As [`try_read`](Self::try_read).
     pub async fn try_write(&self, ttl: Duration) -> Result<Option<Lock>> {
-        self.try_mode(LeaseKind::Write, ttl).await
+        self.leases.try_acquire(LeaseKind::Write, ttl).await
     }
 
     /// [`read`](Self::read) with every option of a lock's acquisition.
@@ -107,7 +103,7 @@ impl RwLock {
     /// As [`read`](Self::read); [`ErrorKind::WrongKind`] when `opts.token` holds the write
     /// hold.
     pub async fn read_with(&self, opts: &AcquireOptions) -> Result<Lock> {
-        self.acquire(LeaseKind::Read, opts).await
+        self.leases.acquire(LeaseKind::Read, opts).await
     }
 
     /// [`write`](Self::write) with every option of a lock's acquisition.
@@ -116,7 +112,7 @@ impl RwLock {
     /// As [`write`](Self::write); [`ErrorKind::WrongKind`] when `opts.token` holds a read
     /// share.
     pub async fn write_with(&self, opts: &AcquireOptions) -> Result<Lock> {
-        self.acquire(LeaseKind::Write, opts).await
+        self.leases.acquire(LeaseKind::Write, opts).await
     }
 
     /// The start of a scoped read (auto-extended); end it with [`Lock::finish_scope`].
@@ -124,7 +120,8 @@ impl RwLock {
     /// # Errors
     /// As [`read_with`](Self::read_with).
     pub async fn read_scoped(&self, opts: &AcquireOptions) -> Result<Lock> {
-        self.acquire(LeaseKind::Read, &opts.clone().auto_extend(opts.max_hold))
+        self.leases
+            .acquire(LeaseKind::Read, &opts.clone().auto_extend(opts.max_hold))
             .await
     }
 
@@ -133,23 +130,9 @@ impl RwLock {
     /// # Errors
     /// As [`write_with`](Self::write_with).
     pub async fn write_scoped(&self, opts: &AcquireOptions) -> Result<Lock> {
-        self.acquire(LeaseKind::Write, &opts.clone().auto_extend(opts.max_hold))
+        self.leases
+            .acquire(LeaseKind::Write, &opts.clone().auto_extend(opts.max_hold))
             .await
-    }
-
-    async fn acquire(&self, kind: LeaseKind, opts: &AcquireOptions) -> Result<Lock> {
-        AcquireCall::new_lease(&self.engine, &self.name, opts, kind)?
-            .lock(opts)
-            .await
-    }
-
-    async fn try_mode(&self, kind: LeaseKind, ttl: Duration) -> Result<Option<Lock>> {
-        let opts = AcquireOptions::new(ttl).wait(Some(Duration::ZERO));
-        match self.acquire(kind, &opts).await {
-            Ok(lease) => Ok(Some(lease)),
-            Err(e) if e.kind() == ErrorKind::NotAcquired => Ok(None),
-            Err(e) => Err(e),
-        }
     }
 
     /// Readers, whether a writer holds it, and waiters, changing nothing (with several
@@ -159,7 +142,7 @@ impl RwLock {
     /// [`ErrorKind::Unavailable`] when fewer than a quorum of servers answer;
     /// [`ErrorKind::WrongKind`] when the name is held as another kind.
     pub async fn state(&self) -> Result<RwLockState> {
-        let view = self.engine.inspect_permits(&self.name, "rwlock").await?;
+        let view = self.leases.occupancy().await?;
         let writer = view.held >= RW_CAPACITY;
         Ok(RwLockState {
             readers: if writer { 0 } else { view.held },
@@ -176,8 +159,7 @@ impl RwLock {
     /// # Errors
     /// As [`state`](Self::state).
     pub async fn holders(&self) -> Result<Vec<crate::LockHolder>> {
-        let quorum = LeaseKind::Read.quorum(self.engine.n());
-        self.engine.lease_holders(&self.name, quorum).await
+        self.leases.holders().await
     }
 
     /// Releases the share or hold held with `token`, without a lease object.
@@ -185,8 +167,7 @@ impl RwLock {
     /// # Errors
     /// As [`crate::LockManager::release_by_token`].
     pub async fn release_by_token(&self, token: impl AsRef<[u8]>) -> Result<()> {
-        let target = self.by_token(token.as_ref())?;
-        self.engine.release_by_token(&target).await
+        self.leases.release_by_token(token.as_ref()).await
     }
 
     /// Extends the share or hold held with `token` to `ttl` from now, without a lease object.
@@ -198,15 +179,6 @@ impl RwLock {
         token: impl AsRef<[u8]>,
         ttl: Duration,
     ) -> Result<Duration> {
-        let target = self.by_token(token.as_ref())?;
-        self.engine.extend_by_token(&target, ttl).await
-    }
-
-    fn by_token(&self, token: &[u8]) -> Result<Target> {
-        token::check_token(token)?;
-        // Release and extend find the lease by token: the mode does not matter to them.
-        Ok(self
-            .engine
-            .target_of(&self.name, token.to_vec(), LeaseKind::Read))
+        self.leases.extend_by_token(token.as_ref(), ttl).await
     }
 }

@@ -8,14 +8,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::acquire::AcquireCall;
 use crate::acquire::AcquireOptions;
-use crate::engine::{Engine, Target};
-use crate::error::{ErrorKind, Result};
-use crate::keys::check_name;
+use crate::engine::Engine;
+use crate::error::Result;
 use crate::kind::{check_count, check_limit, LeaseKind};
+use crate::leases::Leases;
 use crate::lock::Lock;
-use crate::token;
 
 /// A counting semaphore on one name: at most [`limit`](Self::limit) permits held at any
 /// instant, across every process and language that uses the name (from
@@ -39,15 +37,14 @@ use crate::token;
 ///   `limit` permits at once.
 #[derive(Clone)]
 pub struct Semaphore {
-    engine: Arc<Engine>,
-    name: Vec<u8>,
+    leases: Leases,
     limit: u32,
 }
 
 impl std::fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Semaphore")
-            .field("name", &String::from_utf8_lossy(&self.name))
+            .field("name", &String::from_utf8_lossy(self.name()))
             .field("limit", &self.limit)
             .finish()
     }
@@ -68,18 +65,18 @@ pub struct SemaphoreState {
 
 impl Semaphore {
     pub(crate) fn new(engine: Arc<Engine>, name: &[u8], limit: u32) -> Result<Semaphore> {
-        check_name(name)?;
         check_limit(limit)?;
+        // A lease found by token is one permit's: the count does not matter to it.
+        let by_token = LeaseKind::Permits { count: 1, limit };
         Ok(Semaphore {
-            engine,
-            name: name.to_vec(),
+            leases: Leases::new(engine, name, by_token, "semaphore")?,
             limit,
         })
     }
 
     /// The semaphore's name.
     pub fn name(&self) -> &[u8] {
-        &self.name
+        self.leases.name()
     }
 
     /// The semaphore's limit.
@@ -112,12 +109,7 @@ impl Semaphore {
     /// # Errors
     /// As [`acquire`](Self::acquire), except that "not free" is `Ok(None)`.
     pub async fn try_acquire(&self, count: u32, ttl: Duration) -> Result<Option<Lock>> {
-        let opts = AcquireOptions::new(ttl).wait(Some(Duration::ZERO));
-        match self.acquire_with(count, &opts).await {
-            Ok(lease) => Ok(Some(lease)),
-            Err(e) if e.kind() == ErrorKind::NotAcquired => Ok(None),
-            Err(e) => Err(e),
-        }
+        self.leases.try_acquire(self.kind(count)?, ttl).await
     }
 
     /// Takes `count` permits with every option of a lock's acquisition (wait limit, token,
@@ -130,10 +122,7 @@ impl Semaphore {
     /// As [`acquire`](Self::acquire); also [`ErrorKind::InvalidArgument`] for a bad token, or
     /// a token holding another count.
     pub async fn acquire_with(&self, count: u32, opts: &AcquireOptions) -> Result<Lock> {
-        let kind = self.kind(count)?;
-        AcquireCall::new_lease(&self.engine, &self.name, opts, kind)?
-            .lock(opts)
-            .await
+        self.leases.acquire(self.kind(count)?, opts).await
     }
 
     /// The start of a scoped use: [`acquire_with`](Self::acquire_with) with auto-extension
@@ -169,7 +158,7 @@ impl Semaphore {
     /// [`ErrorKind::Unavailable`] when fewer than a quorum of servers answer;
     /// [`ErrorKind::WrongKind`] when the name is held as another kind.
     pub async fn state(&self) -> Result<SemaphoreState> {
-        let view = self.engine.inspect_permits(&self.name, "semaphore").await?;
+        let view = self.leases.occupancy().await?;
         Ok(SemaphoreState {
             limit: u32::try_from(view.limit)
                 .ok()
@@ -189,12 +178,7 @@ impl Semaphore {
     /// # Errors
     /// As [`state`](Self::state).
     pub async fn holders(&self) -> Result<Vec<crate::LockHolder>> {
-        let quorum = LeaseKind::Permits {
-            count: 1,
-            limit: self.limit,
-        }
-        .quorum(self.engine.n());
-        self.engine.lease_holders(&self.name, quorum).await
+        self.leases.holders().await
     }
 
     /// Releases the lease held with `token`, without a lease object (one handed across
@@ -204,8 +188,7 @@ impl Semaphore {
     /// [`ErrorKind::NotHeld`] when fewer than a quorum held it; as
     /// [`crate::LockManager::release_by_token`].
     pub async fn release_by_token(&self, token: impl AsRef<[u8]>) -> Result<()> {
-        let target = self.by_token(token.as_ref())?;
-        self.engine.release_by_token(&target).await
+        self.leases.release_by_token(token.as_ref()).await
     }
 
     /// Extends the lease held with `token` to `ttl` from now, without a lease object. Returns
@@ -218,13 +201,6 @@ impl Semaphore {
         token: impl AsRef<[u8]>,
         ttl: Duration,
     ) -> Result<Duration> {
-        let target = self.by_token(token.as_ref())?;
-        self.engine.extend_by_token(&target, ttl).await
-    }
-
-    fn by_token(&self, token: &[u8]) -> Result<Target> {
-        token::check_token(token)?;
-        let kind = self.kind(1)?;
-        Ok(self.engine.target_of(&self.name, token.to_vec(), kind))
+        self.leases.extend_by_token(token.as_ref(), ttl).await
     }
 }
