@@ -148,6 +148,15 @@ def targets(res: dict[str, Any]) -> list[Row]:
     seen = (scale.get("rust/ours-observed") or {}).get("256")
     ratio = seen["ops_per_s"] / ours["ops_per_s"] if ours and seen and ours["ops_per_s"] else None
     check("Rust 256 concurrent tasks: with metrics and spans / without", ratio, 0.97, True)
+    # Issue 55 item 4: the python-redis-lock drop-in against the library, on its scenario.
+    drop, peer = "python/python-redis-lock-dropin", "python/python-redis-lock"
+    check("python-redis-lock drop-in / python-redis-lock, uncontended (1 server)", paired(c1, drop, peer), 1.0, True)
+    shares = list((k1.get(drop) or {}).get("shares", {}).values())
+    off = max(abs(x - 1 / len(shares)) for x in shares) * 100 if shares else None
+    check("python-redis-lock drop-in, 8 contending: every worker's share from equal, at most",
+          off, 1.0, False, " points")
+    h = med(k1.get(drop, {}), "handoff_p50_us")
+    check("python-redis-lock drop-in median handoff, 1 server", h / 1000 if h is not None else None, 1.0, False, " ms")
     for lang in ("rust", "python", "node"):
         d = out.get(f"{lang}/ours", {})
         check(f"{lang} success with 1 of 5 servers down", med(d, "success_after"), 1.0, True, "")

@@ -335,18 +335,18 @@ class Runners:
 
 
 # Which impls each language's runner offers, and where they apply.
-SINGLE_ONLY = {("python", "redis-py"), ("python", "python-redis-lock")}
+SINGLE_ONLY = {("python", "redis-py"), ("python", "python-redis-lock"), ("python", "python-redis-lock-dropin")}
 CYCLE_IMPLS = {
     "rust": ["floor", "ours", "ours-observed", "ours-holder", "rslock"],
     "python": [
         "floor", "floor-asyncio", "ours", "ours-asyncio", "redis-py", "python-redis-lock",
-        "pottery", "pottery-asyncio",
+        "python-redis-lock-dropin", "pottery", "pottery-asyncio",
     ],
     "node": ["floor", "ours", "redlock"],
 }
 CONTEND_IMPLS = {
     "rust": ["ours", "rslock"],
-    "python": ["ours", "redis-py", "python-redis-lock", "pottery"],
+    "python": ["ours", "redis-py", "python-redis-lock", "python-redis-lock-dropin", "pottery"],
     "node": ["ours", "redlock"],
 }
 SCALE_IMPLS = {

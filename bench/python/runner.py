@@ -10,7 +10,8 @@ prints one JSON object as the last line of stdout (everything else goes to stder
                       --start-at-ms EPOCH_MS --worker ID [--ttl-ms 10000]
     runner.py scale   --impl IMPL --servers URL --tasks K --duration-ms D [--ttl-ms 10000]
 
-IMPL: ours, ours-asyncio, redis-py, redis-py-asyncio, python-redis-lock, pottery,
+IMPL: ours, ours-asyncio, redis-py, redis-py-asyncio, python-redis-lock,
+python-redis-lock-dropin (the same code on fencelock.compat.python_redis_lock), pottery,
 pottery-asyncio, floor, floor-asyncio. `scale` (K asyncio tasks in one event loop, each
 cycling a name of its own) runs the asyncio impls; `hold` is Rust/Node only. Bad flags, an
 unknown impl or an impl that cannot run the scenario (redis-py / python-redis-lock with
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import logging
 import math
@@ -33,10 +35,10 @@ import time
 from typing import Any, Callable, Optional
 
 LANG = "python"
-SYNC_IMPLS = ("ours", "redis-py", "python-redis-lock", "pottery", "floor")
+SYNC_IMPLS = ("ours", "redis-py", "python-redis-lock", "python-redis-lock-dropin", "pottery", "floor")
 ASYNC_IMPLS = ("ours-asyncio", "redis-py-asyncio", "pottery-asyncio", "floor-asyncio")
 IMPLS = SYNC_IMPLS + ASYNC_IMPLS
-SINGLE_SERVER_ONLY = ("redis-py", "redis-py-asyncio", "python-redis-lock")
+SINGLE_SERVER_ONLY = ("redis-py", "redis-py-asyncio", "python-redis-lock", "python-redis-lock-dropin")
 WARMUP_CYCLES = 50
 # After a failed cycle, pause this long so that a dead server does not turn the loop into a
 # hot spin on a shared machine (the failure still counts; the pause is not in its latency).
@@ -179,6 +181,8 @@ class RedisPyAsyncio(_AsyncLockObjects, RedisPy):
 class PythonRedisLock:
     """redis_lock.Lock(conn, name, expire=s). `expire` is whole seconds in this library."""
 
+    module = "redis_lock"
+
     def __init__(self, servers: list[str], ttl_s: float) -> None:
         import redis
 
@@ -189,10 +193,9 @@ class PythonRedisLock:
         logging.getLogger("redis_lock").setLevel(logging.ERROR)
 
     def _lock(self, name: str) -> Any:
-        import redis_lock
-
         lock = self.locks.get(name)
         if lock is None:
+            redis_lock = importlib.import_module(self.module)
             lock = self.locks[name] = redis_lock.Lock(self.r, name, expire=self.expire)
         return lock
 
@@ -208,6 +211,12 @@ class PythonRedisLock:
 
     def release(self, lock: Any) -> None:
         lock.release()
+
+
+class PythonRedisLockDropIn(PythonRedisLock):
+    """The same code on fencelock's drop-in (issue 55 item 4): only the import differs."""
+
+    module = "fencelock.compat.python_redis_lock"
 
 
 def _quiet_pottery() -> None:
@@ -385,6 +394,7 @@ FACTORIES: dict[str, Callable[[list[str], float], Any]] = {
     "redis-py": RedisPy,
     "redis-py-asyncio": RedisPyAsyncio,
     "python-redis-lock": PythonRedisLock,
+    "python-redis-lock-dropin": PythonRedisLockDropIn,
     "pottery": Pottery,
     "pottery-asyncio": PotteryAsyncio,
     "floor": Floor,
