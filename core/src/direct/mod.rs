@@ -91,7 +91,9 @@ impl Direct {
 
     /// The calling thread's connection, if it has one.
     pub fn get(&self) -> Option<(u64, Arc<DirectConn>)> {
-        let id = OPENED.with(|o| o.id);
+        // `try_with`: a call from another thread-local's destructor at thread exit rides the
+        // runtime's connection instead.
+        let id = OPENED.try_with(|o| o.id).ok()?;
         lock(&self.conns).get(&id).cloned()
     }
 
@@ -99,12 +101,12 @@ impl Direct {
     /// `generation`; `None` when that fails (the call then rides the runtime's connection,
     /// whose failure explains).
     pub fn open(&self, generation: u64) -> Option<(u64, Arc<DirectConn>)> {
+        let id = OPENED.try_with(|o| o.remember(&self.conns)).ok()?;
         let wire = Wire::open(&self.info, self.connect_timeout).ok()?;
         let conn = Arc::new(DirectConn {
             wire: Mutex::new(wire),
             db: self.info.redis_settings().db(),
         });
-        let id = OPENED.with(|o| o.remember(&self.conns));
         lock(&self.conns).insert(id, (generation, Arc::clone(&conn)));
         Some((generation, conn))
     }
