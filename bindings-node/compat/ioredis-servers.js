@@ -1,10 +1,16 @@
 'use strict'
 // Where an ioredis client points, as a fencelock server URL: fencelock/compat/redlock reads the
 // options of the clients it is given (it sends nothing through them) and hands the URLs to a
-// LockManager, which opens connections of its own. No password ever leaves this module except
+// LockManager (so does fencelock/compat/redis-semaphore), which opens connections of its own. No password ever leaves this module except
 // inside the URL given to the manager: the labels used in messages are host:port.
 //
 // ioredis is not loaded here: a Cluster is recognised by its `isCluster` flag.
+
+const { mkdtempSync, rmSync, writeFileSync } = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+
+const { LockManager } = require('../index.js')
 
 /** The options of ioredis that change which server a client reaches and that fencelock cannot follow. */
 const UNSUPPORTED = {
@@ -50,18 +56,18 @@ function nodeOf(node) {
  * null or `{ ca, cert, key, insecure }` (PEM text); `keyPrefix` is the client's key prefix.
  * Throws a TypeError (naming the server, never a password) for what fencelock cannot follow.
  */
-function serverOf(client) {
+function serverOf(client, what = 'Redlock') {
   if (client === null || typeof client !== 'object' || typeof client.options !== 'object' || client.options === null) {
-    throw new TypeError('Redlock needs ioredis clients (Redis or Cluster instances)')
+    throw new TypeError(`${what} needs ioredis clients (Redis or Cluster instances)`)
   }
   const o = client.options
   if (client.isCluster === true) {
     const nodes = (client.startupNodes || []).map(nodeOf)
     const where = `cluster ${nodes.map((n) => hostPort(n.host, n.port)).join(',')}`
-    for (const [option, what] of Object.entries(UNSUPPORTED)) {
-      if (o[option]) throw new TypeError(`Redlock over ${where}: fencelock/compat/redlock does not support ${what}`)
+    for (const [option, unsupported] of Object.entries(UNSUPPORTED)) {
+      if (o[option]) throw new TypeError(`${what} over ${where}: fencelock does not support ${unsupported}`)
     }
-    if (nodes.length === 0) throw new TypeError('Redlock: an ioredis Cluster without startup nodes')
+    if (nodes.length === 0) throw new TypeError(`${what}: an ioredis Cluster without startup nodes`)
     const r = o.redisOptions || {}
     const tls = tlsOf(r.tls ?? o.tls)
     const scheme = tls ? 'rediss+cluster' : 'redis+cluster'
@@ -77,7 +83,7 @@ function serverOf(client) {
   if (Array.isArray(o.sentinels) && o.sentinels.length > 0) {
     const sentinels = o.sentinels.map((s) => hostPort(s.host || '127.0.0.1', Number(s.port) || 26379))
     const where = `sentinels ${sentinels.join(',')} (${o.name})`
-    if (!o.name) throw new TypeError(`Redlock over ${where}: a Sentinel client needs the master's name`)
+    if (!o.name) throw new TypeError(`${what} over ${where}: a Sentinel client needs the master's name`)
     const query = []
     if (o.sentinelUsername) query.push(`sentinel_user=${enc(o.sentinelUsername)}`)
     if (o.sentinelPassword) query.push(`sentinel_password=${enc(o.sentinelPassword)}`)
@@ -102,16 +108,16 @@ function serverOf(client) {
  * The servers of a set of clients: `{ urls, where, keyPrefix, tls }`. The clients must agree on
  * the key prefix and, among those using TLS, on the TLS settings (a LockManager has one of each).
  */
-function serversOf(clients) {
-  const servers = clients.map(serverOf)
+function serversOf(clients, what = 'Redlock') {
+  const servers = clients.map((c) => serverOf(c, what))
   const prefixes = new Set(servers.map((s) => s.keyPrefix))
   if (prefixes.size > 1) {
-    throw new TypeError(`Redlock: the clients have different keyPrefix options (${servers.map((s) => `${s.where}: ${JSON.stringify(s.keyPrefix)}`).join(', ')}); fencelock uses one prefix per lock`)
+    throw new TypeError(`${what}: the clients have different keyPrefix options (${servers.map((s) => `${s.where}: ${JSON.stringify(s.keyPrefix)}`).join(', ')}); fencelock uses one prefix per lock`)
   }
   const tlsKinds = new Map()
   for (const s of servers) if (s.tls) tlsKinds.set(JSON.stringify(s.tls), s)
   if (tlsKinds.size > 1) {
-    throw new TypeError(`Redlock: the TLS clients have different TLS settings (${[...tlsKinds.values()].map((s) => s.where).join(', ')}); fencelock uses one set of TLS settings per lock manager`)
+    throw new TypeError(`${what}: the TLS clients have different TLS settings (${[...tlsKinds.values()].map((s) => s.where).join(', ')}); fencelock uses one set of TLS settings per lock manager`)
   }
   return {
     urls: servers.map((s) => s.url),
@@ -121,4 +127,28 @@ function serversOf(clients) {
   }
 }
 
-module.exports = { serverOf, serversOf }
+/**
+ * A LockManager over `servers` (from serversOf) with `settings` (more manager options).
+ * fencelock's TLS options are file paths; ioredis's are PEM text: written to a private
+ * directory for the manager to load, then removed.
+ */
+function newManager(servers, settings = {}) {
+  const options = { keyPrefix: servers.keyPrefix, ...settings }
+  const tls = servers.tls
+  if (!tls) return new LockManager(servers.urls, options)
+  if (tls.insecure) options.tlsInsecure = true
+  const dir = tls.ca || tls.cert || tls.key ? mkdtempSync(path.join(os.tmpdir(), 'fencelock-redlock-tls-')) : null
+  try {
+    for (const [field, option] of [['ca', 'tlsCaFile'], ['cert', 'tlsClientCert'], ['key', 'tlsClientKey']]) {
+      if (tls[field] === null) continue
+      const file = path.join(dir, `${field}.pem`)
+      writeFileSync(file, tls[field], { mode: 0o600 })
+      options[option] = file
+    }
+    return new LockManager(servers.urls, options)
+  } finally {
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+module.exports = { newManager, serverOf, serversOf }

@@ -11,12 +11,9 @@
 
 const { createHash } = require('node:crypto')
 const { EventEmitter } = require('node:events')
-const { mkdtempSync, rmSync, writeFileSync } = require('node:fs')
-const os = require('node:os')
-const path = require('node:path')
 
-const { LockManager, LockError } = require('../index.js')
-const { serversOf } = require('./ioredis-servers.js')
+const { LockError } = require('../index.js')
+const { newManager, serversOf } = require('./ioredis-servers.js')
 
 const defaultSettings = Object.freeze({
   driftFactor: 0.01,
@@ -85,26 +82,6 @@ const managers = new Map()
 
 function managerKey(servers, m) {
   return createHash('sha256').update(JSON.stringify([servers.urls, servers.keyPrefix, servers.tls, m])).digest('hex')
-}
-
-/** fencelock's TLS options are file paths; ioredis's are PEM text: written to a private directory for the manager to load, then removed. */
-function newManager(servers, m) {
-  const options = { keyPrefix: servers.keyPrefix, driftFactor: m.driftFactor, retryDelay: m.retryDelay, retryJitter: m.retryJitter }
-  const tls = servers.tls
-  if (!tls) return new LockManager(servers.urls, options)
-  if (tls.insecure) options.tlsInsecure = true
-  const dir = tls.ca || tls.cert || tls.key ? mkdtempSync(path.join(os.tmpdir(), 'fencelock-redlock-tls-')) : null
-  try {
-    for (const [field, option] of [['ca', 'tlsCaFile'], ['cert', 'tlsClientCert'], ['key', 'tlsClientKey']]) {
-      if (tls[field] === null) continue
-      const file = path.join(dir, `${field}.pem`)
-      writeFileSync(file, tls[field], { mode: 0o600 })
-      options[option] = file
-    }
-    return new LockManager(servers.urls, options)
-  } finally {
-    if (dir) rmSync(dir, { recursive: true, force: true })
-  }
 }
 
 function isInteger(duration) {
@@ -177,7 +154,7 @@ class Redlock extends EventEmitter {
     const key = managerKey(this.#servers, m)
     let entry = managers.get(key)
     if (entry === undefined) {
-      entry = { manager: newManager(this.#servers, m), refs: 0 }
+      entry = { manager: newManager(this.#servers, { driftFactor: m.driftFactor, retryDelay: m.retryDelay, retryJitter: m.retryJitter }), refs: 0 }
       managers.set(key, entry)
     }
     if (!this.#own.has(key)) {

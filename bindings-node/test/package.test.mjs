@@ -104,6 +104,16 @@ describe('the npm package', () => {
     assert.equal(esm.trim(), 'function function')
   })
 
+  it('the tarball holds fencelock/compat/redis-semaphore, which loads from both module systems without ioredis installed', () => {
+    for (const f of ['compat/redis-semaphore.js', 'compat/redis-semaphore.mjs', 'compat/redis-semaphore.d.ts', 'compat/redis-semaphore.d.mts']) {
+      assert.ok(tarball.files.includes(f), `${f} in ${tarball.files}`)
+    }
+    const out = run(process.execPath, ['-e', "const S = require('fencelock/compat/redis-semaphore'); console.log(typeof S.Mutex, typeof S.RedlockMultiSemaphore, S.defaultTimeoutOptions.lockTimeout)"])
+    assert.equal(out.trim(), 'function function 10000')
+    const esm = run(process.execPath, ['--input-type=module', '-e', "import { Semaphore, TimeoutError } from 'fencelock/compat/redis-semaphore'; console.log(typeof Semaphore, typeof TimeoutError)"])
+    assert.equal(esm.trim(), 'function function')
+  })
+
   it('fencelock/compat/redlock locks from the installed copy, from CommonJS and ES modules, typed by tsc --strict both ways', () => {
     // The app's ioredis, as a user would install it (the package's own copy, linked).
     symlinkSync(path.join(pkgDir, 'node_modules', 'ioredis'), path.join(app, 'node_modules', 'ioredis'))
