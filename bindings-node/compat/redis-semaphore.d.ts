@@ -1,6 +1,5 @@
-// Types of fencelock/compat/redis-semaphore: redis-semaphore 5.8's public surface. This file
-// and redis-semaphore.d.mts are the same text (a test keeps them so): one is read for
-// `require`, the other for `import`.
+// Types of fencelock/compat/redis-semaphore: redis-semaphore 5.8's public surface, read for
+// `require`; redis-semaphore.d.mts re-exports them for `import`.
 import type { Redis as IORedisClient, Cluster as IORedisCluster } from 'ioredis'
 
 /** An ioredis client (a `Redis` or a `Cluster`): the drop-in reads where it points, and sends nothing through it. */

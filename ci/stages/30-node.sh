@@ -3,7 +3,8 @@
 # mutual exclusion (async tasks, processes, node-redlock and ioredis SET NX PX on the same
 # key), lost-lock signals, Redlock with a server killed, AbortSignal, the event loop, and the
 # `npm pack` tarball installed in an empty directory running the examples and the
-# TypeScript `await using` example compiled with `tsc --strict`. Then node-redlock's own tests
+# TypeScript `await using` example compiled with `tsc --strict`, the redis-semaphore drop-in
+# beside the real redis-semaphore. Then node-redlock's own tests
 # (vendored in test/redlock/) against fencelock/compat/redlock, on servers and Redis Clusters
 # started once per test file (test/redlock/run.mjs; its summary line says what passed and
 # what failed as expected, and why).
