@@ -2,12 +2,23 @@
 //! back on every server unless disarmed. Awaited on the normal path; run in the background
 //! when the future that owns it is dropped mid-way (a cancelled acquire), on the runtime the
 //! attempt started on, since the drop may happen outside it.
+//!
+//! A waiter with a caller's exclusive token gives up only its place where the key may be
+//! another acquisition's (see [`UndoGuard::limit_to`]). A release may have handed the lock to
+//! that place just before: the key then holds the token, for this call (the place still in
+//! line until its holder releases; a semaphore's lease takes it out). Its wake-up subscriptions
+//! say whether it was (the release's message names the place's arrival), so the guard keeps
+//! them ([`UndoGuard::watch_handoffs`]) and, where leaving found what a hand-off leaves
+//! ([`Compared::MaybeHanded`]), waits for that message in the background, within the undo's
+//! timeout, and releases what it was handed.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::engine::{Engine, Target};
 use crate::lane::{self, in_lane, Lane};
+use crate::pubsub::Subscription;
+use crate::scripts::Compared;
 use crate::timing::BACKGROUND_CLEANUP_TIMEOUT;
 
 /// Releases an attempt's votes on every server unless disarmed.
@@ -28,18 +39,68 @@ struct Undo {
     /// With a caller's exclusive token: the servers that may hold it for this call (the
     /// others' keys with the token are another acquisition's, left alone); `None`: all.
     mine: Option<Vec<bool>>,
+    /// The waiter's place's arrival and its wake-up subscriptions, each with its server's
+    /// index: where the place was gone, they tell whether a release handed it the lock.
+    handoffs: Option<(u64, Vec<(usize, Subscription)>)>,
 }
 
 impl Undo {
     /// Releases the attempt's votes; with `leave`, also the waiter's place in the queue.
     /// Returns, per server, whether it answered (then it no longer holds the token).
-    async fn run(&self, leave: bool) -> Vec<bool> {
+    async fn run(mut self, leave: bool) -> Vec<bool> {
         let (t, timeout) = (&self.target, self.timeout);
         let outcomes = match &self.mine {
             Some(mine) => self.engine.release_mine(t, timeout, leave, mine).await,
             None => self.engine.release_each(t, timeout, leave).await,
         };
-        outcomes.iter().map(Result::is_ok).collect()
+        let answered = outcomes.iter().map(Result::is_ok).collect();
+        if let (true, Some(mine), Some((arrival, subs))) = (leave, &self.mine, self.handoffs.take()) {
+            // Where only the place was given up, and the token holds the key there.
+            let gone: Vec<(usize, Subscription)> = subs
+                .into_iter()
+                .filter(|(i, _)| {
+                    !mine.get(*i).copied().unwrap_or(true)
+                        && matches!(outcomes.get(*i), Some(Ok(Compared::MaybeHanded)))
+                })
+                .collect();
+            if !gone.is_empty() {
+                self.release_handed(arrival, gone);
+            }
+        }
+        answered
+    }
+
+    /// In the background: for each server of `gone` whose release messages name the place
+    /// of `arrival` (already, or within the undo's timeout: a hand-off's message left the
+    /// server before the place was given up), the lock it was handed is released there.
+    fn release_handed(self, arrival: u64, gone: Vec<(usize, Subscription)>) {
+        let Some(runtime) = self.runtime.clone() else {
+            return;
+        };
+        let cleanups = std::sync::Arc::clone(&self.engine.cleanups);
+        let lane = self.lane;
+        cleanups.spawn(
+            &runtime,
+            in_lane(lane, async move {
+                let handed = |s: &Subscription| matches!(s.handoff(), Some(h) if h.arrival == arrival);
+                let mut mine = vec![false; self.engine.n()];
+                for (i, mut sub) in gone {
+                    let heard = async {
+                        while !handed(&sub) {
+                            sub.notified().await;
+                        }
+                    };
+                    if tokio::time::timeout(self.timeout, heard).await.is_ok() {
+                        mine[i] = true;
+                    }
+                }
+                if mine.contains(&true) {
+                    self.engine
+                        .release_mine(&self.target, self.timeout, false, &mine)
+                        .await;
+                }
+            }),
+        );
     }
 }
 
@@ -54,6 +115,7 @@ impl UndoGuard {
                 runtime: tokio::runtime::Handle::try_current().ok(),
                 lane: lane::current(),
                 mine: None,
+                handoffs: None,
             }),
         }
     }
@@ -63,6 +125,15 @@ impl UndoGuard {
     pub fn limit_to(&mut self, mine: Vec<bool>) {
         if let Some(undo) = self.armed.as_mut() {
             undo.mine = Some(mine);
+        }
+    }
+
+    /// Keeps a waiter's wake-up subscriptions (each with its server's index) and its place's
+    /// arrival, to release a lock handed to the place just before it was given up (see the
+    /// module doc). Only for a guard limited to some servers ([`limit_to`](Self::limit_to)).
+    pub fn watch_handoffs(&mut self, arrival: u64, subscriptions: Vec<(usize, Subscription)>) {
+        if let Some(undo) = self.armed.as_mut() {
+            undo.handoffs = Some((arrival, subscriptions));
         }
     }
 

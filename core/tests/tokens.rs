@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use fencelock::{AcquireOptions, ErrorKind, LockManager, ServerOutcome};
-use fencelock_testkit::{servers, wait_until_async, RedisServer};
+use fencelock_testkit::{servers, wait_until_async, RedisServer, Reply};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 
@@ -169,4 +169,84 @@ async fn a_wait_limit_reports_the_last_attempts_servers() {
         ]
     );
     assert_eq!(s[0].get(b"split"), None, "the granted vote was undone");
+}
+
+/// A waiter with a caller's token that stops waiting (its future dropped) just after a release
+/// handed it the lock, before it heard so: it only gives its place up (the key could be another
+/// acquisition's with the same token), the key still holds the token, the release's message
+/// names the place, and the lock it was handed is released at once rather than left to its
+/// TTL (a minute here).
+#[test]
+fn a_waiter_cancelled_just_after_a_release_handed_it_the_lock_releases_it() {
+    cancelled_after_a_handoff(false, |s| s.get(b"job").as_deref() == Some(&b"job-7"[..]));
+}
+
+/// The same for a semaphore's permits, handed to the waiter's token by the release.
+#[test]
+fn a_waiter_cancelled_just_after_a_release_handed_it_permits_gives_them_back() {
+    cancelled_after_a_handoff(true, |s| lease_of(s, "job", "job-7"));
+}
+
+/// Whether `token` holds a lease of the semaphore `name` on `s`.
+fn lease_of(s: &RedisServer, name: &str, token: &str) -> bool {
+    let pattern = format!("fencelock:{{*}}:holders:{name}");
+    let Reply::Array(Some(keys)) = s.cmd(&[b"KEYS", pattern.as_bytes()]) else {
+        panic!("unexpected KEYS reply");
+    };
+    keys.iter().any(|k| match k {
+        Reply::Bulk(Some(key)) => {
+            matches!(s.cmd(&[b"ZSCORE", key, token.as_bytes()]), Reply::Bulk(Some(_)))
+        }
+        _ => false,
+    })
+}
+
+/// Holds `job` (a lock, or a semaphore of 1) on one runtime; a waiter with the token `job-7`
+/// on a runtime of this thread alone, so that none of its tasks runs while the thread is busy
+/// elsewhere; the holder's release, from the other runtime while this thread waits for it,
+/// hands `job` to the waiter (`handed` says so), which is cancelled before it can run: what it
+/// was handed must be given back.
+fn cancelled_after_a_handoff(semaphore: bool, handed: impl Fn(&RedisServer) -> bool) {
+    let s = servers(1);
+    let holder_rt = tokio::runtime::Runtime::new().unwrap();
+    let held = holder_rt.block_on(async {
+        let a = LockManager::new(urls(&s)).unwrap();
+        let opts = AcquireOptions::new(MS(60_000));
+        match semaphore {
+            true => a.semaphore("job", 1).unwrap().acquire_with(1, &opts).await,
+            false => a.acquire_with("job", &opts).await,
+        }
+        .unwrap()
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let b = LockManager::new(urls(&s)).unwrap();
+        let waiter = tokio::spawn(async move {
+            let opts = with_token(60_000, Some(60_000));
+            match semaphore {
+                true => b.semaphore("job", 1).unwrap().acquire_with(1, &opts).await,
+                false => b.acquire_with("job", &opts).await,
+            }
+        });
+        wait_until_async(MS(5000), "the waiter queued and listening", || {
+            s[0].queued("", "job") == 1 && s[0].listening("", "job")
+        })
+        .await;
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| holder_rt.block_on(held.release()).unwrap())
+                .join()
+                .unwrap();
+        });
+        assert!(handed(&s[0]), "handed to the waiter");
+        waiter.abort();
+        wait_until_async(MS(10_000), "what the cancelled waiter was handed given back", || {
+            !handed(&s[0])
+        })
+        .await;
+        assert_eq!(s[0].queued("", "job"), 0);
+    });
 }

@@ -436,6 +436,7 @@ impl AcquireCall {
         // (or anyone else's) is not refused on its account; leaving also undoes the attempt's
         // votes. What a hung server keeps from finishing by the hard stop goes on in the
         // background.
+        self.keep_watching_handoffs();
         match (self.leave_queue.take(), undo.as_mut()) {
             (Some(mut leave), undo) => {
                 if let Some(u) = undo {
@@ -491,6 +492,20 @@ impl AcquireCall {
             }
         }
         self.limit_leaving();
+    }
+
+    /// Before the place is given up: the hand-offs heard so far count, and the wake-up
+    /// subscriptions go with the guard, which releases a lock handed to the place meanwhile
+    /// (see [`UndoGuard::watch_handoffs`]).
+    fn keep_watching_handoffs(&mut self) {
+        self.note_handoffs();
+        if let (Some(leave), Some(place), Some(_)) =
+            (self.leave_queue.as_mut(), self.place.as_ref(), self.own.as_ref())
+        {
+            if let Some(subs) = self.subscriptions.take() {
+                leave.watch_handoffs(place.arrival, subs);
+            }
+        }
     }
 
     /// Leaving the queue deletes the key only where it may hold the token for this call.
@@ -582,4 +597,12 @@ fn check_one_slot(target: &Target) -> Result<()> {
         display_name(other),
         keys.slot
     )))
+}
+
+/// A call dropped mid-way (cancelled) gives its place up through the guard, in the
+/// background: the guard takes the wake-up subscriptions along.
+impl Drop for AcquireCall {
+    fn drop(&mut self) {
+        self.keep_watching_handoffs();
+    }
 }

@@ -5,13 +5,15 @@
 -- MODE as for a lock (release_queued.lua): '0' keeps the token's place in line (a failed
 -- attempt's undo), '1' and '3' give it up too (a holder's release, a waiter that stops), '2'
 -- gives up the place only.
--- Returns 1 when released, 0 when the lease was gone (ended, or never granted here).
+-- Returns 1 when released, 0 when the lease was gone (ended, or never granted here); in mode
+-- 2, 2 when the token had no place in line and holds a lease, else 0.
 local publish, mode, wake_id_len, channel = string.match(ARGV[2], '^(%S+) ([0-3]) (%d+) (.*)$')
 local k = {key = KEYS[1], holders = KEYS[2], fence = KEYS[3], queue = KEYS[4],
   deadlines = KEYS[5], ttls = KEYS[6], publish = publish, channel = channel,
   wake_id_len = tonumber(wake_id_len)}
 local token = ARGV[1]
-if mode ~= '0' and redis.call('ZREM', k.queue, token) == 1 then
+local placed = mode ~= '0' and redis.call('ZREM', k.queue, token) == 1
+if placed then
   redis.call('ZREM', k.deadlines, token)
   redis.call('HDEL', k.ttls, token)
 end
@@ -24,6 +26,11 @@ local queued = redis.call('EXISTS', k.queue) == 1
 if mode == '2' then
   if not queued and redis.call('EXISTS', k.holders) == 0 then
     redis.call('DEL', k.key)
+  end
+  -- A lease of a token no longer in line may have been handed to its place (hand_out takes
+  -- the place): 2 says so, as release_queued.lua's mode 2 does.
+  if not placed and redis.call('ZSCORE', k.holders, token) then
+    return 2
   end
   return 0
 end

@@ -7,7 +7,7 @@
 -- ARGV[1] token; ARGV[2] "PUBLISH LEAVE WAKE_ID_LEN CHANNEL" (packed by scripts.rs; see
 -- release_queued.lua).
 -- Returns 1 when released, 0 when the key was gone (or left alone), -1 when another token
--- holds it.
+-- holds it; in mode 2, 2 when the token had a place in line and holds the key, else 0.
 --
 -- Nobody in line (the queue's key does not exist: PTTL -2): the classic compare-and-delete
 -- (mode 2, leave the queue only, has nothing to do). Three commands. Mode 3 (a holder that

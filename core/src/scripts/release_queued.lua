@@ -10,7 +10,7 @@
 -- WAKE_ID_LEN how many leading bytes of a token name its waiter's wake-up channel (token.rs),
 -- CHANNEL the release channel.
 -- Returns 1 when released, 0 when the key was gone (or left alone), -1 when another token
--- holds it.
+-- holds it; in mode 2, 2 when the token had a place in line and holds the key, else 0.
 -- The lock goes straight to the first waiter in line that listens (hand_over in queue.lua):
 -- the key is set to its token with its TTL and the fencing counter incremented, as its own
 -- acquire would, and it is told on its wake-up channel with the message "COUNTER ARRIVAL
@@ -24,11 +24,18 @@ local leave = mode ~= '0'
 wake_id_len = tonumber(wake_id_len)
 -- The queue's three keys hold the same tokens: a token not in the queue has nothing to remove
 -- from the other two (a holder that got the key without waiting).
-if leave and redis.call('ZREM', KEYS[3], ARGV[1]) == 1 then
+local placed = leave and redis.call('ZREM', KEYS[3], ARGV[1]) == 1
+if placed then
   redis.call('ZREM', KEYS[4], ARGV[1])
   redis.call('HDEL', KEYS[5], ARGV[1])
 end
+-- Mode 2: a place in line while the key holds the token may have been handed the lock (a
+-- handed place stays in line until its holder releases): 2 says so, and undo.rs asks the
+-- waiter's wake-up messages whether it was.
 if mode == '2' then
+  if placed and redis.pcall('GET', KEYS[1]) == ARGV[1] then
+    return 2
+  end
   return 0
 end
 local holder, err = holder_of(KEYS[1])

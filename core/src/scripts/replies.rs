@@ -149,6 +149,9 @@ pub(crate) enum Compared {
     Gone,
     /// Another token holds the key.
     Other,
+    /// Leaving the queue only: the token holds the key (its place still in line) or a lease
+    /// (its place gone), which a release may have handed to that place (see `undo.rs`).
+    MaybeHanded,
 }
 
 impl Compared {
@@ -160,12 +163,13 @@ impl Compared {
         }
     }
 
-    /// From the scripts' reply: 1 done, 0 gone, -1 another token.
+    /// From the scripts' reply: 1 done, 0 gone, -1 another token (2: see `MaybeHanded`).
     pub fn parse(reply: i64) -> Result<Compared, String> {
         match reply {
             1 => Ok(Compared::Done),
             0 => Ok(Compared::Gone),
             -1 => Ok(Compared::Other),
+            2 => Ok(Compared::MaybeHanded),
             other => Err(format!("compare script returned {other}")),
         }
     }
