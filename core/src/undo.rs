@@ -54,7 +54,8 @@ impl Undo {
             None => self.engine.release_each(t, timeout, leave).await,
         };
         let answered = outcomes.iter().map(Result::is_ok).collect();
-        if let (true, Some(mine), Some((arrival, subs))) = (leave, &self.mine, self.handoffs.take()) {
+        if let (true, Some(mine), Some((arrival, subs))) = (leave, &self.mine, self.handoffs.take())
+        {
             // Where only the place was given up, and the token holds the key there.
             let gone: Vec<(usize, Subscription)> = subs
                 .into_iter()
@@ -82,7 +83,8 @@ impl Undo {
         cleanups.spawn(
             &runtime,
             in_lane(lane, async move {
-                let handed = |s: &Subscription| matches!(s.handoff(), Some(h) if h.arrival == arrival);
+                let handed =
+                    |s: &Subscription| matches!(s.handoff(), Some(h) if h.arrival == arrival);
                 let mut mine = vec![false; self.engine.n()];
                 for (i, mut sub) in gone {
                     let heard = async {

@@ -195,7 +195,10 @@ fn lease_of(s: &RedisServer, name: &str, token: &str) -> bool {
     };
     keys.iter().any(|k| match k {
         Reply::Bulk(Some(key)) => {
-            matches!(s.cmd(&[b"ZSCORE", key, token.as_bytes()]), Reply::Bulk(Some(_)))
+            matches!(
+                s.cmd(&[b"ZSCORE", key, token.as_bytes()]),
+                Reply::Bulk(Some(_))
+            )
         }
         _ => false,
     })
@@ -243,9 +246,11 @@ fn cancelled_after_a_handoff(semaphore: bool, handed: impl Fn(&RedisServer) -> b
         });
         assert!(handed(&s[0]), "handed to the waiter");
         waiter.abort();
-        wait_until_async(MS(10_000), "what the cancelled waiter was handed given back", || {
-            !handed(&s[0])
-        })
+        wait_until_async(
+            MS(10_000),
+            "what the cancelled waiter was handed given back",
+            || !handed(&s[0]),
+        )
         .await;
         assert_eq!(s[0].queued("", "job"), 0);
     });

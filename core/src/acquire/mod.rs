@@ -476,38 +476,6 @@ impl AcquireCall {
         self.limit_leaving();
     }
 
-    /// A server whose release handed the lock to this call's place (its message named the
-    /// place's arrival) holds the token for this call.
-    fn note_handoffs(&mut self) {
-        let (Some(own), Some(subs), Some(place)) = (
-            self.own.as_mut(),
-            self.subscriptions.as_ref(),
-            self.place.as_ref(),
-        ) else {
-            return;
-        };
-        for (i, s) in subs {
-            if matches!(s.handoff(), Some(h) if h.arrival == place.arrival) {
-                own[*i] = true;
-            }
-        }
-        self.limit_leaving();
-    }
-
-    /// Before the place is given up: the hand-offs heard so far count, and the wake-up
-    /// subscriptions go with the guard, which releases a lock handed to the place meanwhile
-    /// (see [`UndoGuard::watch_handoffs`]).
-    fn keep_watching_handoffs(&mut self) {
-        self.note_handoffs();
-        if let (Some(leave), Some(place), Some(_)) =
-            (self.leave_queue.as_mut(), self.place.as_ref(), self.own.as_ref())
-        {
-            if let Some(subs) = self.subscriptions.take() {
-                leave.watch_handoffs(place.arrival, subs);
-            }
-        }
-    }
-
     /// Leaving the queue deletes the key only where it may hold the token for this call.
     fn limit_leaving(&mut self) {
         if let (Some(own), Some(leave)) = (self.own.as_ref(), self.leave_queue.as_mut()) {
@@ -597,12 +565,4 @@ fn check_one_slot(target: &Target) -> Result<()> {
         display_name(other),
         keys.slot
     )))
-}
-
-/// A call dropped mid-way (cancelled) gives its place up through the guard, in the
-/// background: the guard takes the wake-up subscriptions along.
-impl Drop for AcquireCall {
-    fn drop(&mut self) {
-        self.keep_watching_handoffs();
-    }
 }

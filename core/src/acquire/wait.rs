@@ -1,6 +1,7 @@
 //! Between the attempts of an acquire call ([`super`]): listening for the releases'
 //! messages on the waiter's wake-up channels, and sleeping until one names this waiter, the
-//! holder's TTL runs out or the retry delay passes.
+//! holder's TTL runs out or the retry delay passes; the hand-offs those messages name, also
+//! for a call that ends (its guard keeps listening).
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,40 @@ use crate::queue::{judge_handoffs, Verdict};
 use crate::timing::{self, MIN_SUBSCRIBE_TIME, PARTIAL_HANDOFF_WAIT};
 
 impl AcquireCall {
+    /// A server whose release handed the lock to this call's place (its message named the
+    /// place's arrival) holds the token for this call.
+    pub(super) fn note_handoffs(&mut self) {
+        let (Some(own), Some(subs), Some(place)) = (
+            self.own.as_mut(),
+            self.subscriptions.as_ref(),
+            self.place.as_ref(),
+        ) else {
+            return;
+        };
+        for (i, s) in subs {
+            if matches!(s.handoff(), Some(h) if h.arrival == place.arrival) {
+                own[*i] = true;
+            }
+        }
+        self.limit_leaving();
+    }
+
+    /// Before the place is given up: the hand-offs heard so far count, and the wake-up
+    /// subscriptions go with the guard, which releases a lock handed to the place meanwhile
+    /// (see [`UndoGuard::watch_handoffs`]).
+    pub(super) fn keep_watching_handoffs(&mut self) {
+        self.note_handoffs();
+        if let (Some(leave), Some(place), Some(_)) = (
+            self.leave_queue.as_mut(),
+            self.place.as_ref(),
+            self.own.as_ref(),
+        ) {
+            if let Some(subs) = self.subscriptions.take() {
+                leave.watch_handoffs(place.arrival, subs);
+            }
+        }
+    }
+
     /// Sleeps until the next attempt; returns a lock the releases handed over meanwhile.
     /// At the first refusal, not yet listening (see [`join_subscribed`]), it subscribes and
     /// returns at once, so that a release that came before the subscription is not missed.
@@ -120,4 +155,11 @@ fn wake_channels(target: &Target) -> Vec<Vec<u8>> {
         .iter()
         .map(|k| k.wake_channel(&target.token))
         .collect()
+}
+/// A call dropped mid-way (cancelled) gives its place up through the guard, in the
+/// background: the guard takes the wake-up subscriptions along.
+impl Drop for AcquireCall {
+    fn drop(&mut self) {
+        self.keep_watching_handoffs();
+    }
 }
