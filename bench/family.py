@@ -17,6 +17,11 @@ Scenarios, each in rounds that alternate the implementations:
 - hand-off: on a semaphore of 1, the time from a holder's release call to the grant of the
   caller waiting in line (median and p99 of the hand-offs of every round).
 
+The redis-semaphore drop-in (fencelock/compat/redis-semaphore, issue 55) runs redis-semaphore's
+own scenarios beside the library: the cycles on one server, the pool and the hand-off, with
+issue 55's targets (at least the library's cycle rate, an equal share per worker, hand-off
+under 1 ms).
+
 Writes `results/family-latest.json` and `FAMILY.md` (the tables and the targets as rows) under
 the out dir. No timing is asserted: the targets are reported, met or missed.
 """
@@ -74,11 +79,13 @@ def main() -> int:
     try:
         for r in range(rounds):
             for impl, urls, label in [("ours", one, "ours 1"), ("rs-semaphore", one, "redis-semaphore 1"),
+                                      ("rs-semaphore-dropin", one, "redis-semaphore drop-in 1"),
                                       ("ours", five, "ours 5"), ("rs-redlock", five, "RedlockSemaphore 5")]:
                 out = run(["cycle", "--impl", impl, "--servers", urls, "--limit", str(LIMIT),
                            "--duration-ms", str(cycle_ms)], 120)
                 results["cycle"].setdefault(label, []).append(out["cycles"] / out["seconds"])
-            for impl in (["ours", "rs-semaphore"] if r % 2 == 0 else ["rs-semaphore", "ours"]):
+            pool_impls = ["ours", "rs-semaphore", "rs-semaphore-dropin"]
+            for impl in pool_impls[r % 3:] + pool_impls[:r % 3]:
                 servers[0].flush()
                 out, commands, cpu = server_cost(servers[0], lambda: run(
                     ["pool", "--impl", impl, "--servers", one, "--limit", str(LIMIT), "--workers", str(WORKERS),
@@ -89,7 +96,7 @@ def main() -> int:
                 out = run(["rw", "--impl", impl, "--servers", one, "--workers", str(WORKERS),
                            "--read-pct", str(READ_PCT), "--hold-ms", str(HOLD_MS), "--duration-ms", str(rw_ms)], 300)
                 results["rw"].setdefault(impl, []).append(out["cycles"] / out["seconds"])
-            for impl in ["ours", "rs-semaphore"]:
+            for impl in ["ours", "rs-semaphore", "rs-semaphore-dropin"]:
                 out = run(["handoff", "--impl", impl, "--servers", one, "--limit", "1",
                            "--rounds", str(handoffs)], 300)
                 results["handoff"].setdefault(impl, []).append(out)
@@ -132,15 +139,15 @@ def report(results: dict[str, Any]) -> str:
     for label, xs in results["cycle"].items():
         lines.append(f"| {label} server{'s' if label.endswith('5') else ''} | {med(xs):,.0f} |")
     pool = {impl: pool_figures(runs) for impl, runs in results["pool"].items()}
-    lines += ["", f"| {WORKERS} workers on a limit of {LIMIT}, {HOLD_MS} ms holds | ours | redis-semaphore |",
-              "|---|---|---|"]
+    lines += ["", f"| {WORKERS} workers on a limit of {LIMIT}, {HOLD_MS} ms holds | ours | redis-semaphore | drop-in |",
+              "|---|---|---|---|"]
     rows = [("permit cycles/s", "throughput", "{:,.0f}"), ("fraction of the ceiling", "fraction", "{:.2f}"),
             ("smallest worker share %", "share_min", "{:.2f}"), ("largest worker share %", "share_max", "{:.2f}"),
             ("worst worker's p99 wait ms", "worst_p99_ms", "{:.1f}"),
             ("server commands per permit cycle", "commands", "{:.1f}"),
             ("server CPU µs per permit cycle", "cpu_us", "{:.1f}")]
     for title, key, fmt in rows:
-        lines.append(f"| {title} | {fmt.format(pool['ours'][key])} | {fmt.format(pool['rs-semaphore'][key])} |")
+        lines.append(f"| {title} | " + " | ".join(fmt.format(pool[i][key]) for i in ("ours", "rs-semaphore", "rs-semaphore-dropin")) + " |")
     rw, mutex = med(results["rw"]["ours"]), med(results["rw"]["ours-mutex"])
     lines += ["", f"| {READ_PCT} % reads, {WORKERS} workers, {HOLD_MS} ms sections | sections/s |", "|---|---|",
               f"| read-write lock | {rw:,.0f} |", f"| lock | {mutex:,.0f} |"]
@@ -148,8 +155,8 @@ def report(results: dict[str, Any]) -> str:
             for impl, runs in results["handoff"].items()}
     lines += ["", "| hand-off on a semaphore of 1, release call to the waiter's grant | median ms | p99 ms |",
               "|---|---|---|"]
-    lines += [f"| {'ours' if impl == 'ours' else 'redis-semaphore'} | {p50:.2f} | {p99:.2f} |"
-              for impl, (p50, p99) in hand.items()]
+    names = {"ours": "ours", "rs-semaphore": "redis-semaphore", "rs-semaphore-dropin": "redis-semaphore drop-in"}
+    lines += [f"| {names[impl]} | {p50:.2f} | {p99:.2f} |" for impl, (p50, p99) in hand.items()]
     fair = 100 / WORKERS
     bound = 4 * (WORKERS / LIMIT) * HOLD_MS
     targets = [
@@ -163,6 +170,16 @@ def report(results: dict[str, Any]) -> str:
          pool["ours"]["worst_p99_ms"] <= bound, f"{pool['ours']['worst_p99_ms']:.1f} ms"),
         ("read-heavy mix at least 3 x the lock's throughput", rw >= 3 * mutex, f"{rw / max(mutex, 1):.2f} x"),
         ("hand-off under 1 ms (median)", hand["ours"][0] < 1, f"{hand['ours'][0]:.2f} ms"),
+    ]
+    drop, lib = pool["rs-semaphore-dropin"], results["cycle"]
+    cycle_ratio = med(lib["redis-semaphore drop-in 1"]) / max(med(lib["redis-semaphore 1"]), 1)
+    targets += [
+        ("drop-in: uncontended cycles at least the library's (one server)", cycle_ratio >= 1, f"{cycle_ratio:.2f} x"),
+        (f"drop-in: an equal share per worker ({fair:.2f} % ± 1)",
+         abs(drop["share_min"] - fair) <= 1 and abs(drop["share_max"] - fair) <= 1,
+         f"{drop['share_min']:.2f} to {drop['share_max']:.2f} %"),
+        ("drop-in: hand-off under 1 ms (median)", hand["rs-semaphore-dropin"][0] < 1,
+         f"{hand['rs-semaphore-dropin'][0]:.2f} ms"),
     ]
     lines += ["", "| target | met | measured |", "|---|---|---|"]
     lines += [f"| {t} | {'yes' if ok else 'NO'} | {m} |" for t, ok, m in targets]

@@ -18,9 +18,11 @@
 // for `rw` the read-write lock), ours-mutex (`rw` only: every section under one lock),
 // rs-semaphore (redis-semaphore `Semaphore`, one server), rs-redlock (redis-semaphore
 // `RedlockSemaphore` over every server), rs-mutex (redis-semaphore `Mutex`, for `cycle` with a
-// limit of 1 and for `rw` as the mutex baseline). redis-semaphore's acquisitions use a new
-// object each (its docs: an object is one holder; reusing one ignores the limit, #155, #249)
-// and its defaults (retryInterval 10 ms) but the lock timeout of ours.
+// limit of 1 and for `rw` as the mutex baseline); rs-semaphore-dropin, rs-redlock-dropin,
+// rs-mutex-dropin: the same code on fencelock/compat/redis-semaphore (issue 55: only the
+// import differs). redis-semaphore's acquisitions use a new object each (its docs: an object
+// is one holder; reusing one ignores the limit, #155, #249) and its defaults (retryInterval
+// 10 ms) but the lock timeout of ours.
 
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
@@ -31,11 +33,12 @@ import { setTimeout as sleep } from 'node:timers/promises'
 const require = createRequire(import.meta.url)
 const HERE = dirname(fileURLToPath(import.meta.url))
 const TTL_MS = 10_000
-const IMPLS = ['ours', 'ours-mutex', 'rs-semaphore', 'rs-redlock', 'rs-mutex']
+const PEERS = ['rs-semaphore', 'rs-redlock', 'rs-mutex']
+const IMPLS = ['ours', 'ours-mutex', ...PEERS, ...PEERS.map((p) => `${p}-dropin`)]
+const FENCELOCK = process.env.FENCELOCK_NODE || join(HERE, '..', '..', 'bindings-node')
 
 function ours(servers) {
-  const path = process.env.FENCELOCK_NODE || join(HERE, '..', '..', 'bindings-node')
-  const { LockManager } = require(path)
+  const { LockManager } = require(FENCELOCK)
   return new LockManager(servers.length === 1 ? servers[0] : servers)
 }
 
@@ -55,7 +58,8 @@ function implementation(impl, servers, { limit, name }) {
     }
     return { take, close: () => m.close() }
   }
-  const rs = require('redis-semaphore')
+  const dropin = impl.endsWith('-dropin')
+  const rs = dropin ? require(join(FENCELOCK, 'compat', 'redis-semaphore.js')) : require('redis-semaphore')
   const Redis = require('ioredis')
   const clients = servers.map((u) => new Redis(u))
   const options = { lockTimeout: TTL_MS, acquireTimeout: 60_000 }
@@ -63,7 +67,7 @@ function implementation(impl, servers, { limit, name }) {
     'rs-semaphore': () => new rs.Semaphore(clients[0], name, limit, options),
     'rs-redlock': () => new rs.RedlockSemaphore(clients, name, limit, options),
     'rs-mutex': () => new rs.Mutex(clients[0], name + ':mutex', options),
-  }[impl]
+  }[impl.replace(/-dropin$/, '')]
   const take = async () => {
     const lock = make()
     await lock.acquire()
