@@ -202,27 +202,23 @@ class Lock:
         """Takes the lock: ``True``, or ``False`` when ``blocking=False`` found it held or
         ``timeout`` seconds passed."""
         logger_for_acquire.debug("Acquiring Lock(%r) ...", self._name)
-        if self._lock is not None or self.get_owner_id() == self._id:
+        if self._lock is not None:
             raise AlreadyAcquired("Already acquired from this Lock instance.")
-        if not blocking and timeout is not None:
-            raise TimeoutNotUsable("Timeout cannot be used if blocking=False")
-        wait: Optional[float] = None if blocking else 0.0
-        if timeout:
-            timeout_s = int(timeout)
-            if timeout_s < 0:
-                raise InvalidTimeout(f"Timeout ({timeout_s}) cannot be less than or equal to 0")
-            if self._expire and not self._auto_renewal and timeout_s > self._expire:
-                raise TimeoutTooLarge(
-                    f"Timeout ({timeout_s}) cannot be greater than expire ({self._expire})"
-                )
-            wait = float(timeout_s)
+        try:
+            wait = self._wait(blocking, timeout)
+        except (TimeoutNotUsable, InvalidTimeout, TimeoutTooLarge):
+            self._refuse_if_held()  # python-redis-lock checks the owner first
+            raise
         ttl = float(self._expire) if self._expire else self.lease_ttl
         keep = self._auto_renewal or self._expire is None
-        try:
-            lock = self._manager().acquire(
-                self._plain_name, ttl, wait=wait, token=self._id, auto_extend=keep
-            )
-        except fencelock.NotAcquired:
+        # One try first: a free lock is taken in one round trip. Refused, the owner check
+        # python-redis-lock makes before anything (AlreadyAcquired), then the wait in line.
+        lock = self._take(ttl, 0.0, keep)
+        if lock is None:
+            self._refuse_if_held()
+            if wait != 0.0:
+                lock = self._take(ttl, wait, keep)
+        if lock is None:
             if not blocking:
                 logger_for_acquire.warning("Failed to acquire Lock(%r).", self._name)
             return False
@@ -233,6 +229,37 @@ class Lock:
         self._dropped = weakref.finalize(self, _let_expire, lock)
         logger_for_acquire.info("Acquired Lock(%r).", self._name)
         return True
+
+    def _refuse_if_held(self) -> None:
+        """``AlreadyAcquired`` when the key holds this lock's id (taken through another
+        ``Lock`` with the same id, or by python-redis-lock itself)."""
+        if self.get_owner_id() == self._id:
+            raise AlreadyAcquired("Already acquired from this Lock instance.")
+
+    def _wait(self, blocking: bool, timeout: Optional[float]) -> Optional[float]:
+        """How long ``acquire`` waits (``None``: until acquired), from python-redis-lock's
+        arguments, which it checks in this order."""
+        if not blocking and timeout is not None:
+            raise TimeoutNotUsable("Timeout cannot be used if blocking=False")
+        if not timeout:
+            return None if blocking else 0.0
+        timeout_s = int(timeout)
+        if timeout_s < 0:
+            raise InvalidTimeout(f"Timeout ({timeout_s}) cannot be less than or equal to 0")
+        if self._expire and not self._auto_renewal and timeout_s > self._expire:
+            raise TimeoutTooLarge(
+                f"Timeout ({timeout_s}) cannot be greater than expire ({self._expire})"
+            )
+        return float(timeout_s)
+
+    def _take(self, ttl: float, wait: Optional[float], keep: bool) -> Optional[fencelock.Lock]:
+        """The lock, or ``None`` when it stayed held for ``wait`` seconds."""
+        try:
+            return self._manager().acquire(
+                self._plain_name, ttl, wait=wait, token=self._id, auto_extend=keep
+            )
+        except fencelock.NotAcquired:
+            return None
 
     def extend(self, expire: Optional[float] = None) -> None:
         """Resets the lock's expiry to ``expire`` seconds (the lock's own by default)."""
