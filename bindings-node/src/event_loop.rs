@@ -11,11 +11,13 @@
 //! on the runtime, so a busy event loop cannot delay a lock's extension; an attempt's undo
 //! rides the attempt's connection wherever it runs (`core/src/lane.rs`).
 //!
-//! The executor is the thread's [`Settler`](crate::promise): a queue of runnable tasks, run
-//! when a call starts, when libuv reports a socket ready, and when a task is woken from
-//! another thread (through the settler's threadsafe function, as finished calls are).
+//! The executor is the thread's [`Home`]: a queue of runnable tasks, run when a call starts,
+//! when libuv reports a socket ready, and when a task is woken from another thread (through
+//! the wake-up the thread's settler gives it, `crate::promise`, which finished calls use too).
+//! This module uses nothing of `promise.rs`; the settler builds on it.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io::{self, Write};
 use std::net::TcpStream;
@@ -24,7 +26,7 @@ use std::os::raw::{c_int, c_void};
 use std::pin::Pin;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::ThreadId;
 
@@ -33,7 +35,105 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, RedisResult};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::promise::Shared;
+/// A JavaScript thread as other threads see it: its executor's tasks woken and not yet run,
+/// and its wake-up (the settler's threadsafe function, set by `crate::promise`), sent at most
+/// once until the thread runs.
+pub(crate) struct Home {
+    /// `None` once the environment is being torn down: nothing wakes the thread any more.
+    wake: Mutex<Option<Tsfn>>,
+    /// Tasks woken and not yet run.
+    tasks: Mutex<VecDeque<Arc<Task>>>,
+    /// Whether a wake-up of the JavaScript thread is on its way.
+    signalled: AtomicBool,
+    /// The JavaScript thread.
+    thread: ThreadId,
+}
+
+struct Tsfn(sys::napi_threadsafe_function);
+
+// Calling a threadsafe function from any thread is its purpose; the mutex in `Home`
+// serialises the calls with its release at environment teardown.
+unsafe impl Send for Tsfn {}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Plain data: a panic elsewhere while holding it leaves nothing half-done.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Home {
+    /// The calling thread's home, with no wake-up yet.
+    pub(crate) fn new() -> Home {
+        Home {
+            wake: Mutex::new(None),
+            tasks: Mutex::new(VecDeque::new()),
+            signalled: AtomicBool::new(false),
+            thread: std::thread::current().id(),
+        }
+    }
+
+    /// Sets the threadsafe function that wakes the thread.
+    pub(crate) fn set_wake(&self, tsfn: sys::napi_threadsafe_function) {
+        *lock(&self.wake) = Some(Tsfn(tsfn));
+    }
+
+    /// At teardown: the tasks are dropped (never to run again) and the wake-up is handed back
+    /// to be released.
+    pub(crate) fn close(&self) -> Option<sys::napi_threadsafe_function> {
+        drop(std::mem::take(&mut *lock(&self.tasks)));
+        lock(&self.wake).take().map(|t| t.0)
+    }
+
+    /// Runs `fut` on the JavaScript thread's executor.
+    pub(crate) fn spawn(self: &Arc<Self>, fut: LocalFuture) {
+        Wake::wake(Task::new(self, fut));
+    }
+
+    /// Queues a woken task. Woken on the JavaScript thread, it runs in the round running now
+    /// or before the loop next polls; woken elsewhere, the JavaScript thread is woken.
+    fn schedule(&self, task: Arc<Task>) {
+        lock(&self.tasks).push_back(task);
+        let here = std::thread::current().id() == self.thread;
+        if !(here && (running() || run_soon())) {
+            self.signal();
+        }
+    }
+
+    fn next_task(&self) -> Option<Arc<Task>> {
+        lock(&self.tasks).pop_front()
+    }
+
+    /// Wakes the JavaScript thread, unless a wake-up is on its way already (it handles
+    /// everything queued before it runs).
+    pub(crate) fn signal(&self) {
+        if !self.signalled.swap(true, Ordering::AcqRel) {
+            if let Some(tsfn) = lock(&self.wake).as_ref() {
+                // Non-blocking with an unbounded queue: fails only while closing, when
+                // nothing can be settled anyway.
+                unsafe {
+                    sys::napi_call_threadsafe_function(
+                        tsfn.0,
+                        ptr::null_mut(),
+                        sys::ThreadsafeFunctionCallMode::nonblocking,
+                    )
+                };
+            }
+        }
+    }
+
+    /// The thread's wake-up arrived: runs the woken tasks with `signalled` still set (calls
+    /// they finish are settled by the same wake-up), then clears it, looking once more for
+    /// tasks woken from other threads just before (one woken after it signals anew).
+    pub(crate) fn woken(&self) {
+        loop {
+            run(|| {});
+            self.signalled.store(false, Ordering::Release);
+            if lock(&self.tasks).is_empty() {
+                break;
+            }
+            self.signalled.store(true, Ordering::Release);
+        }
+    }
+}
 
 /// A future run on the JavaScript thread's executor.
 pub(crate) type LocalFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -42,11 +142,11 @@ pub(crate) type LocalFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 pub(crate) struct Task {
     fut: Mutex<Option<LocalFuture>>,
     queued: AtomicBool,
-    home: Arc<Shared>,
+    home: Arc<Home>,
 }
 
 impl Task {
-    pub(crate) fn new(home: &Arc<Shared>, fut: LocalFuture) -> Arc<Task> {
+    fn new(home: &Arc<Home>, fut: LocalFuture) -> Arc<Task> {
         Arc::new(Task {
             fut: Mutex::new(Some(fut)),
             queued: AtomicBool::new(false),
@@ -98,8 +198,8 @@ pub(crate) fn teardown() {
 struct LoopThread {
     uv: *mut sys::uv_loop_s,
     runtime: tokio::runtime::Handle,
-    /// The thread's settler, whose queue the executor runs.
-    home: Arc<Shared>,
+    /// The thread's home, whose queue the executor runs.
+    home: Arc<Home>,
     /// A `uv_prepare_t` that runs the queued calls once per turn of the loop, just before it
     /// polls: calls started in one turn write their commands together.
     prepare: *mut c_void,
@@ -108,7 +208,7 @@ struct LoopThread {
 
 /// Records this JavaScript thread's event loop and the runtime; `false` when either is
 /// missing (then calls keep the runtime's connections).
-pub(crate) fn init_thread(env: sys::napi_env, home: &Arc<Shared>) -> bool {
+pub(crate) fn init_thread(env: sys::napi_env, home: &Arc<Home>) -> bool {
     let mut uv = ptr::null_mut();
     let status = unsafe { sys::napi_get_uv_event_loop(env, &mut uv) };
     let runtime = std::panic::catch_unwind(|| {
@@ -456,12 +556,12 @@ impl AsyncWrite for LoopStream {
 /// Opens a manager's connections to plain TCP servers on the event loop of the JavaScript
 /// thread that made the manager.
 pub(crate) struct NodeLoopIo {
-    home: Arc<Shared>,
+    home: Arc<Home>,
     thread: ThreadId,
 }
 
 impl NodeLoopIo {
-    pub(crate) fn new(home: Arc<Shared>) -> NodeLoopIo {
+    pub(crate) fn new(home: Arc<Home>) -> NodeLoopIo {
         NodeLoopIo {
             home,
             thread: std::thread::current().id(),

@@ -12,21 +12,18 @@
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::collections::VecDeque;
 use std::future::Future;
 use std::os::raw::c_void;
 use std::panic::AssertUnwindSafe;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::ThreadId;
 
 use futures_util::FutureExt;
 use napi::bindgen_prelude::*;
 use napi::sys;
 
 use crate::error::Failure;
-use crate::event_loop::{self, LocalFuture, Task};
+use crate::event_loop::{self, Home};
 
 /// A call's outcome on its way to the JavaScript thread.
 type Outcome = Box<dyn Any + Send>;
@@ -35,26 +32,13 @@ type Outcome = Box<dyn Any + Send>;
 /// JavaScript thread only.
 type Settle = Box<dyn FnOnce(&Env, Outcome) -> Result<sys::napi_value>>;
 
-/// The part of a thread's settler that other threads use: finished calls to settle, and
-/// the tasks of its executor ([`crate::event_loop`]) to run.
+/// The part of a thread's settler that other threads use: finished calls to settle, and its
+/// home ([`crate::event_loop`]: the executor's tasks and the thread's wake-up).
 pub(crate) struct Shared {
-    /// `None` once the environment is being torn down: outcomes are then dropped.
-    tsfn: Mutex<Option<Tsfn>>,
+    home: Arc<Home>,
     /// Finished calls, by number, not yet settled.
     done: Mutex<Vec<(u64, Outcome)>>,
-    /// Tasks of the executor woken and not yet run.
-    tasks: Mutex<VecDeque<Arc<Task>>>,
-    /// Whether a wake-up of the JavaScript thread is on its way.
-    signalled: AtomicBool,
-    /// The JavaScript thread.
-    thread: ThreadId,
 }
-
-struct Tsfn(sys::napi_threadsafe_function);
-
-// Calling a threadsafe function from any thread is its purpose; the mutex in `Shared`
-// serialises the calls with its release at environment teardown.
-unsafe impl Send for Tsfn {}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Plain data: a panic elsewhere while holding it leaves nothing half-done.
@@ -65,44 +49,7 @@ impl Shared {
     /// Queues a finished call and wakes the JavaScript thread to settle it.
     fn deliver(&self, id: u64, outcome: Outcome) {
         lock(&self.done).push((id, outcome));
-        self.signal();
-    }
-
-    /// Runs `fut` on the JavaScript thread's executor.
-    pub(crate) fn spawn(self: &Arc<Self>, fut: LocalFuture) {
-        std::task::Wake::wake(Task::new(self, fut));
-    }
-
-    /// Queues a woken task. Woken on the JavaScript thread, it runs in the round running now
-    /// or before the loop next polls; woken elsewhere, the JavaScript thread is woken.
-    pub(crate) fn schedule(&self, task: Arc<Task>) {
-        lock(&self.tasks).push_back(task);
-        let here = std::thread::current().id() == self.thread;
-        if !(here && (event_loop::running() || event_loop::run_soon())) {
-            self.signal();
-        }
-    }
-
-    pub(crate) fn next_task(&self) -> Option<Arc<Task>> {
-        lock(&self.tasks).pop_front()
-    }
-
-    /// Wakes the JavaScript thread, unless a wake-up is on its way already (it handles
-    /// everything queued before it runs).
-    fn signal(&self) {
-        if !self.signalled.swap(true, Ordering::AcqRel) {
-            if let Some(tsfn) = lock(&self.tsfn).as_ref() {
-                // Non-blocking with an unbounded queue: fails only while closing, when the
-                // Promise cannot be settled anyway.
-                unsafe {
-                    sys::napi_call_threadsafe_function(
-                        tsfn.0,
-                        ptr::null_mut(),
-                        sys::ThreadsafeFunctionCallMode::nonblocking,
-                    )
-                };
-            }
-        }
+        self.home.signal();
     }
 }
 
@@ -133,11 +80,8 @@ thread_local! {
 impl Settler {
     fn new(env: sys::napi_env) -> Result<Settler> {
         let shared = Arc::new(Shared {
-            tsfn: Mutex::new(None),
+            home: Arc::new(Home::new()),
             done: Mutex::new(Vec::new()),
-            tasks: Mutex::new(VecDeque::new()),
-            signalled: AtomicBool::new(false),
-            thread: std::thread::current().id(),
         });
         let mut name = ptr::null_mut();
         check_status!(
@@ -168,12 +112,12 @@ impl Settler {
                 "cannot create the fencelock settler",
             ));
         }
-        *lock(&shared.tsfn) = Some(Tsfn(tsfn));
+        shared.home.set_wake(tsfn);
         unsafe {
             sys::napi_unref_threadsafe_function(env, tsfn);
             sys::napi_add_env_cleanup_hook(env, Some(teardown), ptr::null_mut());
         }
-        let on_loop = calls_on_loop() == Ok(true) && event_loop::init_thread(env, &shared);
+        let on_loop = calls_on_loop() == Ok(true) && event_loop::init_thread(env, &shared.home);
         Ok(Settler {
             env,
             shared,
@@ -226,7 +170,7 @@ pub(crate) fn loop_io(
     calls_on_loop().map_err(crate::error::invalid)?;
     let io = with_settler(env, |s| {
         s.on_loop.then(|| {
-            Arc::new(event_loop::NodeLoopIo::new(Arc::clone(&s.shared)))
+            Arc::new(event_loop::NodeLoopIo::new(Arc::clone(&s.shared.home)))
                 as Arc<dyn fencelock::ffi_support::lane::LoopIo>
         })
     });
@@ -250,11 +194,10 @@ unsafe extern "C" fn teardown(_: *mut c_void) {
     event_loop::teardown();
     if let Ok(Some(s)) = settler {
         // Tasks never run again: dropped here, on their thread.
-        drop(std::mem::take(&mut *lock(&s.shared.tasks)));
-        if let Some(tsfn) = lock(&s.shared.tsfn).take() {
+        if let Some(tsfn) = s.shared.home.close() {
             unsafe {
                 sys::napi_release_threadsafe_function(
-                    tsfn.0,
+                    tsfn,
                     sys::ThreadsafeFunctionReleaseMode::abort,
                 )
             };
@@ -286,17 +229,8 @@ unsafe extern "C" fn settle_done(
     // The context is the settler's share (see `Settler::new`); borrowed for this call.
     let shared = unsafe { Arc::from_raw(context as *const Shared) };
     let shared = std::mem::ManuallyDrop::new(shared);
-    // Runs the woken tasks with `signalled` still set, so that calls they finish are settled
-    // below without another wake-up; then clears it, looking once more for tasks woken from
-    // other threads just before (one woken after it signals anew).
-    loop {
-        event_loop::run(|| {});
-        shared.signalled.store(false, Ordering::Release);
-        if lock(&shared.tasks).is_empty() {
-            break;
-        }
-        shared.signalled.store(true, Ordering::Release);
-    }
+    // The woken tasks first: calls they finish are settled below without another wake-up.
+    shared.home.woken();
     let done = std::mem::take(&mut *lock(&shared.done));
     if done.is_empty() {
         return;
@@ -420,7 +354,7 @@ where
     // (kilobytes), and the task would otherwise copy it whole when it is spawned and again
     // when it completes (bench/notes.md).
     let fut = Box::pin(fut);
-    let home = Arc::clone(&shared);
+    let home = Arc::clone(&shared.home);
     let call = async move {
         let out = AssertUnwindSafe(fut).catch_unwind().await;
         shared.deliver(id, Box::new(out));
