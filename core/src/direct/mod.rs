@@ -16,8 +16,8 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::thread::ThreadId;
 use std::time::Duration;
 
 use redis::{ConnectionAddr, ConnectionInfo, ProtocolVersion, RedisResult, Value};
@@ -63,7 +63,7 @@ pub(crate) fn processors() -> usize {
 }
 
 /// The threads' connections of one server, each with the generation it was opened as.
-type Conns = Mutex<HashMap<ThreadId, (u64, Arc<DirectConn>)>>;
+type Conns = Mutex<HashMap<u64, (u64, Arc<DirectConn>)>>;
 
 /// A server's per-thread connections.
 pub(crate) struct Direct {
@@ -120,12 +120,13 @@ impl Direct {
 /// The servers this thread opened connections to, whose connections of its it closes when
 /// it ends.
 struct Opened {
-    id: ThreadId,
+    /// This thread's number among those that opened connections ([`NEXT_THREAD`]).
+    id: u64,
     conns: RefCell<Vec<Weak<Conns>>>,
 }
 
 impl Opened {
-    fn remember(&self, conns: &Arc<Conns>) -> ThreadId {
+    fn remember(&self, conns: &Arc<Conns>) -> u64 {
         let mut all = self.conns.borrow_mut();
         all.retain(|c| c.strong_count() > 0);
         let conns = Arc::downgrade(conns);
@@ -146,9 +147,14 @@ impl Drop for Opened {
     }
 }
 
+/// Numbers the threads that use a connection of their own. Not `std::thread::current()`'s
+/// id: that allocates the thread's handle, which a C program's forked child that exits without
+/// returning from `main` leaves behind (valgrind counts it lost; see also `deadline.rs`).
+static NEXT_THREAD: AtomicU64 = AtomicU64::new(0);
+
 thread_local! {
     static OPENED: Opened = Opened {
-        id: std::thread::current().id(),
+        id: NEXT_THREAD.fetch_add(1, Ordering::Relaxed),
         conns: RefCell::new(Vec::new()),
     };
 }
