@@ -1,15 +1,3 @@
 // ES module entry point of fencelock/compat/redis-semaphore: the same objects as the CommonJS
-// one (redis-semaphore.js).
-import redisSemaphore from './redis-semaphore.js'
-
-export const {
-  Mutex,
-  Semaphore,
-  MultiSemaphore,
-  RedlockMutex,
-  RedlockSemaphore,
-  RedlockMultiSemaphore,
-  LostLockError,
-  TimeoutError,
-  defaultTimeoutOptions,
-} = redisSemaphore
+// one (redis-semaphore.js), whose named exports Node finds in its `module.exports`.
+export * from './redis-semaphore.js'
