@@ -15,6 +15,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::join_all;
+
 use crate::engine::{Engine, Target};
 use crate::lane::{self, in_lane, Lane};
 use crate::pubsub::Subscription;
@@ -40,7 +42,7 @@ struct Undo {
     /// others' keys with the token are another acquisition's, left alone); `None`: all.
     mine: Option<Vec<bool>>,
     /// The waiter's place's arrival and its wake-up subscriptions, each with its server's
-    /// index: where the place was gone, they tell whether a release handed it the lock.
+    /// index: where leaving found what a hand-off leaves, they tell whether one happened.
     handoffs: Option<(u64, Vec<(usize, Subscription)>)>,
 }
 
@@ -78,23 +80,26 @@ impl Undo {
         let Some(runtime) = self.runtime.clone() else {
             return;
         };
-        let cleanups = std::sync::Arc::clone(&self.engine.cleanups);
+        let cleanups = Arc::clone(&self.engine.cleanups);
         let lane = self.lane;
         cleanups.spawn(
             &runtime,
             in_lane(lane, async move {
                 let handed =
                     |s: &Subscription| matches!(s.handoff(), Some(h) if h.arrival == arrival);
-                let mut mine = vec![false; self.engine.n()];
-                for (i, mut sub) in gone {
-                    let heard = async {
+                // Every server's message awaited at once: at most one timeout in all.
+                let heard = join_all(gone.into_iter().map(|(i, mut sub)| async move {
+                    let message = async {
                         while !handed(&sub) {
                             sub.notified().await;
                         }
                     };
-                    if tokio::time::timeout(self.timeout, heard).await.is_ok() {
-                        mine[i] = true;
-                    }
+                    (i, tokio::time::timeout(self.timeout, message).await.is_ok())
+                }))
+                .await;
+                let mut mine = vec![false; self.engine.n()];
+                for (i, yes) in heard {
+                    mine[i] = yes;
                 }
                 if mine.contains(&true) {
                     self.engine
