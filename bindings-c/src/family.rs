@@ -102,12 +102,15 @@ impl How {
     }
 }
 
+/// A lease of a family handle: its manager, name and kind.
+pub(crate) type Lease<'a> = (&'a LockManager, &'a [u8], LeaseKind);
+
 /// Acquires a lease of `kind` on `name`, its options checked first.
 ///
 /// # Safety
 /// `token` is NULL or a NUL-terminated string.
 unsafe fn acquire(
-    (m, name, kind): (&LockManager, &[u8], LeaseKind),
+    (m, name, kind): Lease<'_>,
     token: *const c_char,
     (ttl_ms, wait_ms, flags): (u64, i64, u32),
     how: How,
@@ -119,15 +122,77 @@ unsafe fn acquire(
         How::Wait(Some((interrupted, user_data))) => {
             // SAFETY: a C function pointer given by the caller, called on this thread.
             let poll = || unsafe { interrupted(user_data) };
-            m.acquire_lease_interruptible(name, kind, &opts, INTERRUPT_POLL, poll)
+            let acquisition = m.as_async().acquire_lease_with(name, kind, &opts);
+            m.acquire_interruptible(acquisition, INTERRUPT_POLL, poll)
         }
         How::Scoped => m.acquire_lease_with(name, kind, &opts.auto_extend(None)),
     }
 }
 
-/// `Err(FL_NOT_ACQUIRED)` for a single try that found the lease not free.
-fn not_free(name: &[u8], what: &str) -> Error {
-    Error::not_acquired(format!("{what} of {} is not free", display_name(name)))
+/// One try: the lease into `*out`, or `FL_NOT_ACQUIRED` naming `what` (`"the permits"`)
+/// when it is not free.
+fn try_lease(lease: Lease<'_>, what: &str, ttl_ms: u64, out: *mut *mut fl_lock) -> Result<()> {
+    let out = ffi::out(out, "out")?;
+    let name = lease.1;
+    // SAFETY: no token.
+    match unsafe { acquire(lease, std::ptr::null(), (ttl_ms, 0, 0), How::Wait(None)) } {
+        Ok(lease) => hand_out(lease, out),
+        Err(e) if e.kind() == fencelock::ErrorKind::NotAcquired => Err(Error::not_acquired(
+            format!("{what} of {} is not free", display_name(name)),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+/// The scoped form: the lease kept alive while `callback` runs, then released.
+///
+/// # Safety
+/// `callback` and `user_data` under the caller's contract (`fl_with_semaphore`).
+unsafe fn with_lease(
+    lease: Lease<'_>,
+    (ttl_ms, wait_ms): (u64, i64),
+    callback: fl_lock_callback,
+    user_data: *mut c_void,
+) -> Result<()> {
+    let callback = callback.ok_or_else(|| ffi::invalid("callback is NULL"))?;
+    // SAFETY: no token; the callback under the caller's contract.
+    unsafe {
+        let lease = acquire(lease, std::ptr::null(), (ttl_ms, wait_ms, 0), How::Scoped)?;
+        run_scoped(lease, callback, user_data)
+    }
+}
+
+/// Releases the lease of `lease`'s semaphore or read-write lock held with `token`.
+///
+/// # Safety
+/// `token` is NULL or a NUL-terminated string.
+unsafe fn release_by_token((m, name, kind): Lease<'_>, token: *const c_char) -> Result<()> {
+    // SAFETY: by contract.
+    let token = unsafe { ffi::bytes(token, "token") }?;
+    let family = m.as_async().family(name, kind)?;
+    m.block_on(family.release_by_token(token))?
+}
+
+/// Extends the lease held with `token` to `ttl_ms` from now; its validity into `*validity_ms`
+/// when that is not NULL.
+///
+/// # Safety
+/// `token` is NULL or a NUL-terminated string; `validity_ms` NULL or writable.
+unsafe fn extend_by_token(
+    (m, name, kind): Lease<'_>,
+    token: *const c_char,
+    ttl_ms: u64,
+    validity_ms: *mut u64,
+) -> Result<()> {
+    // SAFETY: by contract.
+    let token = unsafe { ffi::bytes(token, "token") }?;
+    let family = m.as_async().family(name, kind)?;
+    let validity = m.block_on(family.extend_by_token(token, ffi::ttl(ttl_ms)))??;
+    if !validity_ms.is_null() {
+        // SAFETY: not NULL, and writable by contract.
+        unsafe { *validity_ms = validity.as_millis() as u64 };
+    }
+    Ok(())
 }
 
 pub(crate) fn semaphore<'a>(s: *const fl_semaphore) -> Result<&'a fl_semaphore> {
@@ -141,7 +206,7 @@ pub(crate) fn rwlock<'a>(r: *const fl_rwlock) -> Result<&'a fl_rwlock> {
 }
 
 impl fl_semaphore {
-    pub(crate) fn lease(&self, count: u32) -> (&LockManager, &[u8], LeaseKind) {
+    pub(crate) fn lease(&self, count: u32) -> Lease<'_> {
         let limit = self.limit;
         (
             &self.manager,
@@ -152,7 +217,7 @@ impl fl_semaphore {
 }
 
 impl fl_rwlock {
-    pub(crate) fn lease(&self, mode: u32) -> Result<(&LockManager, &[u8], LeaseKind)> {
+    pub(crate) fn lease(&self, mode: u32) -> Result<Lease<'_>> {
         let kind = match mode {
             0 => LeaseKind::Read,
             1 => LeaseKind::Write,
@@ -272,17 +337,12 @@ pub unsafe extern "C" fn fl_semaphore_try_acquire(
     out: *mut *mut fl_lock,
 ) -> fl_status {
     boundary(|| {
-        let out = ffi::out(out, "out")?;
-        let s = self::semaphore(semaphore)?;
-        let how = How::Wait(None);
-        // SAFETY: no token.
-        match unsafe { acquire(s.lease(count), std::ptr::null(), (ttl_ms, 0, 0), how) } {
-            Ok(lease) => hand_out(lease, out),
-            Err(e) if e.kind() == fencelock::ErrorKind::NotAcquired => {
-                Err(not_free(&s.name, "the permits"))
-            }
-            Err(e) => Err(e),
-        }
+        try_lease(
+            self::semaphore(semaphore)?.lease(count),
+            "the permits",
+            ttl_ms,
+            out,
+        )
     })
 }
 
@@ -301,14 +361,9 @@ pub unsafe extern "C" fn fl_with_semaphore(
     user_data: *mut c_void,
 ) -> fl_status {
     boundary(|| {
-        let callback = callback.ok_or_else(|| ffi::invalid("callback is NULL"))?;
-        let s = self::semaphore(semaphore)?;
-        let times = (ttl_ms, wait_ms, 0);
-        // SAFETY: no token; the callback under the caller's contract.
-        unsafe {
-            let lease = acquire(s.lease(count), std::ptr::null(), times, How::Scoped)?;
-            run_scoped(lease, callback, user_data)
-        }
+        let lease = self::semaphore(semaphore)?.lease(count);
+        // SAFETY: the callback under the caller's contract.
+        unsafe { with_lease(lease, (ttl_ms, wait_ms), callback, user_data) }
     })
 }
 
@@ -346,13 +401,8 @@ pub unsafe extern "C" fn fl_semaphore_release_by_token(
     semaphore: *const fl_semaphore,
     token: *const c_char,
 ) -> fl_status {
-    boundary(|| {
-        let s = self::semaphore(semaphore)?;
-        // SAFETY: NULL or a NUL-terminated string, by contract.
-        let token = unsafe { ffi::bytes(token, "token") }?;
-        let handle = s.manager.as_async().semaphore(&s.name, s.limit)?;
-        s.manager.block_on(handle.release_by_token(token))?
-    })
+    // SAFETY: NULL or a NUL-terminated string, by contract.
+    boundary(|| unsafe { release_by_token(self::semaphore(semaphore)?.lease(1), token) })
 }
 
 /// Extends the lease held with `token` to `ttl_ms` from now, as `fl_extend_by_token` does for
@@ -367,28 +417,10 @@ pub unsafe extern "C" fn fl_semaphore_extend_by_token(
     validity_ms: *mut u64,
 ) -> fl_status {
     boundary(|| {
-        let s = self::semaphore(semaphore)?;
-        // SAFETY: NULL or a NUL-terminated string, by contract.
-        let token = unsafe { ffi::bytes(token, "token") }?;
-        let handle = s.manager.as_async().semaphore(&s.name, s.limit)?;
-        let validity = s
-            .manager
-            .block_on(handle.extend_by_token(token, ffi::ttl(ttl_ms)))??;
-        // SAFETY: NULL or writable, by contract.
-        unsafe { write_validity(validity_ms, validity) };
-        Ok(())
+        let lease = self::semaphore(semaphore)?.lease(1);
+        // SAFETY: NULL or a NUL-terminated string; NULL or writable, by contract.
+        unsafe { extend_by_token(lease, token, ttl_ms, validity_ms) }
     })
-}
-
-/// Writes a validity in ms through `out` when it is not NULL.
-///
-/// # Safety
-/// `out` is NULL or writable.
-unsafe fn write_validity(out: *mut u64, validity: Duration) {
-    if !out.is_null() {
-        // SAFETY: by contract.
-        unsafe { *out = validity.as_millis() as u64 };
-    }
 }
 
 /// Makes a read-write lock on `name` (as a lock name). Nothing is contacted. On success `*out`
@@ -492,17 +524,12 @@ pub unsafe extern "C" fn fl_rwlock_try_acquire(
     out: *mut *mut fl_lock,
 ) -> fl_status {
     boundary(|| {
-        let out = ffi::out(out, "out")?;
-        let r = self::rwlock(rwlock)?;
-        let how = How::Wait(None);
-        // SAFETY: no token.
-        match unsafe { acquire(r.lease(mode)?, std::ptr::null(), (ttl_ms, 0, 0), how) } {
-            Ok(lease) => hand_out(lease, out),
-            Err(e) if e.kind() == fencelock::ErrorKind::NotAcquired => {
-                Err(not_free(&r.name, "the read-write lock"))
-            }
-            Err(e) => Err(e),
-        }
+        try_lease(
+            self::rwlock(rwlock)?.lease(mode)?,
+            "the read-write lock",
+            ttl_ms,
+            out,
+        )
     })
 }
 
@@ -519,14 +546,9 @@ pub unsafe extern "C" fn fl_with_rwlock(
     user_data: *mut c_void,
 ) -> fl_status {
     boundary(|| {
-        let callback = callback.ok_or_else(|| ffi::invalid("callback is NULL"))?;
         let lease = self::rwlock(rwlock)?.lease(mode)?;
-        let times = (ttl_ms, wait_ms, 0);
-        // SAFETY: no token; the callback under the caller's contract.
-        unsafe {
-            let lease = acquire(lease, std::ptr::null(), times, How::Scoped)?;
-            run_scoped(lease, callback, user_data)
-        }
+        // SAFETY: the callback under the caller's contract.
+        unsafe { with_lease(lease, (ttl_ms, wait_ms), callback, user_data) }
     })
 }
 
@@ -560,13 +582,8 @@ pub unsafe extern "C" fn fl_rwlock_release_by_token(
     rwlock: *const fl_rwlock,
     token: *const c_char,
 ) -> fl_status {
-    boundary(|| {
-        let r = self::rwlock(rwlock)?;
-        // SAFETY: NULL or a NUL-terminated string, by contract.
-        let token = unsafe { ffi::bytes(token, "token") }?;
-        let handle = r.manager.as_async().rwlock(&r.name)?;
-        r.manager.block_on(handle.release_by_token(token))?
-    })
+    // SAFETY: NULL or a NUL-terminated string, by contract.
+    boundary(|| unsafe { release_by_token(self::rwlock(rwlock)?.lease(0)?, token) })
 }
 
 /// Extends the share or hold held with `token`, as `fl_semaphore_extend_by_token`.
@@ -580,16 +597,9 @@ pub unsafe extern "C" fn fl_rwlock_extend_by_token(
     validity_ms: *mut u64,
 ) -> fl_status {
     boundary(|| {
-        let r = self::rwlock(rwlock)?;
-        // SAFETY: NULL or a NUL-terminated string, by contract.
-        let token = unsafe { ffi::bytes(token, "token") }?;
-        let handle = r.manager.as_async().rwlock(&r.name)?;
-        let validity = r
-            .manager
-            .block_on(handle.extend_by_token(token, ffi::ttl(ttl_ms)))??;
-        // SAFETY: NULL or writable, by contract.
-        unsafe { write_validity(validity_ms, validity) };
-        Ok(())
+        let lease = self::rwlock(rwlock)?.lease(0)?;
+        // SAFETY: NULL or a NUL-terminated string; NULL or writable, by contract.
+        unsafe { extend_by_token(lease, token, ttl_ms, validity_ms) }
     })
 }
 

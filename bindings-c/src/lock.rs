@@ -325,9 +325,10 @@ pub unsafe extern "C" fn fl_lock_acquire_interruptible(
         let opts = unsafe { acquire_options(token, ttl_ms, wait_ms) }?;
         // SAFETY: a C function pointer given by the caller, called on this thread.
         let poll = || unsafe { interrupted(user_data) };
+        let acquisition = m.inner.as_async().acquire_with(name, &opts);
         let lock = m
             .inner
-            .acquire_interruptible(name, &opts, INTERRUPT_POLL, poll)?;
+            .acquire_interruptible(acquisition, INTERRUPT_POLL, poll)?;
         hand_out(lock, out)
     })
 }

@@ -1,25 +1,26 @@
-//! The asyncio API: `fencelock.asyncio.LockManager` and the `lock()` scope (`aio_lock.rs` has
-//! the `Lock`, `aio_bridge.rs` the bridge from the runtime to the event loop). Cancelling the
+//! The asyncio API: `fencelock.asyncio.LockManager` (its methods shared with the sync manager
+//! are in `calls.rs`, the `Lock` in `lock.rs`), its acquisition and the `lock()` scope;
+//! `aio_bridge.rs` has the bridge from the runtime to the event loop. Cancelling the
 //! awaiting task aborts an acquisition, which drops the core's future: votes it had won are
 //! released in the background. Release and extend are not aborted (a half-done release would
 //! leave the lock held until its TTL): they finish in the background.
 
 use std::sync::Mutex;
 
-use fencelock::{ErrorKind, LeaseKind};
+use fencelock::ErrorKind;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyTuple;
 
-use crate::aio_bridge::{bridge, none, ready, spawn, OnCancel};
-use crate::convert::{
-    max_hold_arg, name_arg, names_arg, opt_token_arg, token_arg, ttl_arg, wait_arg, wait_limit,
-    CallerToken, Names, Servers, Text,
-};
+use crate::aio_bridge::{bridge, ready, spawn, OnCancel};
+use crate::calls::manager_methods;
+use crate::convert::{wait_limit, CallerToken, Names};
 use crate::errors::{Failure, LockError};
+use crate::face::Awaiting;
+use crate::lock::{LockCell, PyAsyncLock};
 use crate::lost::{Deliver, Keep};
-use crate::managed::{Live, Managed};
+use crate::managed::Managed;
 use crate::options::acquire_options;
-use crate::options::{is_exception, Options, ScopeArgs};
+use crate::options::{is_exception, ScopeArgs};
 
 /// A distributed lock manager for asyncio: the same as ``fencelock.LockManager`` with
 /// ``async`` methods and ``async with``.
@@ -38,11 +39,14 @@ pub struct PyAsyncLockManager {
     managed: Managed,
 }
 
-impl PyAsyncLockManager {
-    pub(crate) fn live(&self, py: Python<'_>) -> PyResult<Live> {
-        self.managed.live().map_err(|f| f.into_py(py))
-    }
+manager_methods!(
+    PyAsyncLockManager,
+    Awaiting,
+    PyAsyncLockScope,
+    "fencelock.asyncio.LockManager"
+);
 
+impl PyAsyncLockManager {
     /// Spawns an acquisition; `try_once` turns "held by another" into `None`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn start_acquire<'py>(
@@ -64,19 +68,11 @@ impl PyAsyncLockManager {
             None => None,
         };
         let live = self.live(py)?;
-        let manager = live.manager.as_async().clone();
-        let keys = names.bytes();
-        let kind = match &names {
-            Names::One(_) => Some(LeaseKind::Lock),
-            Names::Many(_) => None,
-            Names::Lease(_, kind) => Some(*kind),
-        };
+        let acquisition = names
+            .prepare(live.manager.as_async(), &opts)
+            .map_err(|e| Failure::Core(e).into_py(py))?;
         let fut = async move {
-            let acquired = match kind {
-                None => manager.acquire_many_with(&keys, &opts).await,
-                Some(kind) => manager.acquire_lease_with(&keys[0], kind, &opts).await,
-            };
-            match acquired {
+            match acquisition.await {
                 Ok(lock) => Ok(Some(lock)),
                 // As the core's try_acquire: only "held by another" is no lock.
                 Err(e) if try_once && e.kind() == ErrorKind::NotAcquired => Ok(None),
@@ -91,10 +87,8 @@ impl PyAsyncLockManager {
             if let Some(event_loop) = event_loop {
                 keep.watch(&lock, &names.first(), Deliver::Loop(event_loop));
             }
-            let lock = Bound::new(
-                py,
-                PyAsyncLock::new(lock, &names, token.as_ref(), lock_live),
-            )?;
+            let lock = LockCell::new(lock, &names, token.as_ref(), lock_live);
+            let lock = Bound::new(py, PyAsyncLock::new(lock))?;
             Ok(lock.into_any())
         })
     }
@@ -102,242 +96,6 @@ impl PyAsyncLockManager {
 
 #[pymethods]
 impl PyAsyncLockManager {
-    #[new]
-    #[pyo3(signature = (servers, **options))]
-    fn new(
-        py: Python<'_>,
-        servers: Servers,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyAsyncLockManager> {
-        let options = Options::from_kwargs("LockManager", servers, options)?;
-        let managed = Managed::new(py, options)?;
-        Ok(PyAsyncLockManager { managed })
-    }
-
-    /// Acquires ``name`` for ``ttl`` seconds; awaits the ``Lock``.
-    ///
-    /// ``wait``: ``None`` waits until acquired, a number of seconds gives up with
-    /// ``NotAcquired``, ``0`` tries once. ``token``, ``reentrant``, ``auto_extend`` and ``max_hold`` as in
-    /// ``fencelock.LockManager.acquire``; ``on_lost`` too, but scheduled on the event loop
-    /// that acquired (a coroutine function's coroutine is run as a task). Cancelling the
-    /// awaiting task abandons the acquisition (nothing stays locked).
-    #[pyo3(signature = (
-        name, ttl = 30.0, *, wait = None, token = None, reentrant = false,
-        auto_extend = false, max_hold = None,
-        on_lost = None
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn acquire<'py>(
-        &self,
-        py: Python<'py>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
-        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
-        #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
-        reentrant: bool,
-        auto_extend: bool,
-        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
-        on_lost: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
-        let token = CallerToken { token, reentrant };
-        self.start_acquire(py, Names::One(name), ttl, wait, token, keep, false)
-    }
-
-    /// Acquires every name of ``names`` at once, or none; awaits one ``Lock`` for all of them.
-    /// As ``fencelock.LockManager.acquire_many``; cancelling the awaiting task abandons it.
-    #[pyo3(signature = (
-        names, ttl = 30.0, *, wait = None, token = None, reentrant = false,
-        auto_extend = false, max_hold = None, on_lost = None
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn acquire_many<'py>(
-        &self,
-        py: Python<'py>,
-        #[pyo3(from_py_with = names_arg)] names: Names,
-        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
-        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
-        #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
-        reentrant: bool,
-        auto_extend: bool,
-        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
-        on_lost: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
-        let token = CallerToken { token, reentrant };
-        self.start_acquire(py, names, ttl, wait, token, keep, false)
-    }
-
-    /// Tries once to acquire ``name``: awaits the ``Lock``, or ``None`` when another owner
-    /// holds it (unreachable servers raise ``Unavailable``).
-    #[pyo3(signature = (
-        name, ttl = 30.0, *, token = None, reentrant = false, auto_extend = false, max_hold = None,
-        on_lost = None
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn try_acquire<'py>(
-        &self,
-        py: Python<'py>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
-        #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
-        reentrant: bool,
-        auto_extend: bool,
-        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
-        on_lost: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
-        let token = CallerToken { token, reentrant };
-        self.start_acquire(py, Names::One(name), ttl, None, token, keep, true)
-    }
-
-    /// An async context manager that holds ``name`` while its block runs:
-    /// ``async with manager.lock("jobs") as lock: ...``. Auto-extends (for at most
-    /// ``max_hold`` seconds when given; ``on_lost`` as for ``acquire``); raises ``LockLost``
-    /// at exit if the lock was lost meanwhile (unless the block raised).
-    #[pyo3(signature = (name, ttl = 30.0, *, wait = None, max_hold = None, on_lost = None))]
-    fn lock(
-        slf: Bound<'_, Self>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
-        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
-        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
-        on_lost: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<PyAsyncLockScope> {
-        let args = ScopeArgs::new(name, ttl, wait, max_hold, on_lost.as_ref())?;
-        Ok(PyAsyncLockScope::new(slf.unbind(), args))
-    }
-
-    /// A decorator for coroutine functions: each call runs inside
-    /// ``async with manager.lock(name, ttl, wait=wait, max_hold=max_hold, on_lost=on_lost)``.
-    #[pyo3(signature = (name, ttl = 30.0, *, wait = None, max_hold = None, on_lost = None))]
-    fn locked<'py>(
-        slf: &Bound<'py, Self>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
-        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
-        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
-        on_lost: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        ScopeArgs::new(name, ttl, wait, max_hold, on_lost.as_ref())?.decorator(slf.as_any())
-    }
-
-    /// Whether ``name`` is held (awaitable ``bool``); see ``fencelock.LockManager.is_locked``.
-    fn is_locked<'py>(
-        &self,
-        py: Python<'py>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let live = self.live(py)?;
-        let manager = live.manager.as_async().clone();
-        let fut = async move {
-            manager
-                .is_locked(name.as_bytes())
-                .await
-                .map_err(Failure::Core)
-        };
-        spawn(py, &live, OnCancel::Finish, fut, |py, held: bool| {
-            Ok(pyo3::types::PyBool::new(py, held).to_owned().into_any())
-        })
-    }
-
-    /// How long ``name`` stays held at least, in seconds, or ``None`` when free (awaitable);
-    /// see ``fencelock.LockManager.remaining``.
-    fn remaining<'py>(
-        &self,
-        py: Python<'py>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let live = self.live(py)?;
-        let manager = live.manager.as_async().clone();
-        let fut = async move {
-            manager
-                .remaining(name.as_bytes())
-                .await
-                .map_err(Failure::Core)
-        };
-        spawn(
-            py,
-            &live,
-            OnCancel::Finish,
-            fut,
-            |py, left: Option<std::time::Duration>| {
-                Ok(match left {
-                    Some(d) => {
-                        pyo3::types::PyFloat::new(py, crate::convert::seconds_or_inf(d)).into_any()
-                    }
-                    None => py.None().into_bound(py),
-                })
-            },
-        )
-    }
-
-    /// Who holds ``name`` now (awaitable ``fencelock.Holder`` or ``None``); see
-    /// ``fencelock.LockManager.holder``.
-    fn holder<'py>(
-        &self,
-        py: Python<'py>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let live = self.live(py)?;
-        let manager = live.manager.as_async().clone();
-        let fut = async move { manager.holder(name.as_bytes()).await.map_err(Failure::Core) };
-        spawn(
-            py,
-            &live,
-            OnCancel::Finish,
-            fut,
-            crate::convert::holder_to_py,
-        )
-    }
-
-    /// Extends ``name`` if it is held with ``token`` (awaitable validity in seconds); see
-    /// ``fencelock.LockManager.extend``.
-    fn extend<'py>(
-        &self,
-        py: Python<'py>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-        #[pyo3(from_py_with = token_arg)] token: Text,
-        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let ttl = crate::convert::ttl_seconds(ttl)?;
-        let live = self.live(py)?;
-        let manager = live.manager.as_async().clone();
-        let fut = async move {
-            manager
-                .extend_by_token(name.as_bytes(), token.as_bytes(), ttl)
-                .await
-                .map_err(Failure::Core)
-        };
-        spawn(
-            py,
-            &live,
-            OnCancel::Finish,
-            fut,
-            |py, v: std::time::Duration| {
-                Ok(pyo3::types::PyFloat::new(py, v.as_secs_f64()).into_any())
-            },
-        )
-    }
-
-    /// Releases ``name`` if it is held with ``token``; raises ``LockLost`` if it was not.
-    fn release<'py>(
-        &self,
-        py: Python<'py>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-        #[pyo3(from_py_with = token_arg)] token: Text,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let live = self.live(py)?;
-        let manager = live.manager.as_async().clone();
-        let fut = async move {
-            manager
-                .release_by_token(name.as_bytes(), token.as_bytes())
-                .await
-                .map_err(Failure::Core)
-        };
-        spawn(py, &live, OnCancel::Finish, fut, none)
-    }
-
     /// Closes the manager at once (later calls raise ``LockError``; locks already acquired
     /// stay usable). Returns an awaitable, so ``await manager.close()`` works too.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -358,10 +116,6 @@ impl PyAsyncLockManager {
     ) -> PyResult<Bound<'py, PyAny>> {
         self.managed.close();
         ready(py, false.into_pyobject(py)?.to_owned().into_any())
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> String {
-        self.managed.repr(py, "fencelock.asyncio.LockManager")
     }
 }
 
@@ -438,5 +192,3 @@ impl PyAsyncLockScope {
         self.args.repr(py, "fencelock.asyncio.LockScope")
     }
 }
-
-pub use crate::aio_lock::PyAsyncLock;

@@ -226,7 +226,3 @@ where
     }
     bridge.call_method1("wait", (future,))
 }
-
-pub(crate) fn none(py: Python<'_>, (): ()) -> PyResult<Bound<'_, PyAny>> {
-    Ok(py.None().into_bound(py))
-}

@@ -2,10 +2,12 @@
 //! before any network call. Range checks that belong to the lock (TTL bounds, name length,
 //! option ranges) stay in the core; this only refuses what cannot become a `Duration`.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::time::Duration;
 
-use fencelock::LeaseKind;
+use fencelock::{AcquireOptions, LeaseKind};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyString};
@@ -294,7 +296,33 @@ impl Names {
     pub fn bytes(&self) -> Vec<Vec<u8>> {
         self.all().iter().map(|n| n.as_bytes().to_vec()).collect()
     }
+
+    /// The core's acquisition of these names with `opts`, its arguments checked now (before
+    /// any network call), owning what it needs: the sync API blocks on it, the asyncio API
+    /// spawns it.
+    ///
+    /// # Errors
+    /// The core's `InvalidArgument` for a bad name, token or TTL.
+    pub fn prepare(
+        &self,
+        manager: &fencelock::LockManager,
+        opts: &AcquireOptions,
+    ) -> fencelock::Result<Acquisition> {
+        Ok(match self {
+            Names::One(name) => {
+                Box::pin(manager.prepare_lease(name.as_bytes(), LeaseKind::Lock, opts)?)
+            }
+            Names::Lease(name, kind) => {
+                Box::pin(manager.prepare_lease(name.as_bytes(), *kind, opts)?)
+            }
+            Names::Many(_) => Box::pin(manager.prepare_many(self.bytes(), opts)?),
+        })
+    }
 }
+
+/// An acquisition of [`Names::prepare`].
+pub type Acquisition =
+    Pin<Box<dyn Future<Output = fencelock::Result<fencelock::Lock>> + Send + 'static>>;
 
 /// The lease of the family's private calls (`fencelock/_family.py`): `kind` `"semaphore"`
 /// (`count` permits of `limit`), `"read"` or `"write"`; the core checks the numbers.

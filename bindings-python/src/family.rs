@@ -4,21 +4,17 @@
 //! `_lease_holders`, `_lease_release`, `_lease_extend`). A lease is a `Lock` / `asyncio.Lock` like any other;
 //! the kind travels as [`Names::Lease`] through the managers' one acquisition path.
 
-use std::time::Duration;
-
-use fencelock::{ErrorKind, Family, FamilyState, LeaseKind};
+use fencelock::{FamilyState, LeaseKind};
 use pyo3::prelude::*;
 
 use crate::aio::{PyAsyncLockManager, PyAsyncLockScope};
-use crate::aio_bridge::{spawn, OnCancel};
 use crate::convert::{
     lease_kind, max_hold_arg, name_arg, opt_token_arg, token_arg, ttl_arg, ttl_seconds, wait_arg,
     CallerToken, Names, Text,
 };
-use crate::errors::{to_py, Failure};
+use crate::errors::to_py;
 use crate::lost::Keep;
 use crate::options::ScopeArgs;
-use crate::shutdown;
 use crate::sync::{PyLockManager, PyLockScope};
 
 /// A state as the handles read it: a semaphore's `(limit, held, holders, waiters)`, a
@@ -67,8 +63,8 @@ fn check_semaphore(name: &Text, limit: u32) -> fencelock::Result<()> {
 }
 
 /// The family's methods, the same on both managers (`$class_prefix` names the Python handle
-/// classes: `Semaphore` or `AsyncSemaphore`, ...); each manager's `acquire_lease` and
-/// `lease_call` do the blocking or the awaiting.
+/// classes: `Semaphore` or `AsyncSemaphore`, ...); each manager's `start_acquire` and `call`
+/// (`calls.rs`) do the blocking or the awaiting.
 macro_rules! lease_methods {
     ($manager:ty, $scope:ty, $class_prefix:literal) => {
         #[pymethods]
@@ -125,7 +121,8 @@ macro_rules! lease_methods {
                     token: CallerToken { token, reentrant },
                     keep: Keep::new(auto_extend, max_hold, on_lost.as_ref())?,
                 };
-                self.acquire_lease(py, args, try_once)
+                let names = Names::Lease(args.name, args.kind);
+                self.start_acquire(py, names, args.ttl, args.wait, args.token, args.keep, try_once)
             }
 
             #[pyo3(signature = (
@@ -156,8 +153,10 @@ macro_rules! lease_methods {
                 limit: u32,
             ) -> PyResult<Bound<'py, PyAny>> {
                 let kind = lease_kind(kind, 1, limit)?;
-                let state = |f: Family| async move { f.state().await.map(state_tuple) };
-                self.lease_call(py, &name, kind, state, |py, st: State| {
+                let state = move |m: fencelock::LockManager| async move {
+                    m.family(name.as_bytes(), kind)?.state().await.map(state_tuple)
+                };
+                self.call(py, state, |py, st: State| {
                     Ok(pyo3::types::PyTuple::new(py, st)?.into_any())
                 })
             }
@@ -170,8 +169,10 @@ macro_rules! lease_methods {
                 limit: u32,
             ) -> PyResult<Bound<'py, PyAny>> {
                 let kind = lease_kind(kind, 1, limit)?;
-                let holders = |f: Family| async move { f.holders().await };
-                self.lease_call(py, &name, kind, holders, |py, hs: Vec<fencelock::LockHolder>| {
+                let holders = move |m: fencelock::LockManager| async move {
+                    m.family(name.as_bytes(), kind)?.holders().await
+                };
+                self.call(py, holders, |py, hs: Vec<fencelock::LockHolder>| {
                     let list = pyo3::types::PyList::empty(py);
                     for h in hs {
                         list.append(crate::convert::holder_to_py(py, Some(h))?)?;
@@ -189,10 +190,10 @@ macro_rules! lease_methods {
                 #[pyo3(from_py_with = token_arg)] token: Text,
             ) -> PyResult<Bound<'py, PyAny>> {
                 let kind = lease_kind(kind, 1, limit)?;
-                let release = |f: Family| async move { f.release_by_token(token.as_bytes()).await };
-                self.lease_call(py, &name, kind, release, |py, ()| {
-                    Ok(py.None().into_bound(py))
-                })
+                let release = move |m: fencelock::LockManager| async move {
+                    m.family(name.as_bytes(), kind)?.release_by_token(token.as_bytes()).await
+                };
+                self.call(py, release, crate::face::none)
             }
 
             fn _lease_extend<'py>(
@@ -206,10 +207,10 @@ macro_rules! lease_methods {
             ) -> PyResult<Bound<'py, PyAny>> {
                 let kind = lease_kind(kind, 1, limit)?;
                 let ttl = ttl_seconds(ttl)?;
-                let extend = move |f: Family| async move { f.extend_by_token(token.as_bytes(), ttl).await };
-                self.lease_call(py, &name, kind, extend, |py, v: Duration| {
-                    Ok(pyo3::types::PyFloat::new(py, v.as_secs_f64()).into_any())
-                })
+                let extend = move |m: fencelock::LockManager| async move {
+                    m.family(name.as_bytes(), kind)?.extend_by_token(token.as_bytes(), ttl).await
+                };
+                self.call(py, extend, crate::face::seconds)
             }
         }
     };
@@ -217,80 +218,3 @@ macro_rules! lease_methods {
 
 lease_methods!(PyLockManager, PyLockScope, "");
 lease_methods!(PyAsyncLockManager, PyAsyncLockScope, "Async");
-
-impl PyLockManager {
-    /// Acquires a lease, blocking with the GIL released: the `Lock`, or `None` for a single
-    /// try that found the lease not free.
-    fn acquire_lease<'py>(
-        &self,
-        py: Python<'py>,
-        a: LeaseArgs,
-        try_once: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let names = Names::Lease(a.name, a.kind);
-        match self.acquire_inner(py, names, a.ttl, a.wait, a.token, &a.keep)? {
-            Ok(lock) => Ok(Bound::new(py, lock)?.into_any()),
-            Err(crate::sync::AcquireError::Failed(Failure::Core(e)))
-                if try_once && e.kind() == ErrorKind::NotAcquired =>
-            {
-                Ok(py.None().into_bound(py))
-            }
-            Err(e) => Err(e.into_py(py)),
-        }
-    }
-
-    /// A call on the lease's handle, blocking with the GIL released; its result converted.
-    fn lease_call<'py, T, F>(
-        &self,
-        py: Python<'py>,
-        name: &Text,
-        kind: LeaseKind,
-        call: impl FnOnce(Family) -> F + Send,
-        convert: impl FnOnce(Python<'py>, T) -> PyResult<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>>
-    where
-        T: Send,
-        F: std::future::Future<Output = fencelock::Result<T>> + Send,
-    {
-        let manager = self.live(py)?;
-        let out = shutdown::detach(py, || {
-            let handle = manager.as_async().family(name.as_bytes(), kind)?;
-            manager.block_on(call(handle))?
-        });
-        convert(py, out.map_err(|e| to_py(py, e))?)
-    }
-}
-
-impl PyAsyncLockManager {
-    /// Starts acquiring a lease: an awaitable of the `Lock` (or `None`, for a single try).
-    fn acquire_lease<'py>(
-        &self,
-        py: Python<'py>,
-        a: LeaseArgs,
-        try_once: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let names = Names::Lease(a.name, a.kind);
-        self.start_acquire(py, names, a.ttl, a.wait, a.token, a.keep, try_once)
-    }
-
-    /// A call on the lease's handle, on the runtime: an awaitable of its converted result.
-    fn lease_call<'py, T, F>(
-        &self,
-        py: Python<'py>,
-        name: &Text,
-        kind: LeaseKind,
-        call: impl FnOnce(Family) -> F + Send + 'static,
-        convert: impl for<'a> FnOnce(Python<'a>, T) -> PyResult<Bound<'a, PyAny>> + Send + 'static,
-    ) -> PyResult<Bound<'py, PyAny>>
-    where
-        T: Send + 'static,
-        F: std::future::Future<Output = fencelock::Result<T>> + Send + 'static,
-    {
-        let live = self.live(py)?;
-        let handle = (live.manager.as_async())
-            .family(name.as_bytes(), kind)
-            .map_err(|e| to_py(py, e))?;
-        let fut = async move { call(handle).await.map_err(Failure::Core) };
-        spawn(py, &live, OnCancel::Finish, fut, convert)
-    }
-}

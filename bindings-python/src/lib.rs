@@ -9,12 +9,14 @@
 
 mod aio;
 mod aio_bridge;
-mod aio_lock;
+mod calls;
 mod cli;
 mod convert;
 mod errors;
 mod events;
+mod face;
 mod family;
+mod lock;
 mod lost;
 mod managed;
 mod metrics;
@@ -23,7 +25,6 @@ mod process;
 mod shutdown;
 mod spans;
 mod sync;
-mod sync_lock;
 
 use pyo3::prelude::*;
 
@@ -45,10 +46,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(metrics::_metric_totals, m)?)?;
     m.add_function(wrap_pyfunction!(metrics::_metric_observations, m)?)?;
     m.add_class::<sync::PyLockManager>()?;
-    m.add_class::<sync_lock::PyLock>()?;
+    m.add_class::<lock::PyLock>()?;
     m.add_class::<sync::PyLockScope>()?;
     m.add_class::<aio::PyAsyncLockManager>()?;
-    m.add_class::<aio::PyAsyncLock>()?;
+    m.add_class::<lock::PyAsyncLock>()?;
     m.add_class::<aio::PyAsyncLockScope>()?;
     Ok(())
 }

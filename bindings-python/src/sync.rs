@@ -1,4 +1,5 @@
-//! The synchronous API: `fencelock.LockManager`, `fencelock.Lock` and the `lock()` scope.
+//! The synchronous API: `fencelock.LockManager` (its methods shared with the asyncio manager
+//! are in `calls.rs`, the `Lock` in `lock.rs`), its acquisition and the `lock()` scope.
 //!
 //! Every network wait runs with the GIL released (`py.detach`), on owned values converted
 //! beforehand. Acquisitions wake every [`SIGNAL_POLL`] to run Python's signal handlers, so
@@ -6,21 +7,19 @@
 
 use std::sync::Mutex;
 
-use fencelock::{blocking, AcquireOptions, ErrorKind};
+use fencelock::{blocking, ErrorKind};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
-use crate::convert::{
-    max_hold_arg, name_arg, names_arg, opt_token_arg, token_arg, ttl_arg, ttl_seconds, wait_arg,
-    wait_limit, CallerToken, Names, Servers, Text,
-};
+use crate::calls::manager_methods;
+use crate::convert::{wait_limit, Acquisition, CallerToken, Names};
 use crate::errors::{to_py, Failure, LockError};
+use crate::face::Blocking;
+use crate::lock::{LockCell, PyLock};
 use crate::lost::{Deliver, Keep};
 use crate::managed::{Managed, SIGNAL_POLL};
 use crate::options::acquire_options;
-use crate::options::{is_exception, Options, ScopeArgs};
+use crate::options::{is_exception, ScopeArgs};
 use crate::shutdown;
-use crate::sync_lock::PyLock;
 
 /// Why a blocking acquisition failed.
 pub(crate) enum AcquireError {
@@ -39,14 +38,13 @@ impl AcquireError {
     }
 }
 
-/// Acquires with the GIL released, running Python's signal handlers every `SIGNAL_POLL`; an
-/// exception from a handler cancels the acquisition and is raised as is.
+/// Blocks on `acquisition` with the GIL released, running Python's signal handlers every
+/// `SIGNAL_POLL`; an exception from a handler cancels the acquisition and is raised as is.
 fn acquire_blocking(
     py: Python<'_>,
     manager: &blocking::LockManager,
-    names: &Names,
-    opts: &AcquireOptions,
-) -> Result<blocking::Lock, AcquireError> {
+    acquisition: Acquisition,
+) -> Result<fencelock::Lock, AcquireError> {
     let mut raised: Option<PyErr> = None;
     let interrupted = || {
         shutdown::reattach(|py| match py.check_signals() {
@@ -57,20 +55,10 @@ fn acquire_blocking(
             }
         })
     };
-    let result = shutdown::detach(py, || match names {
-        Names::One(name) => {
-            manager.acquire_interruptible(name.as_bytes(), opts, SIGNAL_POLL, interrupted)
-        }
-        Names::Many(_) => {
-            manager.acquire_many_interruptible(names.bytes(), opts, SIGNAL_POLL, interrupted)
-        }
-        Names::Lease(name, kind) => manager.acquire_lease_interruptible(
-            name.as_bytes(),
-            *kind,
-            opts,
-            SIGNAL_POLL,
-            interrupted,
-        ),
+    let result = shutdown::detach(py, || {
+        manager
+            .block_on_interruptible(acquisition, SIGNAL_POLL, interrupted)
+            .and_then(|acquired| acquired)
     });
     match result {
         Ok(lock) => Ok(lock),
@@ -138,14 +126,14 @@ pub struct PyLockManager {
     managed: Managed,
 }
 
-impl PyLockManager {
-    pub(crate) fn live(&self, py: Python<'_>) -> PyResult<blocking::LockManager> {
-        self.managed
-            .live()
-            .map(|l| l.manager)
-            .map_err(|f| f.into_py(py))
-    }
+manager_methods!(
+    PyLockManager,
+    Blocking,
+    PyLockScope,
+    "fencelock.LockManager"
+);
 
+impl PyLockManager {
     /// Acquires `names` (or a lease of the family: [`Names::Lease`]); the outer error is a
     /// bad argument, the inner one the acquisition's.
     pub(crate) fn acquire_inner(
@@ -158,251 +146,45 @@ impl PyLockManager {
         keep: &Keep,
     ) -> PyResult<Result<PyLock, AcquireError>> {
         let opts = acquire_options(py, ttl, wait_limit(wait)?, &token, keep)?;
-        let manager = self.live(py)?;
-        Ok(acquire_blocking(py, &manager, &names, &opts).map(|lock| {
-            keep.watch(lock.as_async(), &names.first(), Deliver::Thread);
-            PyLock::new(lock, &names, token.token.as_ref())
+        let live = self.live(py)?;
+        let acquisition =
+            (names.prepare(live.manager.as_async(), &opts)).map_err(|e| to_py(py, e))?;
+        let manager = live.manager.clone();
+        Ok(acquire_blocking(py, &manager, acquisition).map(|lock| {
+            keep.watch(&lock, &names.first(), Deliver::Thread);
+            PyLock::new(LockCell::new(lock, &names, token.token.as_ref(), live))
         }))
+    }
+
+    /// Acquires for `manager_methods!` and the family: the `Lock`, or `None` for a single try
+    /// (`try_once`) that found the name held.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start_acquire<'py>(
+        &self,
+        py: Python<'py>,
+        names: Names,
+        ttl: f64,
+        wait: Option<f64>,
+        token: CallerToken,
+        keep: Keep,
+        try_once: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let wait = if try_once { Some(0.0) } else { wait };
+        match self.acquire_inner(py, names, ttl, wait, token, &keep)? {
+            Ok(lock) => Ok(Bound::new(py, lock)?.into_any()),
+            // As the core's try_acquire: "held by another" is no lock, anything else raises.
+            Err(AcquireError::Failed(Failure::Core(e)))
+                if try_once && e.kind() == ErrorKind::NotAcquired =>
+            {
+                Ok(py.None().into_bound(py))
+            }
+            Err(e) => Err(e.into_py(py)),
+        }
     }
 }
 
 #[pymethods]
 impl PyLockManager {
-    #[new]
-    #[pyo3(signature = (servers, **options))]
-    fn new(
-        py: Python<'_>,
-        servers: Servers,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyLockManager> {
-        let options = Options::from_kwargs("LockManager", servers, options)?;
-        let managed = Managed::new(py, options)?;
-        Ok(PyLockManager { managed })
-    }
-
-    /// Acquires the lock ``name`` (str or bytes) for ``ttl`` seconds and returns the ``Lock``.
-    ///
-    /// ``wait``: ``None`` (the default) waits until acquired, interruptible by Ctrl-C; a
-    /// number of seconds gives up after that long with ``NotAcquired``; ``0`` tries once.
-    /// ``token``: your own token (str or bytes: a job or request id) instead of a random one;
-    /// it is exclusive, as the classic request-id lock is: while the name is held with it
-    /// (by another process passing it too), acquiring waits like for any other holder, unless
-    /// ``reentrant=True``, which acquires it again (TTL reset, a new fencing token). ``auto_extend``: keep the lock alive
-    /// in the background (extends every ttl/3) until released; ``lock.lost`` turns true if
-    /// it is lost anyway. ``max_hold`` (seconds, with ``auto_extend``): stop extending that
-    /// long after acquisition, so the lock expires then at the latest. ``on_lost``: a callable
-    /// called once, from a background thread, with a ``LockLost`` error (``reason``:
-    /// ``"expired"``, ``"taken"`` or ``"unreachable"``; ``name``, ``fencing_token``) if the
-    /// lock is lost while held; never after a release. What it raises is logged on the
-    /// ``fencelock`` logger.
-    ///
-    /// Raises ``NotAcquired`` (wait limit passed), ``Unavailable`` (too few servers answer),
-    /// ``ServerError``, ``ValueError``/``TypeError`` for bad arguments. The GIL is released
-    /// while waiting.
-    #[pyo3(signature = (
-        name, ttl = 30.0, *, wait = None, token = None, reentrant = false,
-        auto_extend = false, max_hold = None,
-        on_lost = None
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn acquire(
-        &self,
-        py: Python<'_>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
-        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
-        #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
-        reentrant: bool,
-        auto_extend: bool,
-        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
-        on_lost: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<PyLock> {
-        let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
-        let token = CallerToken { token, reentrant };
-        self.acquire_inner(py, Names::One(name), ttl, wait, token, &keep)?
-            .map_err(|e| e.into_py(py))
-    }
-
-    /// Acquires every name of ``names`` (a list or tuple of str or bytes) at once, or none,
-    /// and returns one ``Lock`` for all of them: on each server one script sets every key or
-    /// none, with one token and one fencing token per name (``lock.names``,
-    /// ``lock.fencing_tokens``). It waits in every name's queue in the order callers came,
-    /// without holding any of the names meanwhile (a release never hands it one name alone),
-    /// so locks on overlapping names never deadlock. ``extend``, ``release`` and auto-extension
-    /// act on all the names. On a Redis Cluster the names must share a hash slot: give them a
-    /// common hash tag (``["{order-42}:payment", "{order-42}:stock"]``). Other arguments and
-    /// errors as for ``acquire``; ``ValueError`` also for no names, more than 64, or one given
-    /// twice.
-    #[pyo3(signature = (
-        names, ttl = 30.0, *, wait = None, token = None, reentrant = false,
-        auto_extend = false, max_hold = None, on_lost = None
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn acquire_many(
-        &self,
-        py: Python<'_>,
-        #[pyo3(from_py_with = names_arg)] names: Names,
-        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
-        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
-        #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
-        reentrant: bool,
-        auto_extend: bool,
-        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
-        on_lost: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<PyLock> {
-        let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
-        let token = CallerToken { token, reentrant };
-        self.acquire_inner(py, names, ttl, wait, token, &keep)?
-            .map_err(|e| e.into_py(py))
-    }
-
-    /// Tries once to acquire ``name``: the ``Lock``, or ``None`` when another owner holds it.
-    ///
-    /// Unreachable servers raise ``Unavailable`` rather than returning ``None``. Arguments
-    /// as for ``acquire``.
-    #[pyo3(signature = (
-        name, ttl = 30.0, *, token = None, reentrant = false, auto_extend = false, max_hold = None,
-        on_lost = None
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn try_acquire(
-        &self,
-        py: Python<'_>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
-        #[pyo3(from_py_with = opt_token_arg)] token: Option<Text>,
-        reentrant: bool,
-        auto_extend: bool,
-        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
-        on_lost: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Option<PyLock>> {
-        let keep = Keep::new(auto_extend, max_hold, on_lost.as_ref())?;
-        let token = CallerToken { token, reentrant };
-        match self.acquire_inner(py, Names::One(name), ttl, Some(0.0), token, &keep)? {
-            Ok(lock) => Ok(Some(lock)),
-            // As the core's try_acquire: "held by another" is no lock, anything else raises.
-            Err(AcquireError::Failed(Failure::Core(e))) if e.kind() == ErrorKind::NotAcquired => {
-                Ok(None)
-            }
-            Err(e) => Err(e.into_py(py)),
-        }
-    }
-
-    /// A context manager that holds ``name`` while its block runs:
-    /// ``with manager.lock("jobs") as lock: ...``.
-    ///
-    /// Entering acquires (``wait`` as for ``acquire``; ``None`` waits until acquired) with
-    /// auto-extension on (for at most ``max_hold`` seconds when given; ``on_lost`` as for
-    /// ``acquire``); leaving releases. If the lock was lost while the block ran, leaving
-    /// raises ``LockLost`` (unless the block itself raised: that exception propagates).
-    #[pyo3(signature = (name, ttl = 30.0, *, wait = None, max_hold = None, on_lost = None))]
-    fn lock(
-        slf: Bound<'_, Self>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
-        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
-        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
-        on_lost: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<PyLockScope> {
-        let args = ScopeArgs::new(name, ttl, wait, max_hold, on_lost.as_ref())?;
-        Ok(PyLockScope::new(slf.unbind(), args))
-    }
-
-    /// A decorator that runs the function while holding ``name``, as ``with
-    /// manager.lock(name, ttl, wait=wait, max_hold=max_hold, on_lost=on_lost)``. For
-    /// coroutine functions use ``fencelock.asyncio.LockManager.locked``.
-    #[pyo3(signature = (name, ttl = 30.0, *, wait = None, max_hold = None, on_lost = None))]
-    fn locked<'py>(
-        slf: &Bound<'py, Self>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
-        #[pyo3(from_py_with = wait_arg)] wait: Option<f64>,
-        #[pyo3(from_py_with = max_hold_arg)] max_hold: Option<f64>,
-        on_lost: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        ScopeArgs::new(name, ttl, wait, max_hold, on_lost.as_ref())?.decorator(slf.as_any())
-    }
-
-    /// Whether ``name`` is held: a quorum of the servers hold its key under one token (taken
-    /// by fencelock or by another client's classic set-if-absent lock with an expiry). Acquires nothing;
-    /// the holder's token is never shown. Raises ``Unavailable`` when too few servers
-    /// answer, as ``acquire`` does.
-    fn is_locked(
-        &self,
-        py: Python<'_>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-    ) -> PyResult<bool> {
-        let manager = self.live(py)?;
-        shutdown::detach(py, || manager.is_locked(name.as_bytes())).map_err(|e| to_py(py, e))
-    }
-
-    /// How long ``name`` stays held at least, in seconds, or ``None`` when it is free: the
-    /// quorum's view (what a quorum of the servers holding it under one token still keep, less
-    /// this call's time and the clock drift; never more); ``math.inf`` for a key without
-    /// expiry. Raises as ``is_locked``.
-    fn remaining(
-        &self,
-        py: Python<'_>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-    ) -> PyResult<Option<f64>> {
-        let manager = self.live(py)?;
-        shutdown::detach(py, || manager.remaining(name.as_bytes()))
-            .map(|r| r.map(crate::convert::seconds_or_inf))
-            .map_err(|e| to_py(py, e))
-    }
-
-    /// Who holds ``name`` now: a ``fencelock.Holder`` (how long it stays held at least, and the
-    /// label, since when and fencing token its holder noted, when its manager has the
-    /// ``holder`` option), or ``None`` when it is free. Acquires nothing; raises as
-    /// ``is_locked``.
-    fn holder<'py>(
-        &self,
-        py: Python<'py>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let manager = self.live(py)?;
-        let holder =
-            shutdown::detach(py, || manager.holder(name.as_bytes())).map_err(|e| to_py(py, e))?;
-        crate::convert::holder_to_py(py, holder)
-    }
-
-    /// Extends ``name`` if it is held with ``token`` (a lock handed over from another process
-    /// or thread): it expires ``ttl`` seconds from now on every server holding it with
-    /// ``token``. Returns the validity this gives, in seconds (as ``Lock.validity``). Raises
-    /// ``LockLost`` if it is not held with that token (expired, or taken by another owner),
-    /// ``Unavailable`` if too few servers answered, ``ValueError`` for a bad ttl.
-    fn extend(
-        &self,
-        py: Python<'_>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-        #[pyo3(from_py_with = token_arg)] token: Text,
-        #[pyo3(from_py_with = ttl_arg)] ttl: f64,
-    ) -> PyResult<f64> {
-        let ttl = ttl_seconds(ttl)?;
-        let manager = self.live(py)?;
-        shutdown::detach(py, || {
-            manager.extend_by_token(name.as_bytes(), token.as_bytes(), ttl)
-        })
-        .map(|v| v.as_secs_f64())
-        .map_err(|e| to_py(py, e))
-    }
-
-    /// Releases ``name`` if it is held with ``token`` (a lock handed over from another process
-    /// or thread). Raises ``LockLost`` if it was not held with that token (expired, or taken
-    /// by another owner), ``Unavailable`` if too few servers answered.
-    fn release(
-        &self,
-        py: Python<'_>,
-        #[pyo3(from_py_with = name_arg)] name: Text,
-        #[pyo3(from_py_with = token_arg)] token: Text,
-    ) -> PyResult<()> {
-        let manager = self.live(py)?;
-        shutdown::detach(py, || {
-            manager.release_by_token(name.as_bytes(), token.as_bytes())
-        })
-        .map_err(|e| to_py(py, e))
-    }
-
     /// Closes the manager: later calls raise ``LockError``. Locks already acquired stay
     /// usable until released; the connections go when the last of them does. Never blocks.
     fn close(&self) {
@@ -417,10 +199,6 @@ impl PyLockManager {
     fn __exit__(&self, _exc_info: &Bound<'_, pyo3::types::PyTuple>) -> bool {
         self.managed.close();
         false
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> String {
-        self.managed.repr(py, "fencelock.LockManager")
     }
 }
 

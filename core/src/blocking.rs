@@ -11,6 +11,8 @@ use tokio::runtime::Runtime;
 use crate::error::{Error, Result};
 use crate::{AcquireOptions, Builder, Config};
 
+#[macro_use]
+mod calls;
 mod family;
 mod pending;
 pub use family::{RwLock, Semaphore};
@@ -143,172 +145,43 @@ impl LockManager {
         }
     }
 
-    /// See [`crate::LockManager::acquire`].
-    ///
-    /// # Errors
-    /// As [`crate::LockManager::acquire`].
-    pub fn acquire(
-        &self,
-        name: impl AsRef<[u8]>,
-        ttl: Duration,
-        wait: Option<Duration>,
-    ) -> Result<Lock> {
-        let lock = self.block_on(self.inner.acquire(name, ttl, wait))??;
-        Ok(self.wrap(lock))
+    fn run<F: Future>(&self, fut: F) -> Result<F::Output> {
+        self.block_on(fut)
     }
 
-    /// See [`crate::LockManager::acquire_with`].
+    /// Blocks on `acquisition` (an acquire of the async API underneath: this manager's
+    /// [`as_async`](Self::as_async), or one of its semaphores' or read-write locks') as
+    /// [`block_on_interruptible`](Self::block_on_interruptible) does: `interrupted` is asked
+    /// every `every`, and a `true` gives the acquisition up. The Python binding honours
+    /// Ctrl-C with it, the C binding its interrupt callback.
     ///
     /// # Errors
-    /// As [`crate::LockManager::acquire_with`].
-    pub fn acquire_with(&self, name: impl AsRef<[u8]>, opts: &AcquireOptions) -> Result<Lock> {
-        let lock = self.block_on(self.inner.acquire_with(name, opts))??;
-        Ok(self.wrap(lock))
-    }
-
-    /// [`acquire_with`](Self::acquire_with) that can be interrupted, as
-    /// [`block_on_interruptible`](Self::block_on_interruptible).
-    ///
-    /// # Errors
-    /// As [`crate::LockManager::acquire_with`], or [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled).
+    /// The acquisition's, or [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled).
     pub fn acquire_interruptible(
         &self,
-        name: impl AsRef<[u8]>,
-        opts: &AcquireOptions,
+        acquisition: impl Future<Output = Result<crate::Lock>>,
         every: Duration,
         interrupted: impl FnMut() -> bool,
     ) -> Result<Lock> {
-        let fut = self.inner.acquire_with(name, opts);
-        let lock = self.block_on_interruptible(fut, every, interrupted)??;
+        let lock = self.block_on_interruptible(acquisition, every, interrupted)??;
         Ok(self.wrap(lock))
     }
 
-    /// See [`crate::LockManager::acquire_lease_with`].
-    ///
-    /// # Errors
-    /// As [`crate::LockManager::acquire_lease_with`].
-    pub fn acquire_lease_with(
-        &self,
-        name: impl AsRef<[u8]>,
-        kind: crate::LeaseKind,
-        opts: &AcquireOptions,
-    ) -> Result<Lock> {
-        let lock = self.block_on(self.inner.acquire_lease_with(name, kind, opts))??;
-        Ok(self.wrap(lock))
-    }
-
-    /// [`crate::LockManager::acquire_lease_with`] that can be interrupted, as
-    /// [`block_on_interruptible`](Self::block_on_interruptible).
-    ///
-    /// # Errors
-    /// As [`crate::LockManager::acquire_lease_with`], or [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled).
-    pub fn acquire_lease_interruptible(
-        &self,
-        name: impl AsRef<[u8]>,
-        kind: crate::LeaseKind,
-        opts: &AcquireOptions,
-        every: Duration,
-        interrupted: impl FnMut() -> bool,
-    ) -> Result<Lock> {
-        let fut = self.inner.acquire_lease_with(name, kind, opts);
-        let lock = self.block_on_interruptible(fut, every, interrupted)??;
-        Ok(self.wrap(lock))
-    }
-
-    /// See [`crate::LockManager::acquire_many_with`].
-    ///
-    /// # Errors
-    /// As [`crate::LockManager::acquire_many_with`].
-    pub fn acquire_many_with<N: AsRef<[u8]>>(
-        &self,
-        names: impl IntoIterator<Item = N>,
-        opts: &AcquireOptions,
-    ) -> Result<Lock> {
-        let lock = self.block_on(self.inner.acquire_many_with(names, opts))??;
-        Ok(self.wrap(lock))
-    }
-
-    /// [`acquire_many_with`](Self::acquire_many_with) that can be interrupted, as
-    /// [`block_on_interruptible`](Self::block_on_interruptible).
-    ///
-    /// # Errors
-    /// As [`crate::LockManager::acquire_many_with`], or [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled).
-    pub fn acquire_many_interruptible<N: AsRef<[u8]>>(
-        &self,
-        names: impl IntoIterator<Item = N>,
-        opts: &AcquireOptions,
-        every: Duration,
-        interrupted: impl FnMut() -> bool,
-    ) -> Result<Lock> {
-        let fut = self.inner.acquire_many_with(names, opts);
-        let lock = self.block_on_interruptible(fut, every, interrupted)??;
-        Ok(self.wrap(lock))
-    }
-
-    /// See [`crate::LockManager::try_acquire`].
-    ///
-    /// # Errors
-    /// As [`crate::LockManager::try_acquire`].
-    pub fn try_acquire(&self, name: impl AsRef<[u8]>, ttl: Duration) -> Result<Option<Lock>> {
-        let lock = self.block_on(self.inner.try_acquire(name, ttl))??;
-        Ok(lock.map(|l| self.wrap(l)))
-    }
-
-    /// See [`crate::LockManager::is_held_by_token`].
-    ///
-    /// # Errors
-    /// As [`crate::LockManager::is_held_by_token`].
-    pub fn is_held_by_token(
-        &self,
-        name: impl AsRef<[u8]>,
-        token: impl AsRef<[u8]>,
-    ) -> Result<bool> {
-        self.block_on(self.inner.is_held_by_token(name, token))?
-    }
-
-    /// See [`crate::LockManager::is_locked`].
-    ///
-    /// # Errors
-    /// As [`crate::LockManager::is_locked`].
-    pub fn is_locked(&self, name: impl AsRef<[u8]>) -> Result<bool> {
-        self.block_on(self.inner.is_locked(name))?
-    }
-
-    /// See [`crate::LockManager::remaining`].
-    ///
-    /// # Errors
-    /// As [`crate::LockManager::remaining`].
-    pub fn remaining(&self, name: impl AsRef<[u8]>) -> Result<Option<Duration>> {
-        self.block_on(self.inner.remaining(name))?
-    }
-
-    /// See [`crate::LockManager::holder`].
-    ///
-    /// # Errors
-    /// As [`crate::LockManager::holder`].
-    pub fn holder(&self, name: impl AsRef<[u8]>) -> Result<Option<crate::LockHolder>> {
-        self.block_on(self.inner.holder(name))?
-    }
-
-    /// See [`crate::LockManager::extend_by_token`].
-    ///
-    /// # Errors
-    /// As [`crate::LockManager::extend_by_token`].
-    pub fn extend_by_token(
-        &self,
-        name: impl AsRef<[u8]>,
-        token: impl AsRef<[u8]>,
-        ttl: Duration,
-    ) -> Result<Duration> {
-        self.block_on(self.inner.extend_by_token(name, token, ttl))?
-    }
-
-    /// See [`crate::LockManager::release_by_token`].
-    ///
-    /// # Errors
-    /// As [`crate::LockManager::release_by_token`].
-    pub fn release_by_token(&self, name: impl AsRef<[u8]>, token: impl AsRef<[u8]>) -> Result<()> {
-        self.block_on(self.inner.release_by_token(name, token))?
+    blocking_calls! { LockManager;
+        fn acquire(name: impl AsRef<[u8]>, ttl: Duration, wait: Option<Duration>) -> Lock;
+        fn acquire_with(name: impl AsRef<[u8]>, opts: &AcquireOptions) -> Lock;
+        fn acquire_lease_with(name: impl AsRef<[u8]>, kind: crate::LeaseKind, opts: &AcquireOptions) -> Lock;
+        fn acquire_many[N: AsRef<[u8]>](names: impl IntoIterator<Item = N>, ttl: Duration, wait: Option<Duration>) -> Lock;
+        fn acquire_many_with[N: AsRef<[u8]>](names: impl IntoIterator<Item = N>, opts: &AcquireOptions) -> Lock;
+        fn acquire_scoped(name: impl AsRef<[u8]>, opts: &AcquireOptions) -> Lock;
+        fn try_acquire(name: impl AsRef<[u8]>, ttl: Duration) -> Option<Lock>;
+        fn is_held_by_token(name: impl AsRef<[u8]>, token: impl AsRef<[u8]>) -> bool;
+        fn is_locked(name: impl AsRef<[u8]>) -> bool;
+        fn remaining(name: impl AsRef<[u8]>) -> Option<Duration>;
+        fn state(name: impl AsRef<[u8]>) -> crate::LockState;
+        fn holder(name: impl AsRef<[u8]>) -> Option<crate::LockHolder>;
+        fn extend_by_token(name: impl AsRef<[u8]>, token: impl AsRef<[u8]>, ttl: Duration) -> Duration;
+        fn release_by_token(name: impl AsRef<[u8]>, token: impl AsRef<[u8]>) -> ();
     }
 
     /// Runs `f` while holding `name` (waiting until acquired), auto-extending the lock, then
@@ -338,15 +211,6 @@ impl LockManager {
         let lock = self.acquire_scoped(name, opts)?;
         let out = f(&lock);
         lock.finish_scope().map(|()| out)
-    }
-
-    /// See [`crate::LockManager::acquire_scoped`].
-    ///
-    /// # Errors
-    /// As [`crate::LockManager::acquire_scoped`].
-    pub fn acquire_scoped(&self, name: impl AsRef<[u8]>, opts: &AcquireOptions) -> Result<Lock> {
-        let lock = self.block_on(self.inner.acquire_scoped(name, opts))??;
-        Ok(self.wrap(lock))
     }
 }
 
@@ -420,26 +284,14 @@ impl Lock {
             }
         })
     }
-    /// See [`crate::Lock::extend_by`].
-    ///
-    /// # Errors
-    /// As [`crate::Lock::extend_by`].
-    pub fn extend_by(&self, add: Duration) -> Result<()> {
-        block_on(&self.runtime, self.inner.extend_by(add))?
+    fn run<F: Future>(&self, fut: F) -> Result<F::Output> {
+        block_on(&self.runtime, fut)
     }
-    /// See [`crate::Lock::is_held`].
-    ///
-    /// # Errors
-    /// As [`crate::Lock::is_held`].
-    pub fn is_held(&self) -> Result<bool> {
-        block_on(&self.runtime, self.inner.is_held())?
-    }
-    /// See [`crate::Lock::extend`].
-    ///
-    /// # Errors
-    /// As [`crate::Lock::extend`].
-    pub fn extend(&self, ttl: Duration) -> Result<()> {
-        block_on(&self.runtime, self.inner.extend(ttl))?
+    blocking_calls! { Lock;
+        fn extend_by(add: Duration) -> ();
+        fn is_held() -> bool;
+        fn extend(ttl: Duration) -> ();
+        fn finish_scope() -> ();
     }
     /// See [`crate::Lock::auto_extend`].
     pub fn auto_extend(&self, max_hold: Option<Duration>) {
@@ -452,13 +304,6 @@ impl Lock {
     pub fn release(self) -> Result<()> {
         let Lock { inner, runtime } = self;
         block_on(&runtime, inner.release())?
-    }
-    /// See [`crate::Lock::finish_scope`].
-    ///
-    /// # Errors
-    /// As [`crate::Lock::finish_scope`].
-    pub fn finish_scope(&self) -> Result<()> {
-        block_on(&self.runtime, self.inner.finish_scope())?
     }
 }
 

@@ -59,9 +59,12 @@ fn an_interrupted_acquire_is_cancelled_and_leaves_no_lock() {
     let holder = m.acquire("busy", MS(10_000), None).unwrap();
     let started = Instant::now();
     let e = m
-        .acquire_interruptible("busy", &AcquireOptions::new(MS(10_000)), MS(20), || {
-            started.elapsed() > MS(200)
-        })
+        .acquire_interruptible(
+            m.as_async()
+                .acquire_with("busy", &AcquireOptions::new(MS(10_000))),
+            MS(20),
+            || started.elapsed() > MS(200),
+        )
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Cancelled);
     assert!(started.elapsed() < MS(2000));
@@ -89,7 +92,12 @@ fn closing_a_manager_right_after_an_interrupted_wait_leaves_no_place_behind() {
         let m = LockManager::new([server.url()]).unwrap();
         let queued = || server.queued("", "closing") == 1;
         let e = m
-            .acquire_interruptible("closing", &AcquireOptions::new(MS(30_000)), MS(5), queued)
+            .acquire_interruptible(
+                m.as_async()
+                    .acquire_with("closing", &AcquireOptions::new(MS(30_000))),
+                MS(5),
+                queued,
+            )
             .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Cancelled);
         m.close(Duration::from_secs(5));
@@ -155,4 +163,54 @@ fn on_lost_may_use_the_blocking_api() {
     let (why, retaken) = rx.recv_timeout(MS(5000)).expect("on_lost was called");
     assert_eq!(why, fencelock::LostReason::Expired);
     assert!(matches!(retaken, Ok(Ok(()))), "{retaken:?}");
+}
+
+/// The family's blocking handles (their methods written by `blocking_calls!` from the async
+/// ones): permits counted, shares and the write hold excluding each other, by-token calls,
+/// and an interruptible wait for permits given up.
+#[test]
+fn the_familys_blocking_handles_count_exclude_and_can_be_interrupted() {
+    let server = RedisServer::start();
+    let m = LockManager::new([server.url()]).unwrap();
+    let sem = m.semaphore("pool", 2).unwrap();
+    assert_eq!((sem.name(), sem.limit()), (&b"pool"[..], 2));
+    let two = sem.acquire(2, MS(10_000), None).unwrap();
+    assert!(
+        sem.try_acquire(1, MS(1000)).unwrap().is_none(),
+        "a third permit"
+    );
+    assert_eq!(sem.state().unwrap().held, 2);
+    let started = Instant::now();
+    let e = m
+        .acquire_interruptible(
+            sem.as_async()
+                .acquire_with(1, &AcquireOptions::new(MS(10_000))),
+            MS(20),
+            || started.elapsed() > MS(200),
+        )
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Cancelled);
+    let validity = sem.extend_by_token(two.token(), MS(20_000)).unwrap();
+    assert!(validity > MS(19_000), "extended by token: {validity:?}");
+    sem.release_by_token(two.token()).unwrap();
+    assert_eq!(sem.state().unwrap().held, 0);
+    drop(two); // released by token above: nothing left to release
+
+    let rw = m.rwlock("doc").unwrap();
+    let r1 = rw.read(MS(10_000), None).unwrap();
+    let r2 = rw.try_read(MS(10_000)).unwrap().expect("readers share");
+    assert!(
+        rw.try_write(MS(1000)).unwrap().is_none(),
+        "a writer among readers"
+    );
+    assert_eq!(rw.state().unwrap().readers, 2);
+    r1.release().unwrap();
+    r2.release().unwrap();
+    let w = rw.write(MS(10_000), Some(MS(1000))).unwrap();
+    assert!(
+        rw.try_read(MS(1000)).unwrap().is_none(),
+        "a reader beside the writer"
+    );
+    assert!(rw.state().unwrap().writer);
+    w.release().unwrap();
 }

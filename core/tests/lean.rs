@@ -102,8 +102,10 @@ async fn a_refused_acquire_falls_back_to_the_queue_and_is_handed_the_lock() {
         let lock = waiter.acquire("busy", MS(10_000), Some(MS(8000))).await;
         (lock, waiter)
     });
-    wait_until_async(MS(5000), "the waiter queued", || {
-        server.queued("", "busy") == 1
+    // Queued and subscribed: a release between the two publishes to nobody and the waiter
+    // finds the lock handed to it on its next try, with no message to count.
+    wait_until_async(MS(5000), "the waiter queued and listens", || {
+        server.queued("", "busy") == 1 && server.listening("", "busy")
     })
     .await;
     let c = calls(&server);

@@ -1,6 +1,7 @@
 //! The blocking face of the coordination family: [`Semaphore`] and [`RwLock`] over their async
 //! handles, on the manager's runtime; their leases are blocking [`Lock`]s.
 
+use std::future::Future;
 use std::time::Duration;
 
 use super::{Lock, LockManager};
@@ -43,22 +44,6 @@ impl LockManager {
             manager: self.clone(),
         })
     }
-
-    /// Blocks on an acquisition of a lease, interruptibly when `interrupt` is given (as
-    /// [`block_on_interruptible`](Self::block_on_interruptible): checked every `.0`).
-    fn lease(
-        &self,
-        fut: impl std::future::Future<Output = Result<crate::Lock>>,
-        interrupt: Option<(Duration, &mut dyn FnMut() -> bool)>,
-    ) -> Result<Lock> {
-        let lease = match interrupt {
-            Some((every, interrupted)) => {
-                self.block_on_interruptible(fut, every, interrupted)??
-            }
-            None => self.block_on(fut)??,
-        };
-        Ok(self.wrap(lease))
-    }
 }
 
 impl Semaphore {
@@ -67,73 +52,33 @@ impl Semaphore {
         &self.inner
     }
 
-    /// See [`crate::Semaphore::acquire_with`].
-    ///
-    /// # Errors
-    /// As [`crate::Semaphore::acquire_with`].
-    pub fn acquire_with(&self, count: u32, opts: &AcquireOptions) -> Result<Lock> {
-        self.manager
-            .lease(self.inner.acquire_with(count, opts), None)
+    /// See [`crate::Semaphore::name`].
+    pub fn name(&self) -> &[u8] {
+        self.inner.name()
     }
 
-    /// [`acquire_with`](Self::acquire_with) that can be interrupted: `interrupted` is asked
-    /// every `every`, and a `true` cancels the wait ([`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled)).
-    ///
-    /// # Errors
-    /// As [`acquire_with`](Self::acquire_with), or `Cancelled`.
-    pub fn acquire_interruptible(
-        &self,
-        count: u32,
-        opts: &AcquireOptions,
-        every: Duration,
-        mut interrupted: impl FnMut() -> bool,
-    ) -> Result<Lock> {
-        let fut = self.inner.acquire_with(count, opts);
-        self.manager.lease(fut, Some((every, &mut interrupted)))
+    /// See [`crate::Semaphore::limit`].
+    pub fn limit(&self) -> u32 {
+        self.inner.limit()
     }
 
-    /// See [`crate::Semaphore::try_acquire`].
-    ///
-    /// # Errors
-    /// As [`crate::Semaphore::try_acquire`].
-    pub fn try_acquire(&self, count: u32, ttl: Duration) -> Result<Option<Lock>> {
-        let lease = self
-            .manager
-            .block_on(self.inner.try_acquire(count, ttl))??;
-        Ok(lease.map(|l| self.manager.wrap(l)))
+    fn run<F: Future>(&self, fut: F) -> Result<F::Output> {
+        self.manager.block_on(fut)
     }
 
-    /// See [`crate::Semaphore::state`].
-    ///
-    /// # Errors
-    /// As [`crate::Semaphore::state`].
-    pub fn state(&self) -> Result<SemaphoreState> {
-        self.manager.block_on(self.inner.state())?
+    fn wrap(&self, lease: crate::Lock) -> Lock {
+        self.manager.wrap(lease)
     }
 
-    /// See [`crate::Semaphore::holders`].
-    ///
-    /// # Errors
-    /// As [`crate::Semaphore::holders`].
-    pub fn holders(&self) -> Result<Vec<crate::LockHolder>> {
-        self.manager.block_on(self.inner.holders())?
-    }
-
-    /// See [`crate::Semaphore::release_by_token`].
-    ///
-    /// # Errors
-    /// As [`crate::Semaphore::release_by_token`].
-    pub fn release_by_token(&self, token: impl AsRef<[u8]>) -> Result<()> {
-        self.manager.block_on(self.inner.release_by_token(token))?
-    }
-
-    /// See [`crate::Semaphore::extend_by_token`].
-    ///
-    /// # Errors
-    /// As [`crate::Semaphore::extend_by_token`].
-    pub fn extend_by_token(&self, token: impl AsRef<[u8]>, ttl: Duration) -> Result<Duration> {
-        self.manager
-            .block_on(self.inner.extend_by_token(token, ttl))?
+    blocking_calls! { Semaphore;
+        fn acquire(count: u32, ttl: Duration, wait: Option<Duration>) -> Lock;
+        fn acquire_with(count: u32, opts: &AcquireOptions) -> Lock;
+        fn acquire_scoped(count: u32, opts: &AcquireOptions) -> Lock;
+        fn try_acquire(count: u32, ttl: Duration) -> Option<Lock>;
+        fn state() -> SemaphoreState;
+        fn holders() -> Vec<crate::LockHolder>;
+        fn release_by_token(token: impl AsRef<[u8]>) -> ();
+        fn extend_by_token(token: impl AsRef<[u8]>, ttl: Duration) -> Duration;
     }
 }
 
@@ -143,69 +88,31 @@ impl RwLock {
         &self.inner
     }
 
-    /// See [`crate::RwLock::read_with`] (`write`: [`crate::RwLock::write_with`]); interruptible
-    /// as [`Semaphore::acquire_interruptible`] when `interrupt` is given.
-    ///
-    /// # Errors
-    /// As [`crate::RwLock::read_with`], or `Cancelled`.
-    pub fn acquire_interruptible(
-        &self,
-        write: bool,
-        opts: &AcquireOptions,
-        interrupt: Option<(Duration, &mut dyn FnMut() -> bool)>,
-    ) -> Result<Lock> {
-        match write {
-            true => self.manager.lease(self.inner.write_with(opts), interrupt),
-            false => self.manager.lease(self.inner.read_with(opts), interrupt),
-        }
+    /// See [`crate::RwLock::name`].
+    pub fn name(&self) -> &[u8] {
+        self.inner.name()
     }
 
-    /// See [`crate::RwLock::read_with`].
-    ///
-    /// # Errors
-    /// As [`crate::RwLock::read_with`].
-    pub fn read_with(&self, opts: &AcquireOptions) -> Result<Lock> {
-        self.acquire_interruptible(false, opts, None)
+    fn run<F: Future>(&self, fut: F) -> Result<F::Output> {
+        self.manager.block_on(fut)
     }
 
-    /// See [`crate::RwLock::write_with`].
-    ///
-    /// # Errors
-    /// As [`crate::RwLock::write_with`].
-    pub fn write_with(&self, opts: &AcquireOptions) -> Result<Lock> {
-        self.acquire_interruptible(true, opts, None)
+    fn wrap(&self, lease: crate::Lock) -> Lock {
+        self.manager.wrap(lease)
     }
 
-    /// See [`crate::RwLock::state`].
-    ///
-    /// # Errors
-    /// As [`crate::RwLock::state`].
-    pub fn state(&self) -> Result<RwLockState> {
-        self.manager.block_on(self.inner.state())?
-    }
-
-    /// See [`crate::RwLock::holders`].
-    ///
-    /// # Errors
-    /// As [`crate::RwLock::holders`].
-    pub fn holders(&self) -> Result<Vec<crate::LockHolder>> {
-        self.manager.block_on(self.inner.holders())?
-    }
-
-    /// See [`crate::RwLock::release_by_token`].
-    ///
-    /// # Errors
-    /// As [`crate::RwLock::release_by_token`].
-    pub fn release_by_token(&self, token: impl AsRef<[u8]>) -> Result<()> {
-        self.manager.block_on(self.inner.release_by_token(token))?
-    }
-
-    /// See [`crate::RwLock::extend_by_token`].
-    ///
-    /// # Errors
-    /// As [`crate::RwLock::extend_by_token`].
-    pub fn extend_by_token(&self, token: impl AsRef<[u8]>, ttl: Duration) -> Result<Duration> {
-        self.manager
-            .block_on(self.inner.extend_by_token(token, ttl))?
+    blocking_calls! { RwLock;
+        fn read(ttl: Duration, wait: Option<Duration>) -> Lock;
+        fn write(ttl: Duration, wait: Option<Duration>) -> Lock;
+        fn read_with(opts: &AcquireOptions) -> Lock;
+        fn write_with(opts: &AcquireOptions) -> Lock;
+        fn read_scoped(opts: &AcquireOptions) -> Lock;
+        fn write_scoped(opts: &AcquireOptions) -> Lock;
+        fn try_read(ttl: Duration) -> Option<Lock>;
+        fn try_write(ttl: Duration) -> Option<Lock>;
+        fn state() -> RwLockState;
+        fn holders() -> Vec<crate::LockHolder>;
+        fn release_by_token(token: impl AsRef<[u8]>) -> ();
+        fn extend_by_token(token: impl AsRef<[u8]>, ttl: Duration) -> Duration;
     }
 }

@@ -30,7 +30,10 @@ import logging
 import threading
 import weakref
 from types import SimpleNamespace, TracebackType
-from typing import Any, ClassVar, Dict, Literal, NoReturn, Optional, Tuple, Type, TypeVar, Union
+from typing import (
+    Any, Callable, ClassVar, Dict, Generator, Literal, NoReturn, Optional, Tuple, Type, TypeVar,
+    Union,
+)
 
 try:
     import redis.exceptions
@@ -158,6 +161,9 @@ class _LockBase:
         )
         self.local.token = None
         self._key = bytes(self._encoder().encode(name))
+        # The fencelock locks this object acquired, by token: they outlive the thread that
+        # acquired them (a lock is released by release() or its TTL, never by a thread's end).
+        self._held: Dict[bytes, Any] = {}
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -232,6 +238,187 @@ class _LockBase:
             f" name={self._shown_name()!r} timeout={self.timeout!r}>"
         )
 
+    # -- the methods, once for both classes -------------------------------------------------
+    #
+    # Each is a generator of steps: it yields a call on the manager, a lock or the client and
+    # gets its value back (or its exception thrown in). `Lock` runs the steps with `_run`,
+    # `AsyncLock` with `_run_async`, which awaits each step's value.
+
+    @property
+    def manager(self) -> Any:
+        """The fencelock manager the steps call (each class has its flavour's)."""
+        raise NotImplementedError
+
+    #: Whether a release keeps the token until it completed (or found the lock not owned),
+    #: so that a release whose task was cancelled can be retried, as redis-py's asyncio lock.
+    _token_kept_until_released: ClassVar[bool] = False
+
+    def _not_acquired(self) -> LockError:
+        return _error(
+            LockError, "Unable to acquire lock within the time specified", self._shown_name()
+        )
+
+    def _acquire(
+        self, blocking: Optional[bool], blocking_timeout: Optional[_Number],
+        token: Optional[_Token],
+    ) -> _Steps[bool]:
+        wanted = None if token is None else self._encode_token(token)
+        ttl, auto_extend = self._lease()
+        wait = self._wait(blocking, blocking_timeout)
+        manager = self.manager  # outside the try: a settings error stays a ValueError
+        try:
+            if wait == 0.0:
+                held = yield lambda: manager.try_acquire(
+                    self._key, ttl, token=wanted, auto_extend=auto_extend
+                )
+            else:
+                held = yield lambda: manager.acquire(
+                    self._key, ttl, wait=wait, token=wanted, auto_extend=auto_extend
+                )
+        except fencelock.NotAcquired:
+            return False
+        except _FENCELOCK_ERRORS as error:
+            self._raise(error, "acquire")
+        if held is None:
+            return False
+        got = wanted if wanted is not None else _as_bytes(held.token)
+        self._held[got] = held
+        self.local.token = got
+        return True
+
+    def _locked(self) -> _Steps[bool]:
+        manager = self.manager  # outside the try: a settings error stays a ValueError
+        try:
+            locked: bool = yield lambda: manager.is_locked(self._key)
+        except _FENCELOCK_ERRORS as error:
+            self._raise(error, "inspect")
+        return locked
+
+    def _owned(self) -> _Steps[bool]:
+        token: Optional[bytes] = self.local.token
+        if token is None:
+            return False
+        held = self._held.get(token)
+        if held is not None:
+            try:
+                owned: bool = yield held.is_held
+            except _FENCELOCK_ERRORS as error:
+                self._raise(error, "inspect")
+            return owned
+        # A token set by hand (not acquired through this object): compare as redis-py does.
+        stored = yield lambda: self.redis.get(self.name)
+        return _same_token(stored, token, self._encoder())
+
+    def _release(self) -> _Steps[None]:
+        token: Optional[bytes] = self.local.token
+        if token is None:
+            raise _error(
+                LockError,
+                "Cannot release a lock that's not owned or is already unlocked.",
+                self._shown_name(),
+            )
+        if not self._token_kept_until_released:
+            self.local.token = None
+        # A cancelled fencelock release still completes in the background: a retry then
+        # goes by token (and finds the lock released: LockNotOwnedError, as redis-py's would).
+        held = self._held.pop(token, None)
+        manager = self.manager  # outside the try: a settings error stays a ValueError
+        try:
+            if held is not None:
+                yield held.release
+            else:
+                yield lambda: manager.release(self._key, token)
+        except fencelock.LockLost as error:
+            self._forget(token)
+            self._raise(error, "release")
+        except _FENCELOCK_ERRORS as error:
+            self._raise(error, "release")
+        self._forget(token)
+
+    def _extend(self, additional_time: _Number, replace_ttl: bool) -> _Steps[Literal[True]]:
+        token = self._owned_token("extend")
+        self._check_timeout("extend")
+        held = self._held.get(token)
+        manager = self.manager  # outside the try: a settings error stays a ValueError
+        try:
+            if held is not None:
+                yield lambda: held.extend(float(additional_time), add=not replace_ttl)
+            elif replace_ttl:
+                yield lambda: manager.extend(self._key, token, float(additional_time))
+            else:
+                # Additive extend by name + token has no fencelock call: the remaining time
+                # (a lower bound) plus the addition, then a compare-and-extend by token.
+                remaining = yield lambda: manager.remaining(self._key)
+                if remaining is None:
+                    raise _error(
+                        LockNotOwnedError,
+                        "Cannot extend a lock that's no longer owned",
+                        self._shown_name(),
+                    )
+                total = remaining + float(additional_time)
+                yield lambda: manager.extend(self._key, token, total)
+        except _FENCELOCK_ERRORS as error:
+            self._raise(error, "extend")
+        return True
+
+    def _reacquire(self) -> _Steps[Literal[True]]:
+        token = self._owned_token("reacquire")
+        self._check_timeout("reacquire")
+        assert self.timeout is not None
+        ttl = float(self.timeout)
+        held = self._held.get(token)
+        manager = self.manager  # outside the try: a settings error stays a ValueError
+        try:
+            if held is not None:
+                yield lambda: held.extend(ttl)
+            else:
+                yield lambda: manager.extend(self._key, token, ttl)
+        except _FENCELOCK_ERRORS as error:
+            self._raise(error, "reacquire")
+        return True
+
+    def _exit_released(self) -> bool:
+        """After a release at the end of a ``with`` block raised LockError: whether to raise
+        it (``raise_on_release_error``); logs it otherwise."""
+        if self.raise_on_release_error:
+            return True
+        logger.warning("Lock was unlocked or no longer owned when exiting context manager.")
+        return False
+
+
+_T = TypeVar("_T")
+_Steps = Generator[Callable[[], Any], Any, _T]
+
+
+def _run(steps: _Steps[_T]) -> _T:
+    """Runs a method's steps (see ``_LockBase``) with each step's value as it comes."""
+    value: Any = None
+    error: Optional[BaseException] = None
+    while True:
+        try:
+            step = steps.send(value) if error is None else steps.throw(error)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            value, error = step(), None
+        except BaseException as raised:  # noqa: B902 - thrown back into the method
+            value, error = None, raised
+
+
+async def _run_async(steps: _Steps[_T]) -> _T:
+    """As :func:`_run`, awaiting each step's value (the asyncio manager's calls)."""
+    value: Any = None
+    error: Optional[BaseException] = None
+    while True:
+        try:
+            step = steps.send(value) if error is None else steps.throw(error)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            value, error = await step(), None
+        except BaseException as raised:  # noqa: B902 - thrown back into the method
+            value, error = None, raised
+
 
 _Lock = TypeVar("_Lock", bound="Lock")
 _AsyncLock = TypeVar("_AsyncLock", bound="AsyncLock")
@@ -253,25 +440,6 @@ class Lock(_LockBase):
     is woken when the holder releases. The token is kept in ``self.local.token`` (bytes), in
     thread-local storage unless ``thread_local=False``, as redis-py does."""
 
-    def __init__(
-        self,
-        redis: Any,
-        name: _Name,
-        timeout: Optional[_Number] = None,
-        sleep: _Number = 0.1,
-        blocking: bool = True,
-        blocking_timeout: Optional[_Number] = None,
-        thread_local: bool = True,
-        raise_on_release_error: bool = True,
-    ) -> None:
-        super().__init__(
-            redis, name, timeout, sleep, blocking, blocking_timeout, thread_local,
-            raise_on_release_error,
-        )
-        # The fencelock locks this object acquired, by token: they outlive the thread that
-        # acquired them (a lock is released by release() or its TTL, never by a thread's end).
-        self._held: Dict[bytes, fencelock.Lock] = {}
-
     @property
     def manager(self) -> fencelock.LockManager:
         """The fencelock manager of this lock's client (:func:`manager_for`)."""
@@ -280,9 +448,7 @@ class Lock(_LockBase):
     def __enter__(self: _Lock) -> _Lock:
         if self.acquire():
             return self
-        raise _error(
-            LockError, "Unable to acquire lock within the time specified", self._shown_name()
-        )
+        raise self._not_acquired()
 
     def __exit__(
         self,
@@ -293,9 +459,8 @@ class Lock(_LockBase):
         try:
             self.release()
         except LockError:
-            if self.raise_on_release_error:
+            if self._exit_released():
                 raise
-            logger.warning("Lock was unlocked or no longer owned when exiting context manager.")
 
     def acquire(
         self,
@@ -308,117 +473,28 @@ class Lock(_LockBase):
         held, or when ``blocking_timeout`` seconds passed. ``token`` (str or bytes): the value
         to store instead of a generated one. ``sleep`` is ignored (no polling)."""
         del sleep
-        wanted = None if token is None else self._encode_token(token)
-        ttl, auto_extend = self._lease()
-        wait = self._wait(blocking, blocking_timeout)
-        manager = self.manager  # outside the try: a settings error stays a ValueError
-        try:
-            if wait == 0.0:
-                held = manager.try_acquire(
-                    self._key, ttl, token=wanted, auto_extend=auto_extend
-                )
-            else:
-                held = manager.acquire(
-                    self._key, ttl, wait=wait, token=wanted, auto_extend=auto_extend
-                )
-        except fencelock.NotAcquired:
-            return False
-        except _FENCELOCK_ERRORS as error:
-            self._raise(error, "acquire")
-        if held is None:
-            return False
-        got = wanted if wanted is not None else _as_bytes(held.token)
-        self._held[got] = held
-        self.local.token = got
-        return True
+        return _run(self._acquire(blocking, blocking_timeout, token))
 
     def locked(self) -> bool:
         """Whether the key is held by anyone (asks the servers)."""
-        manager = self.manager  # outside the try: a settings error stays a ValueError
-        try:
-            return manager.is_locked(self._key)
-        except _FENCELOCK_ERRORS as error:
-            self._raise(error, "inspect")
+        return _run(self._locked())
 
     def owned(self) -> bool:
         """Whether the key is held under this thread's token (asks the servers)."""
-        token: Optional[bytes] = self.local.token
-        if token is None:
-            return False
-        held = self._held.get(token)
-        try:
-            if held is not None:
-                return held.is_held()
-        except _FENCELOCK_ERRORS as error:
-            self._raise(error, "inspect")
-        # A token set by hand (not acquired through this object): compare as redis-py does.
-        return _same_token(self.redis.get(self.name), token, self._encoder())
+        return _run(self._owned())
 
     def release(self) -> None:
         """Releases the lock; LockNotOwnedError if it had expired or been taken."""
-        token: Optional[bytes] = self.local.token
-        if token is None:
-            raise _error(
-                LockError,
-                "Cannot release a lock that's not owned or is already unlocked.",
-                self._shown_name(),
-            )
-        self.local.token = None
-        held = self._held.pop(token, None)
-        manager = self.manager  # outside the try: a settings error stays a ValueError
-        try:
-            if held is not None:
-                held.release()
-            else:
-                manager.release(self._key, token)
-        except _FENCELOCK_ERRORS as error:
-            self._raise(error, "release")
+        _run(self._release())
 
     def extend(self, additional_time: _Number, replace_ttl: bool = False) -> Literal[True]:
         """Adds ``additional_time`` seconds to the lock's remaining TTL (atomically on the
         server), or with ``replace_ttl=True`` sets its TTL to it."""
-        token = self._owned_token("extend")
-        self._check_timeout("extend")
-        held = self._held.get(token)
-        manager = self.manager  # outside the try: a settings error stays a ValueError
-        try:
-            if held is not None:
-                held.extend(float(additional_time), add=not replace_ttl)
-            elif replace_ttl:
-                manager.extend(self._key, token, float(additional_time))
-            else:
-                manager.extend(self._key, token, self._by_token_total(manager, additional_time))
-        except _FENCELOCK_ERRORS as error:
-            self._raise(error, "extend")
-        return True
-
-    def _by_token_total(
-        self, manager: fencelock.LockManager, additional_time: _Number
-    ) -> float:
-        # Additive extend by name + token has no fencelock call yet: the remaining time (a
-        # lower bound) plus the addition, then a compare-and-extend by token.
-        remaining = manager.remaining(self._key)
-        if remaining is None:
-            raise _error(
-                LockNotOwnedError, "Cannot extend a lock that's no longer owned", self._shown_name()
-            )
-        return remaining + float(additional_time)
+        return _run(self._extend(additional_time, replace_ttl))
 
     def reacquire(self) -> Literal[True]:
         """Resets the lock's TTL to ``timeout``."""
-        token = self._owned_token("reacquire")
-        self._check_timeout("reacquire")
-        assert self.timeout is not None
-        held = self._held.get(token)
-        manager = self.manager  # outside the try: a settings error stays a ValueError
-        try:
-            if held is not None:
-                held.extend(float(self.timeout))
-            else:
-                manager.extend(self._key, token, float(self.timeout))
-        except _FENCELOCK_ERRORS as error:
-            self._raise(error, "reacquire")
-        return True
+        return _run(self._reacquire())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,24 +503,12 @@ class Lock(_LockBase):
 
 class AsyncLock(_LockBase):
     """A drop-in for ``redis.asyncio.lock.Lock`` (``redis.asyncio`` clients): the same as
-    :class:`Lock` with coroutine methods and ``async with``."""
+    :class:`Lock` with coroutine methods and ``async with``.
 
-    def __init__(
-        self,
-        redis: Any,
-        name: _Name,
-        timeout: Optional[_Number] = None,
-        sleep: _Number = 0.1,
-        blocking: bool = True,
-        blocking_timeout: Optional[_Number] = None,
-        thread_local: bool = True,
-        raise_on_release_error: bool = True,
-    ) -> None:
-        super().__init__(
-            redis, name, timeout, sleep, blocking, blocking_timeout, thread_local,
-            raise_on_release_error,
-        )
-        self._held: Dict[bytes, fencelock.asyncio.Lock] = {}
+    As redis-py's, a release keeps the token until it completed (or found the lock not
+    owned), so a release whose task was cancelled can be retried."""
+
+    _token_kept_until_released = True
 
     @property
     def manager(self) -> fencelock.asyncio.LockManager:
@@ -454,9 +518,7 @@ class AsyncLock(_LockBase):
     async def __aenter__(self: _AsyncLock) -> _AsyncLock:
         if await self.acquire():
             return self
-        raise _error(
-            LockError, "Unable to acquire lock within the time specified", self._shown_name()
-        )
+        raise self._not_acquired()
 
     async def __aexit__(
         self,
@@ -467,9 +529,8 @@ class AsyncLock(_LockBase):
         try:
             await self.release()
         except LockError:
-            if self.raise_on_release_error:
+            if self._exit_released():
                 raise
-            logger.warning("Lock was unlocked or no longer owned when exiting context manager.")
 
     async def acquire(
         self,
@@ -479,118 +540,27 @@ class AsyncLock(_LockBase):
     ) -> bool:
         """Acquires the lock, as :meth:`Lock.acquire` (redis-py's asyncio lock has no
         ``sleep`` argument)."""
-        wanted = None if token is None else self._encode_token(token)
-        ttl, auto_extend = self._lease()
-        wait = self._wait(blocking, blocking_timeout)
-        manager = self.manager  # outside the try: a settings error stays a ValueError
-        try:
-            if wait == 0.0:
-                held = await manager.try_acquire(
-                    self._key, ttl, token=wanted, auto_extend=auto_extend
-                )
-            else:
-                held = await manager.acquire(
-                    self._key, ttl, wait=wait, token=wanted, auto_extend=auto_extend
-                )
-        except fencelock.NotAcquired:
-            return False
-        except _FENCELOCK_ERRORS as error:
-            self._raise(error, "acquire")
-        if held is None:
-            return False
-        got = wanted if wanted is not None else _as_bytes(held.token)
-        self._held[got] = held
-        self.local.token = got
-        return True
+        return await _run_async(self._acquire(blocking, blocking_timeout, token))
 
     async def locked(self) -> bool:
         """Whether the key is held by anyone (asks the servers)."""
-        manager = self.manager  # outside the try: a settings error stays a ValueError
-        try:
-            return await manager.is_locked(self._key)
-        except _FENCELOCK_ERRORS as error:
-            self._raise(error, "inspect")
+        return await _run_async(self._locked())
 
     async def owned(self) -> bool:
         """Whether the key is held under this thread's token (asks the servers)."""
-        token: Optional[bytes] = self.local.token
-        if token is None:
-            return False
-        held = self._held.get(token)
-        try:
-            if held is not None:
-                return await held.is_held()
-        except _FENCELOCK_ERRORS as error:
-            self._raise(error, "inspect")
-        return _same_token(await self.redis.get(self.name), token, self._encoder())
+        return await _run_async(self._owned())
 
     async def release(self) -> None:
-        """Releases the lock; LockNotOwnedError if it had expired or been taken.
-
-        As redis-py's, the token is kept until the release completed (or found the lock not
-        owned), so a release whose task was cancelled can be retried."""
-        token: Optional[bytes] = self.local.token
-        if token is None:
-            raise _error(
-                LockError,
-                "Cannot release a lock that's not owned or is already unlocked.",
-                self._shown_name(),
-            )
-        # A cancelled fencelock release still completes in the background: a retry then
-        # goes by token (and finds the lock released: LockNotOwnedError, as redis-py's would).
-        held = self._held.pop(token, None)
-        manager = self.manager  # outside the try: a settings error stays a ValueError
-        try:
-            if held is not None:
-                await held.release()
-            else:
-                await manager.release(self._key, token)
-        except fencelock.LockLost as error:
-            self._forget(token)
-            self._raise(error, "release")
-        except _FENCELOCK_ERRORS as error:
-            self._raise(error, "release")
-        self._forget(token)
+        """Releases the lock; LockNotOwnedError if it had expired or been taken."""
+        await _run_async(self._release())
 
     async def extend(self, additional_time: _Number, replace_ttl: bool = False) -> Literal[True]:
         """As :meth:`Lock.extend`."""
-        token = self._owned_token("extend")
-        self._check_timeout("extend")
-        held = self._held.get(token)
-        manager = self.manager  # outside the try: a settings error stays a ValueError
-        try:
-            if held is not None:
-                await held.extend(float(additional_time), add=not replace_ttl)
-            elif replace_ttl:
-                await manager.extend(self._key, token, float(additional_time))
-            else:
-                remaining = await manager.remaining(self._key)
-                if remaining is None:
-                    raise _error(
-                        LockNotOwnedError,
-                        "Cannot extend a lock that's no longer owned",
-                        self._shown_name(),
-                    )
-                await manager.extend(self._key, token, remaining + float(additional_time))
-        except _FENCELOCK_ERRORS as error:
-            self._raise(error, "extend")
-        return True
+        return await _run_async(self._extend(additional_time, replace_ttl))
 
     async def reacquire(self) -> Literal[True]:
         """As :meth:`Lock.reacquire`."""
-        token = self._owned_token("reacquire")
-        self._check_timeout("reacquire")
-        assert self.timeout is not None
-        held = self._held.get(token)
-        manager = self.manager  # outside the try: a settings error stays a ValueError
-        try:
-            if held is not None:
-                await held.extend(float(self.timeout))
-            else:
-                await manager.extend(self._key, token, float(self.timeout))
-        except _FENCELOCK_ERRORS as error:
-            self._raise(error, "reacquire")
-        return True
+        return await _run_async(self._reacquire())
 
 
 def _error(cls: Type[LockError], message: str, name: str) -> LockError:
