@@ -1,10 +1,12 @@
 //! Argument conversion: JavaScript values to owned Rust values, with the binding's own
-//! `ERR_INVALID_ARG` errors for wrong types and units. Ranges the core knows (name and token
-//! length, TTL bounds, option bounds) are left to the core's checks.
+//! `ERR_INVALID_ARG` errors for wrong types. Ranges and units are the core's checks (name and
+//! token length, TTL bounds, option bounds, `units` for milliseconds).
 
 use std::time::Duration;
 
 use napi::bindgen_prelude::*;
+
+use fencelock::ffi_support::units::Unit;
 
 use crate::error::{invalid, Failure};
 
@@ -99,39 +101,22 @@ fn has_lone_surrogate(v: &Unknown) -> Result<bool> {
     Ok(char::decode_utf16(units.as_slice().iter().copied()).any(|r| r.is_err()))
 }
 
-/// A number of milliseconds: finite and not negative.
+/// A JavaScript number, for a duration in milliseconds.
 fn millis(what: &str, v: &Unknown) -> Checked<f64> {
-    let ms = match v.get_type() {
+    match v.get_type() {
         Ok(ValueType::Number) => {
-            unsafe { v.cast::<f64>() }.map_err(|_| invalid(format!("{what} must be a number")))?
+            unsafe { v.cast::<f64>() }.map_err(|_| invalid(format!("{what} must be a number")))
         }
-        _ => {
-            return Err(invalid(format!(
-                "{what} must be a number of milliseconds, got {}",
-                type_name(v)
-            )))
-        }
-    };
-    if ms.is_nan() || ms < 0.0 {
-        return Err(invalid(format!(
-            "{what} must be a non-negative number of milliseconds, got {ms}"
-        )));
+        _ => Err(invalid(format!(
+            "{what} must be a number of milliseconds, got {}",
+            type_name(v)
+        ))),
     }
-    Ok(ms)
 }
 
-fn to_duration(what: &str, ms: f64) -> Checked<Duration> {
-    Duration::try_from_secs_f64(ms / 1000.0)
-        .map_err(|_| invalid(format!("{what} of {ms} ms is out of range")))
-}
-
-/// A duration in milliseconds (finite, not negative).
+/// A duration in milliseconds (finite, not negative: the core's rule, `units`).
 pub(crate) fn duration(what: &str, v: &Unknown) -> Checked<Duration> {
-    let ms = millis(what, v)?;
-    if ms.is_infinite() {
-        return Err(invalid(format!("{what} must be finite, got Infinity")));
-    }
-    to_duration(what, ms)
+    Ok(Unit::Millis.non_negative(what, millis(what, v)?)?)
 }
 
 /// A wait limit in milliseconds: `undefined`/`null`/`Infinity` wait forever, `0` tries once.
@@ -139,11 +124,7 @@ pub(crate) fn wait(v: &Unknown) -> Checked<Option<Duration>> {
     if is_nullish(v) {
         return Ok(None);
     }
-    let ms = millis("wait", v)?;
-    if ms.is_infinite() {
-        return Ok(None);
-    }
-    to_duration("wait", ms).map(Some)
+    Ok(Unit::Millis.wait(Some(millis("wait", v)?))?)
 }
 
 /// A boolean option (`undefined`/`null`: the default).

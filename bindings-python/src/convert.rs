@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::time::Duration;
 
+use fencelock::ffi_support::units::Unit;
 use fencelock::{AcquireOptions, LeaseKind};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -131,54 +132,30 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Servers {
     }
 }
 
-/// A positive number of seconds (`ttl`, `retry_delay`, `server_timeout`).
+/// A positive number of seconds (`retry_delay`, `server_timeout`, `max_hold`): the core's
+/// rule (`units`), its message in seconds.
 pub fn positive_seconds(arg: &str, secs: f64) -> PyResult<Duration> {
-    if !(secs.is_finite() && secs > 0.0) {
-        return Err(PyValueError::new_err(format!(
-            "{arg} must be a positive number of seconds, got {secs}"
-        )));
-    }
-
-    Duration::try_from_secs_f64(secs)
-        .map_err(|_| PyValueError::new_err(format!("{arg} is too large: {secs} s")))
+    Unit::Seconds.positive(arg, secs).map_err(value_error)
 }
 
-/// A lock TTL in seconds: positive, and at most the core's longest, checked here so that the
-/// message is in the caller's unit (the core's is in milliseconds).
+/// A lock TTL in seconds: positive, and at most the core's longest.
 pub fn ttl_seconds(secs: f64) -> PyResult<Duration> {
-    let max = fencelock::ffi_support::timing::MAX_TTL.as_secs_f64();
-    if secs > max {
-        return Err(PyValueError::new_err(format!(
-            "ttl must be at most {max} s (about 285,000 years), got {secs} s"
-        )));
-    }
-    positive_seconds("ttl", secs)
+    Unit::Seconds.ttl(secs).map_err(value_error)
 }
 
 /// A number of seconds that may be zero (`retry_jitter`).
 pub fn non_negative_seconds(arg: &str, secs: f64) -> PyResult<Duration> {
-    if secs == 0.0 {
-        return Ok(Duration::ZERO);
-    }
-    if secs.is_nan() || secs < 0.0 {
-        return Err(PyValueError::new_err(format!(
-            "{arg} must be a number of seconds >= 0, got {secs}"
-        )));
-    }
-    positive_seconds(arg, secs)
+    Unit::Seconds.non_negative(arg, secs).map_err(value_error)
 }
 
 /// `wait`: `None` (or infinity) waits until acquired, `0` tries once.
 pub fn wait_limit(wait: Option<f64>) -> PyResult<Option<Duration>> {
-    match wait {
-        None => Ok(None),
-        Some(w) if w == f64::INFINITY => Ok(None),
-        Some(w) if w.is_nan() || w < 0.0 => Err(PyValueError::new_err(format!(
-            "wait must be None (no limit) or a number of seconds >= 0, got {w}"
-        ))),
-        // Longer than a Duration can hold: as good as no limit.
-        Some(w) => Ok(Duration::try_from_secs_f64(w).ok()),
-    }
+    Unit::Seconds.wait(wait).map_err(value_error)
+}
+
+/// The core's argument error as Python's `ValueError`.
+fn value_error(e: fencelock::Error) -> PyErr {
+    PyValueError::new_err(e.message().to_owned())
 }
 
 /// The ``token`` and ``reentrant`` arguments of an acquisition: a caller's token is exclusive

@@ -46,6 +46,11 @@ pub mod token {
     pub use crate::token::*;
 }
 
+/// A binding's seconds or milliseconds as a `Duration`, checked (`units`).
+pub mod units {
+    pub use crate::units::*;
+}
+
 /// The holder label's limits (`who`).
 pub mod who {
     pub use crate::who::*;

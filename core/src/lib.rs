@@ -77,6 +77,7 @@ mod timing;
 mod tls;
 mod token;
 mod undo;
+mod units;
 mod url;
 mod who;
 

@@ -234,15 +234,11 @@ impl LockManager {
             crate::kind::check_limit(limit)?;
             crate::kind::check_count(count, limit)?;
         }
-        AcquireCall::check_lease(&self.engine, name.as_ref(), opts)?;
+        let checked = AcquireCall::check_lease(&self.engine, name.as_ref(), opts, kind)?;
         // The call itself is made where it runs: its guards clean up on that runtime.
-        let (engine, name, opts) = (
-            Arc::clone(&self.engine),
-            name.as_ref().to_vec(),
-            opts.clone(),
-        );
+        let (engine, opts) = (Arc::clone(&self.engine), opts.clone());
         Ok(async move {
-            AcquireCall::new_lease(&engine, &name, &opts, kind)?
+            AcquireCall::start(&engine, checked, &opts)
                 .lock(&opts)
                 .await
         })
@@ -260,10 +256,10 @@ impl LockManager {
         opts: &AcquireOptions,
     ) -> Result<impl std::future::Future<Output = Result<Lock>> + Send + 'static> {
         let names: Vec<Vec<u8>> = names.into_iter().map(|n| n.as_ref().to_vec()).collect();
-        AcquireCall::check_many(&self.engine, &names, opts)?;
+        let checked = AcquireCall::check_many(&self.engine, &names, opts)?;
         let (engine, opts) = (Arc::clone(&self.engine), opts.clone());
         Ok(async move {
-            AcquireCall::new_many(&engine, &names, &opts)?
+            AcquireCall::start(&engine, checked, &opts)
                 .lock(&opts)
                 .await
         })

@@ -147,6 +147,13 @@ pub(crate) struct AcquireCall {
     trust_handoffs: bool,
 }
 
+/// An acquisition's arguments, checked once (before any network call): its target (name or
+/// names, token, kind) and TTL. [`AcquireCall::start`] makes the call of it where it runs.
+pub struct Checked {
+    target: Target,
+    ttl: Duration,
+}
+
 impl AcquireCall {
     /// Checks the arguments (before any network call) and prepares the call.
     ///
@@ -166,37 +173,47 @@ impl AcquireCall {
         opts: &AcquireOptions,
         kind: LeaseKind,
     ) -> Result<AcquireCall> {
-        check_name(name)?;
-        let token = Self::token(engine, opts)?;
-        Self::prepare(engine, engine.target_of(name, token, kind), opts)
+        let checked = Self::check_lease(engine, name, opts, kind)?;
+        Ok(Self::start(engine, checked, opts))
     }
 
-    /// The checks of [`new_lease`](Self::new_lease) alone, for a call prepared outside the
-    /// runtime that runs it (its guards must be made inside: they clean up on that runtime).
+    /// The checks of [`new_lease`](Self::new_lease), for a call started later, outside the
+    /// runtime that runs it (its guards are made there: they clean up on that runtime).
     ///
     /// # Errors
     /// As [`new`](Self::new).
-    pub fn check_lease(engine: &Engine, name: &[u8], opts: &AcquireOptions) -> Result<()> {
+    pub fn check_lease(
+        engine: &Engine,
+        name: &[u8],
+        opts: &AcquireOptions,
+        kind: LeaseKind,
+    ) -> Result<Checked> {
         check_name(name)?;
-        if let Some(t) = &opts.token {
-            token::check_token(t)?;
-        }
-        engine.check_ttl(opts.ttl).map(|_| ())
+        let token = Self::token(engine, opts)?;
+        let ttl = engine.check_ttl(opts.ttl)?;
+        Ok(Checked {
+            target: engine.target_of(name, token, kind),
+            ttl,
+        })
     }
 
-    /// The checks of [`new_many`](Self::new_many) alone (see [`check_lease`](Self::check_lease)).
+    /// The checks of [`new_many`](Self::new_many) (see [`check_lease`](Self::check_lease)).
     ///
     /// # Errors
     /// As [`new_many`](Self::new_many).
-    pub fn check_many(engine: &Engine, names: &[Vec<u8>], opts: &AcquireOptions) -> Result<()> {
+    pub fn check_many(
+        engine: &Engine,
+        names: &[Vec<u8>],
+        opts: &AcquireOptions,
+    ) -> Result<Checked> {
         check_names(names)?;
-        if let Some(t) = &opts.token {
-            token::check_token(t)?;
-        }
+        let token = Self::token(engine, opts)?;
+        let target = engine.target_many(names, token);
         if engine.has_cluster() {
-            check_one_slot(&engine.target_many(names, Vec::new()))?;
+            check_one_slot(&target)?;
         }
-        engine.check_ttl(opts.ttl).map(|_| ())
+        let ttl = engine.check_ttl(opts.ttl)?;
+        Ok(Checked { target, ttl })
     }
 
     /// As [`new`](Self::new), for a lock on all of `names` at once (see
@@ -210,13 +227,8 @@ impl AcquireCall {
         names: &[Vec<u8>],
         opts: &AcquireOptions,
     ) -> Result<AcquireCall> {
-        check_names(names)?;
-        let token = Self::token(engine, opts)?;
-        let target = engine.target_many(names, token);
-        if engine.has_cluster() {
-            check_one_slot(&target)?;
-        }
-        Self::prepare(engine, target, opts)
+        let checked = Self::check_many(engine, names, opts)?;
+        Ok(Self::start(engine, checked, opts))
     }
 
     /// The caller's token, checked, or a new one.
@@ -230,8 +242,10 @@ impl AcquireCall {
         }
     }
 
-    fn prepare(engine: &Arc<Engine>, target: Target, opts: &AcquireOptions) -> Result<AcquireCall> {
-        let ttl = engine.check_ttl(opts.ttl)?;
+    /// The call of checked arguments: its place in line, its guards and subscriptions (made
+    /// on the runtime that runs it) and its measurements.
+    pub fn start(engine: &Arc<Engine>, checked: Checked, opts: &AcquireOptions) -> AcquireCall {
+        let Checked { target, ttl } = checked;
         let target = Arc::new(target);
         let started = Instant::now();
         let timeout = engine.server_timeout(ttl);
@@ -265,7 +279,7 @@ impl AcquireCall {
         });
         let kind = measure::kind(target.kind);
         let watch = AcquireWatch::new(kind, names.label(&target.name), waits, trace);
-        Ok(AcquireCall {
+        AcquireCall {
             engine: Arc::clone(engine),
             target,
             ttl,
@@ -283,7 +297,7 @@ impl AcquireCall {
             // With replica acknowledgment a handoff is confirmed by an attempt, whose write
             // the replicas acknowledge.
             trust_handoffs: engine.config.replica_ack.is_none(),
-        })
+        }
     }
 
     /// [`run`](Self::run), then the held [`Lock`], kept alive in the background when `opts`
