@@ -17,7 +17,7 @@ cd "$FENCELOCK_ROOT"
 declare -A bin
 while read -r name path; do bin[$name]=$path; done < <(ci/servers.sh)
 core_tests=()
-for t in single lean many semaphore rwlock redlock tokens lost cluster cluster_family cluster_migrating; do
+for t in single lean many semaphore rwlock election redlock tokens lost cluster cluster_family cluster_migrating; do
   core_tests+=(--test "$t")
 done
 for name in valkey-8.1 redis-6.2; do

@@ -13,8 +13,10 @@ use crate::{AcquireOptions, Builder, Config};
 
 #[macro_use]
 mod calls;
+mod election;
 mod family;
 mod pending;
+pub use election::{Election, Observer, Term};
 pub use family::{RwLock, Semaphore};
 pub use pending::Pending;
 

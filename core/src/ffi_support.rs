@@ -6,6 +6,11 @@
 //! same name.
 
 /// The keys of a lock and the name and prefix rules (`keys`).
+/// A term held as its lock (the bindings' way): its value, proclaiming a new one.
+pub mod election {
+    pub use crate::election::{proclaim, term_value};
+}
+
 pub mod keys {
     pub use crate::keys::*;
 }

@@ -288,6 +288,16 @@ impl LockManager {
         Semaphore::new(Arc::clone(&self.engine), name.as_ref(), limit)
     }
 
+    /// A leader election on `name`: candidates campaign for terms (each a lock lease of the
+    /// name), everyone reads and follows the leader (see [`Election`](crate::Election)).
+    /// Nothing is contacted yet.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad name.
+    pub fn election(&self, name: impl AsRef<[u8]>) -> Result<crate::Election> {
+        crate::Election::new(Arc::clone(&self.engine), name.as_ref())
+    }
+
     /// A fair read-write lock on `name`: many readers or one writer, each a lease of its own
     /// (see [`RwLock`]). Nothing is contacted yet.
     ///

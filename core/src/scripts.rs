@@ -94,6 +94,9 @@ const INSPECT_SRC: &str = concat!(
 /// The holder label's note, written next to a held lock (see `note.lua`, `who.rs`).
 static NOTE: LazyLock<Script> = LazyLock::new(|| Script::new(NOTE_SRC));
 const NOTE_SRC: &str = include_str!("scripts/note.lua");
+/// An election's announcement of a change that no note tells (see `announce.lua`).
+static ANNOUNCE: LazyLock<Script> = LazyLock::new(|| Script::new(ANNOUNCE_SRC));
+const ANNOUNCE_SRC: &str = include_str!("scripts/announce.lua");
 
 /// Every command the other scripts run, once per connection (see `preflight.lua`).
 static PREFLIGHT: LazyLock<Script> = LazyLock::new(|| Script::new(PREFLIGHT_SRC));
@@ -357,12 +360,29 @@ impl ScriptCall {
         )
     }
 
-    /// The holder label's note for the lock held with `token` (see `note.lua`).
-    pub fn note(keys: &LockKeys, token: &[u8], note: &[u8]) -> Self {
+    /// The holder label's note for the lock held with `token` (see `note.lua`); an election's
+    /// term's note is `announced` to its observers, on the lock's release channel.
+    pub fn note(keys: &LockKeys, token: &[u8], note: &[u8], announced: bool) -> Self {
+        let keys_of = [&keys.lock[..], &keys.who];
+        if !announced {
+            return ScriptCall::new((&NOTE, NOTE_SRC), &keys_of, (&[token, note], false));
+        }
+        let publish = Self::packed(String::new(), &keys.channel);
         ScriptCall::new(
             (&NOTE, NOTE_SRC),
-            &[&keys.lock, &keys.who],
-            (&[token, note], false),
+            &keys_of,
+            (&[token, note, &publish], true),
+        )
+    }
+
+    /// Tells an election's observers, on the lock's release channel, that it changed (see
+    /// `announce.lua`).
+    pub fn announce(keys: &LockKeys) -> Self {
+        let publish = Self::packed(String::new(), &keys.channel);
+        ScriptCall::new(
+            (&ANNOUNCE, ANNOUNCE_SRC),
+            &[&keys.lock],
+            (&[&publish], true),
         )
     }
 

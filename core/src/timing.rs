@@ -74,6 +74,18 @@ pub const WAIT_WARNING_EVERY: Duration = Duration::from_secs(3);
 /// delays' time each, not after the wait limit; a restart takes far less than 10 attempts.
 pub const DEFAULT_REFUSED_ATTEMPTS: u32 = 10;
 
+/// The longest an election's observer goes without reading the election again when no
+/// message comes (`election/observe.rs`): every change is announced, so this only bounds a
+/// message lost without a lost connection.
+pub const ELECTION_RECHECK: Duration = Duration::from_secs(30);
+
+/// How often an observer reads the election while some server's subscription is missing.
+pub const UNLISTENED_RECHECK: Duration = Duration::from_secs(1);
+
+/// The shortest wait of an observer's timer at a term's end (the term's remaining time is
+/// its conservative bound: the key can outlive it by the drift allowance).
+pub const MIN_RECHECK: Duration = Duration::from_millis(10);
+
 /// Margin added to how long a waiter's place in a queue lasts, over its two retry periods:
 /// covers the script's own time and the servers' clocks ticking apart.
 const PLACE_MARGIN: Duration = Duration::from_millis(250);

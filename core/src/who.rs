@@ -88,21 +88,33 @@ pub(crate) fn parse_note(token: &[u8], note: &[u8]) -> Option<HolderNote> {
 
 impl Engine {
     /// Leaves (or renews) the notes of `t`, granted at `since` with `fences` (one per name), on
-    /// every server, when the manager has a label; returns once a quorum of them answered. A
-    /// server that does not answer by then, or no longer holds the lock, gets none: a note is
-    /// help for people, never part of the lock.
-    pub(crate) async fn note_holder(&self, t: &Target, fences: &[u64], since: SystemTime) {
-        let Some(label) = self.config.holder_label.as_deref() else {
-            return;
+    /// every server: an election's term's `value` (announced to its observers), or else the
+    /// manager's label when it has one. Returns once a quorum of the servers answered, with
+    /// how many of those wrote it. A server that does not answer by then, or no longer holds
+    /// the lock, gets none: a label's note is help for people, never part of the lock (a
+    /// term's is renewed at each extension).
+    pub(crate) async fn note_holder(
+        &self,
+        t: &Target,
+        fences: &[u64],
+        since: SystemTime,
+        value: Option<&str>,
+    ) -> usize {
+        let label = match value {
+            Some(value) => format!("\n{value}"),
+            None => match self.config.holder_label.as_deref() {
+                Some(label) => label.to_owned(),
+                None => return 0,
+            },
         };
         let keys = t.all_keys();
         let calls: Vec<ScriptCall> = keys
             .iter()
             .zip(fences)
             .map(|(k, fence)| {
-                let note = note_text(&t.token, since, *fence, label);
+                let note = note_text(&t.token, since, *fence, &label);
                 match t.kind.is_lock() {
-                    true => ScriptCall::note(k, &t.token, &note),
+                    true => ScriptCall::note(k, &t.token, &note, value.is_some()),
                     false => ScriptCall::permits_note(k, &t.token, &note),
                 }
             })
@@ -115,10 +127,24 @@ impl Engine {
             .iter()
             .map(|s| join_all(calls.iter().map(move |call| s.eval::<i64>(call, timeout))))
             .collect();
-        let mut answered = 0;
-        while answered < t.quorum(self.n()) && pending.next().await.is_some() {
+        let (mut answered, mut wrote) = (0, 0);
+        while answered < t.quorum(self.n()) {
+            let Some(replies) = pending.next().await else {
+                break;
+            };
             answered += 1;
+            wrote += usize::from(replies.iter().all(|r| matches!(r, Ok(1))));
         }
+        wrote
+    }
+
+    /// Tells the observers of election `t` that it changed (its leader resigned), on every
+    /// server that answers in time; best effort (an observer also wakes when the term's time
+    /// runs out).
+    pub(crate) async fn announce(&self, t: &Target) {
+        let call = ScriptCall::announce(&t.keys);
+        let timeout = self.server_timeout(crate::timing::DEFAULT_TTL);
+        join_all(self.servers.iter().map(|s| s.eval::<i64>(&call, timeout))).await;
     }
 }
 

@@ -214,3 +214,47 @@ fn the_familys_blocking_handles_count_exclude_and_can_be_interrupted() {
     assert!(rw.state().unwrap().writer);
     w.release().unwrap();
 }
+
+/// The blocking election (issue 54): a term, its value read and proclaimed, an observer that
+/// long-polls, and a resign handing over to the next candidate in line.
+#[test]
+fn the_blocking_election_leads_proclaims_and_is_observed() {
+    let server = RedisServer::start();
+    let m = LockManager::new([server.url()]).unwrap();
+    let e = m.election("blocking-election").unwrap();
+    let mut observer = e.observe();
+    assert_eq!(observer.next().unwrap().unwrap(), None);
+    assert_eq!(
+        observer.next_within(Duration::from_millis(50)).unwrap(),
+        None,
+        "no change yet"
+    );
+    let term = e.campaign("a", Duration::from_secs(30), None).unwrap();
+    let leader = observer
+        .next_within(Duration::from_secs(10))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        leader.map(|l| (l.value, l.fencing_token)),
+        Some(("a".to_owned(), term.fencing_token()))
+    );
+    term.proclaim("b").unwrap();
+    assert_eq!(e.leader().unwrap().unwrap().value, "b");
+    let waiting = {
+        let e = e.clone();
+        std::thread::spawn(move || e.campaign("c", Duration::from_secs(30), None))
+    };
+    let in_line = || m.state("blocking-election").unwrap().waiters == Some(1);
+    fencelock_testkit::wait_until(Duration::from_secs(10), "c in line", in_line);
+    assert!(e
+        .try_campaign("d", Duration::from_secs(30))
+        .unwrap()
+        .is_none());
+    let first = term.fencing_token();
+    term.resign().unwrap();
+    let next = waiting.join().unwrap().unwrap();
+    assert!(next.fencing_token() > first);
+    assert_eq!(e.leader().unwrap().unwrap().value, "c");
+    next.resign().unwrap();
+    assert_eq!(e.leader().unwrap(), None);
+}

@@ -92,3 +92,38 @@ async fn with_replica_ack_a_lease_survives_the_failover_of_its_master() {
     assert_eq!(other.state().await.unwrap().held, 1);
     assert!(lease.is_held().await.unwrap());
 }
+
+/// An election on a cluster (issue 54): its term is a lock of the name's slot, its notes and
+/// releases are announced in that slot (SPUBLISH; PUBLISH on Redis 6.2, which stage 57 runs),
+/// and an observer hears each change long before a term's timer could tell it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_election_on_a_cluster_is_observed_through_its_slots_channel() {
+    let c = RedisCluster::start(3, 0);
+    let m = LockManager::builder([c.url()]).build().unwrap();
+    let e = m.election("{tenant-7}:leader").unwrap();
+    let mut observer = e.observe();
+    assert_eq!(next(&mut observer).await.unwrap(), None);
+    let term = e.campaign("a", MS(60_000), Some(MS(0))).await.unwrap();
+    let leader = next(&mut observer).await.unwrap().unwrap();
+    assert_eq!(
+        (leader.value.as_str(), leader.fencing_token),
+        ("a", term.fencing_token())
+    );
+    term.proclaim("b").await.unwrap();
+    assert_eq!(next(&mut observer).await.unwrap().unwrap().value, "b");
+    let keys = LockKeys::new(b"", b"{tenant-7}:leader");
+    let master = c.master_of(b"{tenant-7}:leader");
+    assert!(matches!(
+        master.cmd(&[b"GET", &keys.who]),
+        Reply::Bulk(Some(_))
+    ));
+    term.resign().await.unwrap();
+    assert_eq!(next(&mut observer).await.unwrap(), None);
+}
+
+/// The observer's next report, within 10 s (more is a hang).
+async fn next(o: &mut fencelock::Observer) -> fencelock::Result<Option<fencelock::Leader>> {
+    tokio::time::timeout(Duration::from_secs(10), o.next())
+        .await
+        .expect("an observer hung")
+}

@@ -306,6 +306,15 @@ impl AcquireCall {
     /// # Errors
     /// As [`run`](Self::run).
     pub async fn lock(self, opts: &AcquireOptions) -> Result<Lock> {
+        self.lock_noting(opts, None).await
+    }
+
+    /// [`lock`](Self::lock), for an election's term: the lock notes `value` (see
+    /// [`crate::election`]) before it is returned.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub async fn lock_noting(self, opts: &AcquireOptions, value: Option<&str>) -> Result<Lock> {
         let engine = Arc::clone(&self.engine);
         let span = tracing::info_span!(
             target: "fencelock",
@@ -323,6 +332,9 @@ impl AcquireCall {
         let labels = self.watch.labels();
         let (target, ttl, acquired) = self.run().instrument(span).await?;
         let lock = Lock::new(engine, target, ttl, acquired, labels);
+        if let Some(value) = value {
+            lock.set_value(value);
+        }
         lock.note_holder().await;
         if opts.auto_extend {
             lock.auto_extend(opts.max_hold);

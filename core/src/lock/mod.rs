@@ -43,6 +43,9 @@ struct Holding {
     status: watch::Sender<Status>,
     /// Its measurements: counted as held, its end and its extensions.
     measured: HoldWatch,
+    /// An election's term: the leader's value, noted with every grant and extension and
+    /// announced to the observers, who also hear its release (`election/`).
+    value: StdMutex<Option<Arc<str>>>,
 }
 
 struct State {
@@ -162,12 +165,32 @@ impl Holding {
         st.extensions.0
     }
 
-    /// Leaves (or renews, with the lock's new remaining time) the holder label's note, when
-    /// the manager has a label (`who.rs`).
-    async fn note_holder(&self) {
+    /// Leaves (or renews, with the lock's new remaining time) the holder's note: a term's
+    /// value, or the manager's label when it has one (`who.rs`); how many servers of the
+    /// quorum that answered wrote it.
+    async fn note_holder(&self) -> usize {
+        let value = self.value();
+        let fences = &self.fencing_tokens;
         self.engine
-            .note_holder(&self.target, &self.fencing_tokens, self.since)
+            .note_holder(&self.target, fences, self.since, value.as_deref())
+            .await
+    }
+
+    fn value(&self) -> Option<Arc<str>> {
+        self.value.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Releases on every server (see [`Engine::release_reporting`]); a term's release is then
+    /// announced to the election's observers.
+    async fn release(&self, timeout: Duration) -> std::result::Result<(), crate::engine::Failed> {
+        let released = self
+            .engine
+            .release_reporting(&self.target, timeout, true)
             .await;
+        if self.value().is_some() {
+            self.engine.announce(&self.target).await;
+        }
+        released
     }
 
     /// An extension's outcome. Its validity replaces the lock's when it is the newest to
@@ -284,6 +307,7 @@ impl Lock {
                 }),
                 status: watch::channel(Status::Held).0,
                 measured,
+                value: StdMutex::new(None),
             }),
         }
     }
@@ -322,9 +346,31 @@ impl Lock {
         &self.shared.fencing_tokens
     }
 
-    /// Leaves the holder label's note once granted (see [`crate::who`]).
-    pub(crate) async fn note_holder(&self) {
-        self.shared.note_holder().await;
+    /// Leaves the holder's note once granted (see [`crate::who`]); how many servers of the
+    /// quorum that answered wrote it.
+    pub(crate) async fn note_holder(&self) -> usize {
+        self.shared.note_holder().await
+    }
+
+    /// Makes the lock an election's term with `value` (noted by the next
+    /// [`note_holder`](Self::note_holder), and by every extension).
+    pub(crate) fn set_value(&self, value: &str) {
+        *self.shared.value.lock().unwrap_or_else(|e| e.into_inner()) = Some(value.into());
+    }
+
+    /// A term's value (`None`: not an election's term).
+    pub(crate) fn value(&self) -> Option<Arc<str>> {
+        self.shared.value()
+    }
+
+    /// How many servers it is held on a quorum of.
+    pub(crate) fn servers(&self) -> usize {
+        self.shared.engine.n()
+    }
+
+    /// When it was granted, by this machine's clock.
+    pub(crate) fn since(&self) -> std::time::SystemTime {
+        self.shared.since
     }
 
     /// The TTL of the last acquire or extend.
@@ -419,7 +465,7 @@ impl Lock {
         s.mark_released("released");
         s.state().released_lost = known;
         let timeout = s.engine.server_timeout(s.state().ttl);
-        let released = s.engine.release_reporting(&s.target, timeout, true).await;
+        let released = s.release(timeout).await;
         released.map_err(|failed| {
             let mut st = s.state();
             st.released_lost = st.released_lost.or(failed.lost);
@@ -465,10 +511,7 @@ impl Drop for Lock {
         };
         let shared = Arc::clone(s);
         s.engine.cleanups.spawn(runtime, async move {
-            let _ = shared
-                .engine
-                .release(&shared.target, BACKGROUND_CLEANUP_TIMEOUT, true)
-                .await;
+            let _ = shared.release(BACKGROUND_CLEANUP_TIMEOUT).await;
         });
     }
 }

@@ -2,6 +2,9 @@
 -- found, changing nothing of the lock itself. Only while the lock key still holds the caller's
 -- token, and for as long as the lock key lives (its PTTL), so that a note never outlives the
 -- hold it describes for long; a later holder's inspection ignores a note of another token.
+-- An election's term (election/mod.rs) notes its value this way, and announces it: ARGV[3]
+-- is then "PUBLISH CHANNEL" ('SPUBLISH' on a cluster with sharded pub/sub), and the note is
+-- followed by an empty message on the lock's release channel, which its observers listen to.
 -- KEYS: [1] lock key, [2] the note's key (keys.rs `who`).
 -- ARGV[1] token, ARGV[2] the note ("token\nsince_ms\nfencing_token\nlabel", who.rs).
 -- Returns 1 when written, 0 when the lock is not held with the token (or has no expiry).
@@ -13,4 +16,8 @@ if pttl <= 0 then
   return 0
 end
 redis.call('SET', KEYS[2], ARGV[2], 'PX', pttl)
+if ARGV[3] then
+  local publish, channel = string.match(ARGV[3], '^(%S+) (.*)$')
+  redis.call(publish == 'SPUBLISH' and 'SPUBLISH' or 'PUBLISH', channel, '')
+end
 return 1
