@@ -13,6 +13,11 @@ macro_rules! manager_methods {
                 self.managed.live().map_err(|f| f.into_py(py))
             }
 
+            /// Turns true when the manager closes.
+            pub(crate) fn closing(&self) -> tokio::sync::watch::Receiver<bool> {
+                self.managed.closing()
+            }
+
             /// `call` on the async manager, run through the face; its result converted.
             pub(crate) fn call<'py, T, F, C>(
                 &self,

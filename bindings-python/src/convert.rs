@@ -250,13 +250,15 @@ pub enum Names {
     Many(Vec<Text>),
     /// A semaphore's permits, a read share or the write hold (`fencelock/_family.py`).
     Lease(Text, LeaseKind),
+    /// An election's term with the leader's value (`fencelock/_election.py`).
+    Term(Text, String),
 }
 
 impl Names {
     /// The first name (the lock's `name`); empty for an empty list, which the core refuses.
     pub fn first(&self) -> Text {
         match self {
-            Names::One(n) | Names::Lease(n, _) => n.clone(),
+            Names::One(n) | Names::Lease(n, _) | Names::Term(n, _) => n.clone(),
             Names::Many(ns) => ns.first().cloned().unwrap_or_default(),
         }
     }
@@ -264,7 +266,7 @@ impl Names {
     /// Every name.
     pub fn all(&self) -> Vec<Text> {
         match self {
-            Names::One(n) | Names::Lease(n, _) => vec![n.clone()],
+            Names::One(n) | Names::Lease(n, _) | Names::Term(n, _) => vec![n.clone()],
             Names::Many(ns) => ns.clone(),
         }
     }
@@ -293,6 +295,11 @@ impl Names {
                 Box::pin(manager.prepare_lease(name.as_bytes(), *kind, opts)?)
             }
             Names::Many(_) => Box::pin(manager.prepare_many(self.bytes(), opts)?),
+            Names::Term(name, value) => Box::pin(
+                manager
+                    .election(name.as_bytes())?
+                    .prepare_campaign(value, opts)?,
+            ),
         })
     }
 }

@@ -12,6 +12,7 @@ mod aio_bridge;
 mod calls;
 mod cli;
 mod convert;
+mod election;
 mod errors;
 mod events;
 mod face;
@@ -51,5 +52,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<aio::PyAsyncLockManager>()?;
     m.add_class::<lock::PyAsyncLock>()?;
     m.add_class::<aio::PyAsyncLockScope>()?;
+    m.add_class::<election::PyObserver>()?;
+    m.add_class::<election::PyAsyncObserver>()?;
     Ok(())
 }

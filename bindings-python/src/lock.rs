@@ -220,6 +220,31 @@ impl LockCell {
         Ok((&held.live, fut))
     }
 
+    /// A term's new value (`fencelock/_election.py`'s `Term.proclaim`).
+    fn proclaim(
+        &self,
+        value: String,
+    ) -> Result<
+        (
+            &Live,
+            impl Future<Output = Result<(), Failure>> + Send + 'static,
+        ),
+        Failure,
+    > {
+        let held = self.held()?;
+        let cell = Arc::clone(&held.cell);
+        let released = self.released();
+        let fut = async move {
+            match cell.read().await.as_ref() {
+                Some(lock) => fencelock::ffi_support::election::proclaim(lock, &value)
+                    .await
+                    .map_err(Failure::Core),
+                None => Err(released),
+            }
+        };
+        Ok((&held.live, fut))
+    }
+
     /// The end of a `with` block: release, reporting a loss unless the block raised (then
     /// its exception wins); nothing once released, or in another process.
     fn finish(
@@ -366,6 +391,24 @@ macro_rules! lock_methods {
                 let ttl = ttl_seconds(ttl)?;
                 let (live, fut) = self.lock.extend(ttl, add).map_err(|f| f.into_py(py))?;
                 <$face>::run(py, live, fut, none)
+            }
+
+            /// A term's new value (``Term.proclaim`` of ``fencelock/_election.py``).
+            fn _proclaim<'py>(
+                &self,
+                py: Python<'py>,
+                value: String,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let (live, fut) = self.lock.proclaim(value).map_err(|f| f.into_py(py))?;
+                <$face>::run(py, live, fut, none)
+            }
+
+            /// A term's value now (``None``: not a term, or released).
+            #[getter]
+            fn _term_value(&self) -> Option<String> {
+                self.lock
+                    .peek(fencelock::ffi_support::election::term_value)
+                    .flatten()
             }
 
             /// The lock's name, as given (str or bytes).

@@ -42,6 +42,8 @@ struct State {
 pub struct Managed {
     config: Config,
     state: Mutex<State>,
+    /// Turns true at [`close`](Self::close): what a blocked election observer ends on.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl Managed {
@@ -57,7 +59,13 @@ impl Managed {
                 live: Some(live),
                 closed: false,
             }),
+            closing: tokio::sync::watch::channel(false).0,
         })
+    }
+
+    /// Turns true when the manager closes.
+    pub fn closing(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.closing.subscribe()
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -87,6 +95,7 @@ impl Managed {
 
     /// Stops the runtime (without waiting) once the locks made by it are gone.
     pub fn close(&self) {
+        self.closing.send_replace(true);
         let mut st = self.state();
         st.closed = true;
         if let Some(live) = st.live.take() {

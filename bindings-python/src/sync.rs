@@ -11,7 +11,7 @@ use fencelock::{blocking, ErrorKind};
 use pyo3::prelude::*;
 
 use crate::calls::manager_methods;
-use crate::convert::{wait_limit, Acquisition, CallerToken, Names};
+use crate::convert::{wait_limit, CallerToken, Names};
 use crate::errors::{to_py, Failure, LockError};
 use crate::face::Blocking;
 use crate::lock::{LockCell, PyLock};
@@ -40,11 +40,11 @@ impl AcquireError {
 
 /// Blocks on `acquisition` with the GIL released, running Python's signal handlers every
 /// `SIGNAL_POLL`; an exception from a handler cancels the acquisition and is raised as is.
-fn acquire_blocking(
+pub(crate) fn acquire_blocking<T: Send>(
     py: Python<'_>,
     manager: &blocking::LockManager,
-    acquisition: Acquisition,
-) -> Result<fencelock::Lock, AcquireError> {
+    acquisition: impl std::future::Future<Output = fencelock::Result<T>> + Send,
+) -> Result<T, AcquireError> {
     let mut raised: Option<PyErr> = None;
     let interrupted = || {
         shutdown::reattach(|py| match py.check_signals() {

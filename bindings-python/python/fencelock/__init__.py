@@ -21,12 +21,14 @@ import atexit as _atexit
 import os as _os
 
 from fencelock import _logging, _native
+from fencelock._election import Election, Leader, Term
 from fencelock._family import RwLock, RwLockState, Semaphore, SemaphoreState
 from fencelock._holder import Holder
 from fencelock._logging import TRACE, enable_logging
 from fencelock._native import (
     Lock,
     LockError,
+    Observer,
     LockLost,
     LockManager,
     LockScope,
@@ -55,13 +57,16 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_after_fork_in_child)
 
 __all__ = [
+    "Election",
     "Holder",
     "Lock",
     "LockError",
     "LockLost",
     "LockManager",
     "LockScope",
+    "Leader",
     "NotAcquired",
+    "Observer",
     "RwLock",
     "RwLockState",
     "Semaphore",
@@ -69,6 +74,7 @@ __all__ = [
     "ServerError",
     "ServerReport",
     "TRACE",
+    "Term",
     "Unavailable",
     "WrongKind",
     "__version__",

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Literal, Optional, TypeVar, Union, final
 
+from fencelock._election import AsyncElection, Election, Leader
 from fencelock._family import AsyncRwLock, AsyncSemaphore, RwLock, Semaphore
 from fencelock._holder import Holder
 
@@ -52,6 +53,8 @@ __all__ = [
     "AsyncLockManager",
     "AsyncLock",
     "AsyncLockScope",
+    "Observer",
+    "AsyncObserver",
 ]
 
 __version__: str
@@ -197,6 +200,8 @@ class LockManager:
         """A counting semaphore on ``name``: at most ``limit`` permits held at once."""
     def rwlock(self, name: _Text) -> RwLock:
         """A fair read-write lock on ``name``: many readers or one writer."""
+    def election(self, name: _Text) -> Election:
+        """A leader election on ``name``: campaign, leader, observe."""
     def close(self) -> None:
         """Closes the manager; locks already acquired stay usable."""
     def __enter__(self) -> Self: ...
@@ -361,6 +366,8 @@ class AsyncLockManager:
         """Releases ``name`` if it is held with ``token``."""
     def semaphore(self, name: _Text, limit: int) -> AsyncSemaphore:
         """A counting semaphore on ``name``: at most ``limit`` permits held at once."""
+    def election(self, name: _Text) -> AsyncElection:
+        """A leader election on ``name``: campaign, leader, observe."""
     def rwlock(self, name: _Text) -> AsyncRwLock:
         """A fair read-write lock on ``name``: many readers or one writer."""
     def close(self) -> Coroutine[Any, Any, None]:
@@ -477,3 +484,22 @@ def _metric_totals() -> list[tuple[str, list[str], Union[float, tuple[list[int],
 
 def _metric_observations() -> list[tuple[str, list[str], float]]:
     """The histogram observations kept since the last call, oldest first."""
+
+@final
+class Observer:
+    """Follows an election's leader (``election.observe()``): the current leader (``None``:
+    nobody leads), then each change; ``close()`` from any thread ends it."""
+
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> Optional[Leader]: ...
+    def close(self) -> None:
+        """Ends the iteration (a blocked ``next`` returns at once); from any thread."""
+
+@final
+class AsyncObserver:
+    """``Observer`` of ``fencelock.asyncio``: ``async for leader in election.observe():``."""
+
+    def __aiter__(self) -> Self: ...
+    def __anext__(self) -> Awaitable[Optional[Leader]]: ...
+    def close(self) -> None:
+        """Ends the iteration; from any thread."""

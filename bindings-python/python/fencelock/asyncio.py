@@ -12,6 +12,9 @@ under ``asyncio.run``) abandons the acquisition cleanly: ``asyncio.CancelledErro
 propagates and nothing stays locked.
 """
 
+from fencelock._election import AsyncElection as Election
+from fencelock._election import AsyncTerm as Term
+from fencelock._election import Leader
 from fencelock._family import AsyncRwLock as RwLock
 from fencelock._family import AsyncSemaphore as Semaphore
 from fencelock._family import RwLockState, SemaphoreState
@@ -20,6 +23,7 @@ from fencelock._native import (
     AsyncLock as Lock,
     AsyncLockManager as LockManager,
     AsyncLockScope as LockScope,
+    AsyncObserver as Observer,
     LockError,
     LockLost,
     NotAcquired,
@@ -29,18 +33,22 @@ from fencelock._native import (
 )
 
 __all__ = [
+    "Election",
     "Holder",
     "Lock",
     "LockError",
     "LockLost",
     "LockManager",
     "LockScope",
+    "Leader",
     "NotAcquired",
+    "Observer",
     "RwLock",
     "RwLockState",
     "Semaphore",
     "SemaphoreState",
     "ServerError",
+    "Term",
     "Unavailable",
     "WrongKind",
 ]
