@@ -64,6 +64,16 @@
 #define FL_ACQUIRE_INLINE 2
 
 /**
+ * The longest leader's value, in bytes, without its NUL.
+ */
+#define FL_ELECTION_VALUE_MAX 16384
+
+/**
+ * The size of `fl_leader.value`: the longest value and its NUL.
+ */
+#define FL_ELECTION_VALUE_SIZE 16385
+
+/**
  * The result of every fallible call. The numbers are stable: a value never changes meaning
  * and is never reused. Read it as an integer (`fl_status` is a `uint32_t`): a newer library
  * may return a status this header does not name yet; `fl_status_str()` handles any value.
@@ -350,6 +360,13 @@ typedef uint32_t fl_rw_mode;
 #endif // __cplusplus
 
 /**
+ * A leader election on one name. Opaque: made by `fl_election_new`, freed by
+ * `fl_election_free`; it keeps its manager's connections alive (the manager may be freed
+ * first). Thread-safe.
+ */
+typedef struct fl_election fl_election;
+
+/**
  * A lock acquired through a manager. Opaque: made by `fl_lock_acquire`,
  * `fl_lock_acquire_with_token` or `fl_lock_try_acquire`, freed by `fl_lock_free`.
  *
@@ -503,6 +520,37 @@ typedef struct fl_rwlock_occupancy {
    */
   uint64_t waiters;
 } fl_rwlock_occupancy;
+
+/**
+ * An election's leader, as `fl_election_leader` and `fl_election_observe` fill it.
+ */
+typedef struct fl_leader {
+  /**
+   * Whether someone leads; when false, the other fields are empty or 0.
+   */
+  bool leads;
+  /**
+   * The value it proclaimed, NUL-terminated (`value_len` bytes before the NUL: a value
+   * proclaimed from another language may hold NUL bytes).
+   */
+  char value[FL_ELECTION_VALUE_SIZE];
+  /**
+   * The value's length in bytes.
+   */
+  size_t value_len;
+  /**
+   * Its term number: the term's fencing token, larger than every earlier term's.
+   */
+  uint64_t fencing_token;
+  /**
+   * When its term began, by its clock, in milliseconds since the Unix epoch.
+   */
+  int64_t since_ms;
+  /**
+   * How long its term lasts at least without another extension, in milliseconds.
+   */
+  int64_t remaining_ms;
+} fl_leader;
 
 /**
  * Receives one fencelock event: its level, what happened (`message`: `"acquired"`,
@@ -1423,6 +1471,76 @@ fl_status fl_rwlock_extend_by_token(const struct fl_rwlock *rwlock, const char *
  * Errors: `FL_INVALID_ARGUMENT` for a NULL lock or `kind`.
  */
 fl_status fl_lock_kind(const struct fl_lock *lock, uint32_t *kind, uint32_t *permits);
+
+/**
+ * Makes a leader election on `name` (as a lock name). Nothing is contacted. On success
+ * `*out` is a new handle to free with `fl_election_free`.
+ *
+ * A term is a lock of the name: a plain lock on it excludes the candidates (and shows no
+ * leader); a semaphore or read-write lock on it fails campaigns with `FL_WRONG_KIND`.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name.
+ */
+fl_status fl_election_new(const struct fl_manager *manager, const char *name, struct fl_election **out);
+
+/**
+ * Frees an election handle (NULL is a no-op). Terms won through it are not affected.
+ */
+void fl_election_free(struct fl_election *election);
+
+/**
+ * Campaigns with `value` (UTF-8, at most `FL_ELECTION_VALUE_MAX` bytes; "" is a value) until
+ * this candidate leads, waiting as `wait_ms` says (-1 until it leads, 0 one try, else that
+ * many milliseconds) in line, first come first served. The term lives `ttl_ms` unless
+ * extended and is extended every ttl/3 until released. On success `*out` is the term: a lock
+ * handle whose fencing token is the term number; `fl_lock_release` resigns (the next
+ * candidate leads at once). Otherwise `*out` is left as it was.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments, a value that is not UTF-8 or too long,
+ * a bad TTL or wait (before any network call); `FL_NOT_ACQUIRED` when the wait passed
+ * first; `FL_WRONG_KIND`; `FL_UNAVAILABLE`; `FL_REDIS`.
+ */
+fl_status fl_election_campaign(const struct fl_election *election, const char *value, uint64_t ttl_ms, int64_t wait_ms, struct fl_lock **out);
+
+/**
+ * As `fl_election_campaign`, giving up when `interrupted(user_data)`, asked about every 50
+ * ms on the calling thread, returns true (`FL_CANCELLED`), as
+ * `fl_lock_acquire_interruptible`.
+ *
+ * Errors: as `fl_election_campaign`; `FL_CANCELLED` when interrupted; `FL_INVALID_ARGUMENT`
+ * also for a NULL `interrupted`.
+ */
+fl_status fl_election_campaign_interruptible(const struct fl_election *election, const char *value, uint64_t ttl_ms, int64_t wait_ms, fl_interrupt_callback interrupted, void *user_data, struct fl_lock **out);
+
+/**
+ * Proclaims a new `value` (as `fl_election_campaign`'s) for the term `term`, in the same
+ * term: noted on the servers and pushed to every observer.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments, a bad value, a lock that is not a term
+ * or was already released; `FL_NOT_HELD` when the term is lost; `FL_UNAVAILABLE` when fewer
+ * than a quorum of servers noted it (it is noted again at the term's next extension).
+ */
+fl_status fl_election_proclaim(const struct fl_lock *term, const char *value);
+
+/**
+ * The leader now, changing nothing: fills `*out` (`leads` false when nobody leads). Any
+ * manager can read it, with no holder label. Writes `*out` only on success.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments; `FL_UNAVAILABLE` when fewer than a
+ * quorum of servers answer; `FL_WRONG_KIND` for a semaphore's or read-write lock's name.
+ */
+fl_status fl_election_leader(const struct fl_election *election, struct fl_leader *out);
+
+/**
+ * A long poll of the leader: waits until the election's state differs from `last_seen` (a
+ * state this call or `fl_election_leader` filled; NULL: report the state now), pushed by the
+ * servers, or until `wait_ms` passed (-1: no limit), and fills `*out` with the state then,
+ * which equals `last_seen` when the wait ran out (compare `leads`, `fencing_token` and the
+ * value). `out` and `last_seen` may be the same struct. Writes `*out` only on success.
+ *
+ * Errors: as `fl_election_leader`; `FL_INVALID_ARGUMENT` also for a `wait_ms` below -1.
+ */
+fl_status fl_election_observe(const struct fl_election *election, const struct fl_leader *last_seen, int64_t wait_ms, struct fl_leader *out);
 
 /**
  * Starts acquiring the lock `name` and returns at once: the wait runs in the manager's

@@ -45,6 +45,8 @@ mod lost;
 
 mod family;
 
+mod election;
+
 // Acquisitions that complete through a callback (no thread per waiter).
 mod pending;
 
@@ -59,6 +61,11 @@ mod ffi;
 pub use by_name::{
     fl_extend_by_token, fl_manager_is_held_by_token, fl_manager_is_locked, fl_manager_remaining_ms,
     fl_release_by_token,
+};
+pub use election::{
+    fl_election, fl_election_campaign, fl_election_campaign_interruptible, fl_election_free,
+    fl_election_leader, fl_election_new, fl_election_observe, fl_election_proclaim, fl_leader,
+    FL_ELECTION_VALUE_MAX, FL_ELECTION_VALUE_SIZE,
 };
 pub use error::{
     fl_last_error_copy, fl_last_error_message, fl_status, fl_status_str, fl_version, status_of,

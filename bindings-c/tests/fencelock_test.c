@@ -2046,6 +2046,48 @@ static void test_rwlock_readers_writer_and_upgrade(void) {
     fl_manager_free(m);
 }
 
+/*
+ * Leader election (issue 54): a term is a lock handle whose fencing token is the term number;
+ * the leader is read at once or long-polled, each change pushed by the servers (terms of 30 s
+ * and waits of 10 s: a change seen in time was not found by a timer at the term's end).
+ */
+static void test_election_campaign_proclaim_observe(void) {
+    static fl_leader seen, now;
+    fl_manager *m = single_manager();
+    fl_election *e = NULL, *bad = NULL;
+    fl_lock *term = NULL, *none = NULL, *plain = NULL;
+    uint64_t term_number = 0;
+    const char *name = fresh_name("election");
+    CHECK_INVALID(fl_election_new(m, "", &bad), "name");
+    CHECK_ST(fl_election_new(m, name, &e), FL_OK);
+    CHECK_INVALID(fl_election_campaign(e, NULL, 30000, -1, &term), "value");
+    CHECK_ST(fl_election_leader(e, &seen), FL_OK);
+    CHECK(!seen.leads && seen.value_len == 0);
+    CHECK_ST(fl_election_observe(e, &seen, 0, &now), FL_OK);
+    CHECK(!now.leads);
+    CHECK_ST(fl_election_campaign(e, "host-a:8080", 30000, -1, &term), FL_OK);
+    CHECK_ST(fl_election_observe(e, &seen, 10000, &now), FL_OK);
+    CHECK(now.leads && now.value_len == 11 && strcmp(now.value, "host-a:8080") == 0);
+    CHECK_ST(fl_lock_fencing_token(term, &term_number), FL_OK);
+    CHECK(now.fencing_token == term_number && now.remaining_ms > 0);
+    CHECK(now.since_ms > 1700000000000LL);
+    seen = now;
+    CHECK_ST(fl_election_campaign(e, "b", 30000, 0, &none), FL_NOT_ACQUIRED);
+    CHECK(none == NULL);
+    CHECK_ST(fl_election_proclaim(term, "host-a:9090"), FL_OK);
+    CHECK_ST(fl_election_observe(e, &seen, 10000, &seen), FL_OK);
+    CHECK(seen.leads && strcmp(seen.value, "host-a:9090") == 0 && seen.fencing_token == now.fencing_token);
+    CHECK_ST(fl_lock_release(term), FL_OK);
+    CHECK_ST(fl_election_observe(e, &seen, 10000, &now), FL_OK);
+    CHECK(!now.leads);
+    fl_lock_free(term);
+    CHECK_ST(fl_lock_acquire(m, fresh_name("plain"), 30000, 0, &plain), FL_OK);
+    CHECK_INVALID(fl_election_proclaim(plain, "x"), "not an election's term");
+    fl_lock_free(plain);
+    fl_election_free(e);
+    fl_manager_free(m);
+}
+
 int main(void) {
     const char *p = getenv("FL_TEST_PORTS"), *k = getenv("FL_TEST_KILL_PID");
     int i;
@@ -2068,6 +2110,7 @@ int main(void) {
     fprintf(stderr, "fencelock %s\n", fl_version());
 
     run_test("version_and_status_names", test_version_and_status_names);
+    run_test("election_campaign_proclaim_observe", test_election_campaign_proclaim_observe);
     run_test("free_functions_accept_null", test_free_functions_accept_null);
     run_test("manager_new_rejects_bad_input", test_manager_new_rejects_bad_input);
     run_test("lock_calls_reject_bad_input", test_lock_calls_reject_bad_input);

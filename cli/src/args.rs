@@ -58,6 +58,24 @@ Example:
 Example:
   fencelock status nightly-backup --json")]
     Status(StatusArgs),
+    /// Run a command only while leading an election: campaign (in line, first come first
+    /// served), run it as a child while the term is kept alive, resign when it exits.
+    #[command(after_help = "\
+Examples:
+  fencelock elect scheduler --value \"$(hostname)\" -- ./scheduler
+  fencelock elect migrations --no-wait -- ./migrate.sh
+
+The command gets FENCELOCK_NAME, FENCELOCK_TOKEN and FENCELOCK_FENCING_TOKEN (the term number)
+in its environment. If leadership is lost while it runs, its process group gets SIGTERM, then
+SIGKILL after --kill-after, and fencelock exits 76; `fencelock leader NAME` shows the leader.")]
+    Elect(ElectArgs),
+    /// Show an election's leader: exit 0 while someone leads, 1 when nobody does; --watch
+    /// prints each change until stopped.
+    #[command(after_help = "\
+Examples:
+  fencelock leader scheduler
+  fencelock leader scheduler --watch --json")]
+    Leader(LeaderArgs),
     /// Print the manual page (roff) of fencelock or of one subcommand: `fencelock man > fencelock.1`
     #[command(after_help = "\
 Example:
@@ -208,6 +226,31 @@ pub struct RunArgs {
     /// The command and its arguments (after --)
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct ElectArgs {
+    /// The value this candidate proclaims while it leads (an address, a host name), which
+    /// `fencelock leader` and the libraries' leader() show
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub value: String,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LeaderArgs {
+    /// The election's name
+    pub name: String,
+    /// Print JSON (one object per line with --watch) instead of a line
+    #[arg(long)]
+    pub json: bool,
+    /// Print the leader, then each change (a new term, a proclaimed value, nobody leading),
+    /// until stopped by a signal
+    #[arg(long)]
+    pub watch: bool,
+    #[command(flatten)]
+    pub servers: ServerArgs,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! `fencelock`: a command-line distributed lock on the fencelock core, for cron jobs, deploys
 //! and shell scripts. `fencelock run NAME -- CMD` holds a lock while CMD runs; `acquire`,
-//! `release`, `extend` and `status` work on locks by name and token. docs/cli.md.
+//! `release`, `extend` and `status` work on locks by name and token; `elect NAME -- CMD` runs
+//! CMD while leading an election, `leader` shows its leader. docs/cli.md.
 //!
 //! A library as well as a binary: the Python and Node packages run the same command through
 //! [`main`] in their own process (their `fencelock` entry points), so that `pip install` and
@@ -11,6 +12,7 @@ mod child;
 mod connect;
 mod exit;
 mod kind;
+mod leader;
 mod man;
 mod progress;
 mod report;
@@ -39,9 +41,14 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> u8 {
             return if e.use_stderr() { exit::USAGE } else { 0 };
         }
     };
-    report::set_json(matches!(&cli.command, Command::Run(a) if a.json));
+    report::set_json(match &cli.command {
+        Command::Run(a) => a.json,
+        Command::Elect(a) => a.run.json,
+        _ => false,
+    });
     report::set_quiet(match &cli.command {
         Command::Run(a) => a.lock.output.quiet,
+        Command::Elect(a) => a.run.lock.output.quiet,
         Command::Acquire(a) => a.lock.output.quiet,
         _ => false,
     });
@@ -58,7 +65,9 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> u8 {
     };
     let outcome = runtime.block_on(async {
         match cli.command {
-            Command::Run(a) => run::run(a).await,
+            Command::Run(a) => run::run(a, None).await,
+            Command::Elect(a) => run::run(a.run, Some(a.value)).await,
+            Command::Leader(a) => leader::leader(a).await.map(Done::plain),
             Command::Acquire(a) => tools::acquire(a).await.map(Done::plain),
             Command::Release(a) => tools::release(a).await.map(Done::plain),
             Command::Extend(a) => tools::extend(a).await.map(Done::plain),

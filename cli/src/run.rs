@@ -22,13 +22,15 @@ const SETTLE_LIMIT: Duration = Duration::from_secs(3);
 /// How often the waiting line is drawn again.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
-pub async fn run(args: RunArgs) -> Result<Done, Failure> {
+/// `run`, or `elect` with the candidate's `value` (`campaign`): the same, the lock being the
+/// election's term.
+pub async fn run(args: RunArgs, campaign: Option<String>) -> Result<Done, Failure> {
     let mut signals = Signals::listen()?;
     let opts = AcquireOptions::new(args.lock.ttl)
         .wait(args.lock.wait.limit())
         .auto_extend(args.max_hold);
     let started = Instant::now();
-    let (manager, lock) = acquire(&args.lock, &opts, &mut signals).await?;
+    let (manager, lock) = acquire_as(&args.lock, &opts, &mut signals, campaign).await?;
     let name = args.lock.name.as_str();
     report::acquired(
         name,
@@ -64,12 +66,34 @@ pub async fn acquire(
     opts: &AcquireOptions,
     signals: &mut Signals,
 ) -> Result<(LockManager, Lock), Failure> {
+    acquire_as(args, opts, signals, None).await
+}
+
+/// [`acquire`], or with `campaign` (a candidate's value) a term of the election `args.name`.
+async fn acquire_as(
+    args: &LockArgs,
+    opts: &AcquireOptions,
+    signals: &mut Signals,
+    campaign: Option<String>,
+) -> Result<(LockManager, Lock), Failure> {
     let kind = kind::of(&args.kind)?;
+    if campaign.is_some() && kind != LeaseKind::Lock {
+        let usage =
+            "an election's term is a lock: --semaphore, --shared and --exclusive do not apply";
+        return Err(Failure::new(exit::USAGE, usage));
+    }
     let manager = connect::manager(&args.servers, args.output.quiet)?;
     listen(args.output);
     let mut progress = Progress::new(args.output.quiet || report::is_json());
     let mut tick = tokio::time::interval(PROGRESS_EVERY);
-    let acquiring = manager.acquire_lease_with(&args.name, kind, opts);
+    let acquiring: std::pin::Pin<Box<dyn std::future::Future<Output = _>>> = match campaign {
+        Some(value) => {
+            let core = |e: fencelock::Error| Failure::from_core(&e, args.conflict_exit_code);
+            let election = manager.election(&args.name).map_err(core)?;
+            Box::pin(election.prepare_campaign(&value, opts).map_err(core)?)
+        }
+        None => Box::pin(manager.acquire_lease_with(&args.name, kind, opts)),
+    };
     let outcome = {
         tokio::pin!(acquiring);
         loop {

@@ -151,6 +151,19 @@ impl LockManager {
         self.block_on(fut)
     }
 
+    /// Blocks on `acquisition` (an acquire of the async API underneath, or an election's
+    /// [`prepare_campaign`](crate::Election::prepare_campaign)) and gives its lock.
+    ///
+    /// # Errors
+    /// The acquisition's.
+    pub fn acquire_future(
+        &self,
+        acquisition: impl Future<Output = Result<crate::Lock>>,
+    ) -> Result<Lock> {
+        let lock = self.block_on(acquisition)??;
+        Ok(self.wrap(lock))
+    }
+
     /// Blocks on `acquisition` (an acquire of the async API underneath: this manager's
     /// [`as_async`](Self::as_async), or one of its semaphores' or read-write locks') as
     /// [`block_on_interruptible`](Self::block_on_interruptible) does: `interrupted` is asked

@@ -174,3 +174,20 @@ impl Observer {
         }
     }
 }
+
+/// A term held as its lock (the C binding's way): see [`crate::ffi_support::election`].
+impl super::Lock {
+    /// A term's value now; `None` for a lock that is not a term.
+    pub fn term_value(&self) -> Option<String> {
+        crate::election::term_value(self.as_async())
+    }
+
+    /// Proclaims a term's new value (see [`crate::Term::proclaim`]).
+    ///
+    /// # Errors
+    /// As [`crate::Term::proclaim`]; [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)
+    /// for a lock that is not a term.
+    pub fn proclaim(&self, value: &str) -> Result<()> {
+        self.run(crate::election::proclaim(self.as_async(), value))?
+    }
+}
