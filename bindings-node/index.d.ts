@@ -93,6 +93,81 @@ export declare class RwLock {
   extend(token: string | Buffer, ttl: number): Promise<number>
 }
 
+/** Options of a campaign: a lock's acquisition (`ttl`, `wait`, `signal`, ...), and the value. */
+export interface CampaignOptions extends AcquireOptions {
+  /** The value this candidate proclaims while it leads (at most 16 KiB); default `''`. */
+  value?: string
+}
+
+/** Options of a single campaign attempt. */
+export interface TryCampaignOptions extends TryAcquireOptions {
+  /** The value this candidate proclaims while it leads (at most 16 KiB); default `''`. */
+  value?: string
+}
+
+/** An election's leader (`election.leader()`, each report of `election.observe()`). */
+export interface Leader {
+  /** The value it proclaimed. */
+  value: string
+  /** Its term number: larger than every earlier term's. */
+  fencingToken: bigint
+  /** When its term began, by its clock. */
+  since: Date
+  /** How long its term lasts at least without another extension, in milliseconds. */
+  remaining: number
+}
+
+/**
+ * This candidate's term as leader (`election.campaign()`): a `Lock` of the election's name,
+ * kept alive in the background until `resign()`. `await using` resigns at the end of the block.
+ */
+export declare class Term {
+  private constructor()
+  /** The term's lease. */
+  readonly lock: Lock
+  /** The value this leader proclaims now. */
+  readonly value: string
+  /** The term number: larger than every earlier term's. */
+  readonly fencingToken: bigint
+  /** Whether the term is known to be lost: stop acting as the leader. */
+  readonly lost: boolean
+  /** Aborts when the term is lost (its reason a `LockLostError`). */
+  readonly signal: AbortSignal
+  /** Proclaims a new value, in the same term, pushed to every observer. */
+  proclaim(value: string): Promise<void>
+  /** Resigns: the next candidate in line leads at once. */
+  resign(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/**
+ * A leader election (`manager.election(name)`): candidates campaign in line, first come first
+ * served; a resign hands over at once, a crashed leader is replaced when its TTL runs out. A
+ * plain lock on the name excludes the candidates; a semaphore or read-write lock on it rejects
+ * campaigns with `WrongKindError`.
+ */
+export declare class Election {
+  private constructor()
+  readonly name: string | Buffer
+  /** Campaigns until this candidate leads (`wait` ms at most; default: until it leads). */
+  campaign(options?: CampaignOptions): Promise<Term>
+  /** One try: the term, or `null` when someone else leads. */
+  tryCampaign(options?: TryCampaignOptions): Promise<Term | null>
+  /** The leader now, or `null` when nobody leads. */
+  leader(): Promise<Leader | null>
+  /**
+   * The leader, then each change (`null`: nobody leads), pushed by the servers; ends when
+   * `signal` aborts or the loop breaks.
+   */
+  observe(options?: { signal?: AbortSignal }): AsyncIterable<Leader | null>
+  /**
+   * Campaigns, runs `fn(term, signal)` while leading (`signal` aborts when the term is lost),
+   * resigns, and resolves to `fn`'s result; rejects with `LockLostError` if the term was lost.
+   */
+  run<T>(options: CampaignOptions | undefined, fn: (term: Term, signal: AbortSignal) => T | PromiseLike<T>): Promise<Awaited<T>>
+  run<T>(fn: (term: Term, signal: AbortSignal) => T | PromiseLike<T>): Promise<Awaited<T>>
+}
+
 /** Severity of a fencelock event, most verbose first. */
 export type EventLevel = FencelockEvent['level']
 
@@ -134,6 +209,8 @@ declare module './native' {
     semaphore(name: string | Buffer, limit: number): Semaphore
     /** A fair read-write lock on `name`: many readers or one writer. Contacts nothing. */
     rwlock(name: string | Buffer): RwLock
+    /** A leader election on `name`: campaign, leader, observe. Contacts nothing. */
+    election(name: string | Buffer): Election
     /** The same as `close()`. */
     [Symbol.asyncDispose](): Promise<void>
   }

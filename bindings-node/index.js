@@ -143,6 +143,14 @@ LockManager.prototype.semaphore = function semaphore(name, limit) {
   return new Semaphore(this, name, limit)
 }
 
+const { Election, Term } = require('./election.js')(invalid)
+
+/** A leader election on `name`: campaign, leader, observe. Contacts nothing. */
+LockManager.prototype.election = function election(name) {
+  this.__checkElection(name)
+  return new Election(this, name)
+}
+
 /** A fair read-write lock on `name`: many readers or one writer. */
 LockManager.prototype.rwlock = function rwlock(name) {
   this.__checkLease(name, 'read', 0)
@@ -200,4 +208,4 @@ onEvent((event) => {
 const debuglog = require('node:util').debuglog('fencelock')
 if (debuglog.enabled) onEvent((event) => debuglog('%s %s', event.level, formatEvent(event)))
 
-module.exports = { LockManager, Lock, Semaphore, RwLock, onEvent, ...errors }
+module.exports = { LockManager, Lock, Semaphore, RwLock, Election, Term, onEvent, ...errors }

@@ -6,6 +6,8 @@ export const {
   Lock,
   Semaphore,
   RwLock,
+  Election,
+  Term,
   onEvent,
   LockError,
   NotAcquiredError,

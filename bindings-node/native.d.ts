@@ -137,8 +137,16 @@ export declare class LockManager {
    */
   close(): Promise<void>
 
+
 }
 export type JsLockManager = LockManager
+
+/**
+ * Follows an election's leader, one report at a time (internal: `election.js` makes it an
+ * async iterable ended by a signal).
+ */
+export declare class NativeObserver {}
+export type JsObserver = NativeObserver
 
 /**
  * Options of `LockManager.acquire` and `LockManager.using`. Durations are in
@@ -314,6 +322,27 @@ export interface MetricTotal {
   buckets?: Array<number>
   count?: number
   sum?: number
+}
+
+/**
+ * An election's leader as the native calls give it (internal: `election.js` makes `since` a
+ * `Date`, and index.d.ts types the `Leader` users see).
+ */
+export interface NativeLeader {
+  /** The value it proclaimed. */
+  value: string
+  /** Its term number: the term's fencing token, larger than every earlier term's. */
+  fencingToken: bigint
+  /** When its term began (by its clock), in milliseconds since the epoch. */
+  since: number
+  /** How long its term lasts at least without another extension, in milliseconds. */
+  remaining: number
+}
+
+/** One report of an observer (internal, as [`NativeLeader`]). */
+export interface NativeReport {
+  /** The leader, or `null` when nobody leads. */
+  leader?: NativeLeader
 }
 
 /** A server's answer in a failed acquisition, as `error.servers` shows it. */

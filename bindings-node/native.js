@@ -839,3 +839,5 @@ module.exports.Lock = nativeBinding.Lock
 module.exports.JsLock = nativeBinding.JsLock
 module.exports.LockManager = nativeBinding.LockManager
 module.exports.JsLockManager = nativeBinding.JsLockManager
+module.exports.NativeObserver = nativeBinding.NativeObserver
+module.exports.JsObserver = nativeBinding.JsObserver

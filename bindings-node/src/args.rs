@@ -141,6 +141,11 @@ pub(crate) fn boolean(what: &str, v: &Unknown, default: bool) -> Checked<bool> {
     }
 }
 
+/// A leader's value: a string (the core checks its length).
+pub(crate) fn value(v: &Unknown) -> Checked<String> {
+    string("value", "a string", v)
+}
+
 /// A string option; a message says it should be `expected`.
 fn string(what: &str, expected: &str, v: &Unknown) -> Checked<String> {
     match v.get_type() {

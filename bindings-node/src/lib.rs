@@ -13,6 +13,7 @@ mod manager;
 
 mod args;
 pub mod cli;
+mod election;
 pub mod error;
 mod event_loop;
 pub mod events;

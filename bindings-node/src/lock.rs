@@ -226,6 +226,36 @@ impl JsLock {
         self.extend_mode(env, Some(ms), true)
     }
 
+    /// An election's term: proclaims a new value (`election.js`'s `Term.proclaim`).
+    #[napi(catch_unwind, js_name = "__proclaim", skip_typescript)]
+    pub fn proclaim<'e>(&self, env: &'e Env, value: String) -> Result<PromiseRaw<'e, ()>> {
+        if let Err(e) = fencelock::check_value(&value) {
+            return rejected(env, Failure::Core(e));
+        }
+        let slot = Arc::clone(&self.slot);
+        let released = self.released("proclaim with");
+        promise(
+            env,
+            async move {
+                let guard = slot.read_owned().await;
+                let Some(lock) = guard.as_ref() else {
+                    return Err(released);
+                };
+                Ok(fencelock::ffi_support::election::proclaim(lock, &value).await?)
+            },
+            |_, ()| Ok(()),
+        )
+    }
+
+    /// An election's term: its value now (`null`: not a term, or released).
+    #[napi(catch_unwind, getter, js_name = "__termValue", skip_typescript)]
+    pub fn term_value(&self) -> Option<String> {
+        let guard = self.slot.try_read().ok()?;
+        guard
+            .as_ref()
+            .and_then(fencelock::ffi_support::election::term_value)
+    }
+
     /// Asks the servers whether this lock is still held: a quorum of them hold its key under
     /// its token (read-only; never extends it). Unlike `lost`, this process's view, it notices
     /// a key deleted or overwritten behind the holder's back, and then marks the lock lost

@@ -99,7 +99,7 @@ fn parse_acquire<'e>(name: &Unknown<'e>, fields: &Fields<'e>, mode: Mode) -> Che
 }
 
 /// A time left in milliseconds, `Infinity` for a key without expiry (`Duration::MAX`).
-fn millis_or_inf(d: std::time::Duration) -> f64 {
+pub(crate) fn millis_or_inf(d: std::time::Duration) -> f64 {
     if d == std::time::Duration::MAX {
         f64::INFINITY
     } else {
@@ -270,7 +270,20 @@ impl JsLockManager {
         env: &'e Env,
         name: Unknown<'e>,
         options: Option<Unknown<'e>>,
+        how: (Mode, LeaseKind),
+    ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
+        self.acquire_noting(env, name, options, how, None)
+    }
+
+    /// [`acquire_as`](Self::acquire_as), or with `campaign` (a candidate's value) a term of
+    /// the election `name` (`election.rs`).
+    pub(crate) fn acquire_noting<'e>(
+        &self,
+        env: &'e Env,
+        name: Unknown<'e>,
+        options: Option<Unknown<'e>>,
         (mode, kind): (Mode, LeaseKind),
+        campaign: Option<String>,
     ) -> Result<PromiseRaw<'e, Option<JsLock>>> {
         let (a, manager, signal) = match self.acquire_args(env, &name, options, mode) {
             Ok(c) => c,
@@ -297,8 +310,15 @@ impl JsLockManager {
         let name = a.names.first().cloned().unwrap_or_default();
         let acquire = async move {
             let name = name_of_one(&a.names);
-            let result = match mode {
-                Mode::Many => manager.acquire_many_with(&a.names, &a.opts).await,
+            let result = match (mode, campaign) {
+                (_, Some(value)) => match manager.election(name) {
+                    Ok(e) => match e.prepare_campaign(&value, &a.opts) {
+                        Ok(campaign) => campaign.await,
+                        Err(e) => Err(e),
+                    },
+                    Err(e) => Err(e),
+                },
+                (Mode::Many, None) => manager.acquire_many_with(&a.names, &a.opts).await,
                 _ => manager.acquire_lease_with(name, kind, &a.opts).await,
             };
             match result {

@@ -19,9 +19,28 @@ import {
   Semaphore,
   SemaphoreState,
   WrongKindError,
+  Election,
+  Term,
+  Leader,
 } from 'fencelock'
 
 export async function typed(m: LockManager): Promise<void> {
+  const election: Election = m.election('scheduler')
+  const term: Term = await election.campaign({ value: 'host-a', ttl: 1000, signal: AbortSignal.timeout(10) })
+  const number: bigint = term.fencingToken
+  await term.proclaim('host-b')
+  const now: Leader | null = await election.leader()
+  for await (const leader of election.observe({ signal: AbortSignal.timeout(10) })) {
+    const value: string | undefined = leader?.value
+    const since: Date | undefined = leader?.since
+    void [value, since]
+  }
+  const ran: string = await election.run({ value: 'x' }, async (t, signal) => `${t.value}${signal.aborted}`)
+  const maybeTerm: Term | null = await election.tryCampaign({ value: 'y' })
+  // @ts-expect-error a value is a string
+  await election.campaign({ value: 42 })
+  void [number, now, ran, maybeTerm]
+  await term[Symbol.asyncDispose]()
   const sem: Semaphore = m.semaphore('jobs', 4)
   const lease: Lock = await sem.acquire({ count: 2, ttl: 1000, wait: 0, signal: AbortSignal.timeout(10) })
   const kind: 'lock' | 'semaphore' | 'read' | 'write' = lease.kind
