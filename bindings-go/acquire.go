@@ -112,6 +112,13 @@ func (m *Manager) WithLock(ctx context.Context, name string, fn func(context.Con
 		_ = lock.Release(context.Background())
 		return err
 	}
+	return runHeld(ctx, lock, "lock "+quote(name), func(inner context.Context) error { return fn(inner, lock) })
+}
+
+// runHeld runs fn with a context cancelled when lock is lost, then releases the lock; a loss
+// while fn ran is an error matching ErrLockLost (joined with fn's own error, if any), saying
+// what (the lock, or an election's term) was lost.
+func runHeld(ctx context.Context, lock *Lock, what string, fn func(context.Context) error) error {
 	inner, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := make(chan struct{})
@@ -123,11 +130,11 @@ func (m *Manager) WithLock(ctx context.Context, name string, fn func(context.Con
 		case <-stop:
 		}
 	}()
-	ferr := fn(inner, lock)
+	ferr := fn(inner)
 	rerr := lock.Release(context.Background())
 	select {
 	case <-lock.Lost():
-		lost := &Error{Kind: KindLockLost, Message: "lock " + quote(name) + " was lost while held (" + lock.LostReason() + ")"}
+		lost := &Error{Kind: KindLockLost, Message: what + " was lost while held (" + lock.LostReason() + ")"}
 		return errors.Join(ferr, lost)
 	default:
 	}

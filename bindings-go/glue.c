@@ -75,3 +75,9 @@ static void go_span(const fl_span *span, void *user_data) {
 fl_status fencelock_go_set_spans(int on) {
     return fl_set_span_callback(on ? go_span : NULL, NULL);
 }
+
+fl_status fencelock_go_campaign_start(const fl_election *e, const char *value, uint64_t ttl_ms,
+                                      int64_t wait_ms, uint32_t flags, uintptr_t handle,
+                                      fl_pending **out) {
+    return fl_election_campaign_start(e, value, ttl_ms, wait_ms, flags, go_done, (void *)handle, out);
+}

@@ -20,6 +20,9 @@ fl_status fencelock_go_semaphore_start(const fl_semaphore *s, uint32_t count, co
 fl_status fencelock_go_rwlock_start(const fl_rwlock *rw, uint32_t mode, const char *token,
                                     uint64_t ttl_ms, int64_t wait_ms, uint32_t flags,
                                     uintptr_t handle, fl_pending **out);
+fl_status fencelock_go_campaign_start(const fl_election *e, const char *value, uint64_t ttl_ms,
+                                      int64_t wait_ms, uint32_t flags, uintptr_t handle,
+                                      fl_pending **out);
 fl_status fencelock_go_on_lost(fl_lock *lock, uintptr_t handle);
 fl_status fencelock_go_set_events(uint32_t min_level);
 fl_status fencelock_go_set_samples(int on);

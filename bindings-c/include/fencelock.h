@@ -1473,76 +1473,6 @@ fl_status fl_rwlock_extend_by_token(const struct fl_rwlock *rwlock, const char *
 fl_status fl_lock_kind(const struct fl_lock *lock, uint32_t *kind, uint32_t *permits);
 
 /**
- * Makes a leader election on `name` (as a lock name). Nothing is contacted. On success
- * `*out` is a new handle to free with `fl_election_free`.
- *
- * A term is a lock of the name: a plain lock on it excludes the candidates (and shows no
- * leader); a semaphore or read-write lock on it fails campaigns with `FL_WRONG_KIND`.
- *
- * Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name.
- */
-fl_status fl_election_new(const struct fl_manager *manager, const char *name, struct fl_election **out);
-
-/**
- * Frees an election handle (NULL is a no-op). Terms won through it are not affected.
- */
-void fl_election_free(struct fl_election *election);
-
-/**
- * Campaigns with `value` (UTF-8, at most `FL_ELECTION_VALUE_MAX` bytes; "" is a value) until
- * this candidate leads, waiting as `wait_ms` says (-1 until it leads, 0 one try, else that
- * many milliseconds) in line, first come first served. The term lives `ttl_ms` unless
- * extended and is extended every ttl/3 until released. On success `*out` is the term: a lock
- * handle whose fencing token is the term number; `fl_lock_release` resigns (the next
- * candidate leads at once). Otherwise `*out` is left as it was.
- *
- * Errors: `FL_INVALID_ARGUMENT` for NULL arguments, a value that is not UTF-8 or too long,
- * a bad TTL or wait (before any network call); `FL_NOT_ACQUIRED` when the wait passed
- * first; `FL_WRONG_KIND`; `FL_UNAVAILABLE`; `FL_REDIS`.
- */
-fl_status fl_election_campaign(const struct fl_election *election, const char *value, uint64_t ttl_ms, int64_t wait_ms, struct fl_lock **out);
-
-/**
- * As `fl_election_campaign`, giving up when `interrupted(user_data)`, asked about every 50
- * ms on the calling thread, returns true (`FL_CANCELLED`), as
- * `fl_lock_acquire_interruptible`.
- *
- * Errors: as `fl_election_campaign`; `FL_CANCELLED` when interrupted; `FL_INVALID_ARGUMENT`
- * also for a NULL `interrupted`.
- */
-fl_status fl_election_campaign_interruptible(const struct fl_election *election, const char *value, uint64_t ttl_ms, int64_t wait_ms, fl_interrupt_callback interrupted, void *user_data, struct fl_lock **out);
-
-/**
- * Proclaims a new `value` (as `fl_election_campaign`'s) for the term `term`, in the same
- * term: noted on the servers and pushed to every observer.
- *
- * Errors: `FL_INVALID_ARGUMENT` for NULL arguments, a bad value, a lock that is not a term
- * or was already released; `FL_NOT_HELD` when the term is lost; `FL_UNAVAILABLE` when fewer
- * than a quorum of servers noted it (it is noted again at the term's next extension).
- */
-fl_status fl_election_proclaim(const struct fl_lock *term, const char *value);
-
-/**
- * The leader now, changing nothing: fills `*out` (`leads` false when nobody leads). Any
- * manager can read it, with no holder label. Writes `*out` only on success.
- *
- * Errors: `FL_INVALID_ARGUMENT` for NULL arguments; `FL_UNAVAILABLE` when fewer than a
- * quorum of servers answer; `FL_WRONG_KIND` for a semaphore's or read-write lock's name.
- */
-fl_status fl_election_leader(const struct fl_election *election, struct fl_leader *out);
-
-/**
- * A long poll of the leader: waits until the election's state differs from `last_seen` (a
- * state this call or `fl_election_leader` filled; NULL: report the state now), pushed by the
- * servers, or until `wait_ms` passed (-1: no limit), and fills `*out` with the state then,
- * which equals `last_seen` when the wait ran out (compare `leads`, `fencing_token` and the
- * value). `out` and `last_seen` may be the same struct. Writes `*out` only on success.
- *
- * Errors: as `fl_election_leader`; `FL_INVALID_ARGUMENT` also for a `wait_ms` below -1.
- */
-fl_status fl_election_observe(const struct fl_election *election, const struct fl_leader *last_seen, int64_t wait_ms, struct fl_leader *out);
-
-/**
  * Starts acquiring the lock `name` and returns at once: the wait runs in the manager's
  * runtime (no thread of the caller's is held, however many wait), and `done(status, lock,
  * user_data)` is called once when it ends (see `fl_acquire_done`). The arguments are those
@@ -1589,6 +1519,87 @@ fl_status fl_pending_cancel(const struct fl_pending *pending);
  * `fl_pending_cancel` to stop it) and its `done` is still called. NULL is a no-op.
  */
 void fl_pending_free(struct fl_pending *pending);
+
+/**
+ * Makes a leader election on `name` (as a lock name). Nothing is contacted. On success
+ * `*out` is a new handle to free with `fl_election_free`.
+ *
+ * A term is a lock of the name: a plain lock on it excludes the candidates (and shows no
+ * leader); a semaphore or read-write lock on it fails campaigns with `FL_WRONG_KIND`.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a bad name.
+ */
+fl_status fl_election_new(const struct fl_manager *manager, const char *name, struct fl_election **out);
+
+/**
+ * Frees an election handle (NULL is a no-op). Terms won through it are not affected.
+ */
+void fl_election_free(struct fl_election *election);
+
+/**
+ * Campaigns with `value` (UTF-8, at most `FL_ELECTION_VALUE_MAX` bytes; "" is a value) until
+ * this candidate leads, waiting as `wait_ms` says (-1 until it leads, 0 one try, else that
+ * many milliseconds) in line, first come first served. The term lives `ttl_ms` unless
+ * extended and is extended every ttl/3 until released. On success `*out` is the term: a lock
+ * handle whose fencing token is the term number; `fl_lock_release` resigns (the next
+ * candidate leads at once). Otherwise `*out` is left as it was.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments, a value that is not UTF-8 or too long,
+ * a bad TTL or wait (before any network call); `FL_NOT_ACQUIRED` when the wait passed
+ * first; `FL_WRONG_KIND`; `FL_UNAVAILABLE`; `FL_REDIS`.
+ */
+fl_status fl_election_campaign(const struct fl_election *election, const char *value, uint64_t ttl_ms, int64_t wait_ms, struct fl_lock **out);
+
+/**
+ * As `fl_election_campaign`, giving up when `interrupted(user_data)`, asked about every 50
+ * ms on the calling thread, returns true (`FL_CANCELLED`), as
+ * `fl_lock_acquire_interruptible`.
+ *
+ * Errors: as `fl_election_campaign`; `FL_CANCELLED` when interrupted; `FL_INVALID_ARGUMENT`
+ * also for a NULL `interrupted`.
+ */
+fl_status fl_election_campaign_interruptible(const struct fl_election *election, const char *value, uint64_t ttl_ms, int64_t wait_ms, fl_interrupt_callback interrupted, void *user_data, struct fl_lock **out);
+
+/**
+ * As `fl_lock_acquire_start`, for a campaign (the arguments of `fl_election_campaign`;
+ * `flags` 0 or `FL_ACQUIRE_INLINE`): returns at once, the wait running in the manager's
+ * runtime, and `done(status, term, user_data)` is called once when it ends, with the term's
+ * lock handle (see `fl_acquire_done`). `*out` cancels it (`fl_pending_cancel`).
+ *
+ * Errors: as `fl_election_campaign`'s argument checks, or a NULL `done` or `out`;
+ * `FL_UNAVAILABLE` when the manager's runtime has shut down.
+ */
+fl_status fl_election_campaign_start(const struct fl_election *election, const char *value, uint64_t ttl_ms, int64_t wait_ms, uint32_t flags, fl_acquire_done done, void *user_data, struct fl_pending **out);
+
+/**
+ * Proclaims a new `value` (as `fl_election_campaign`'s) for the term `term`, in the same
+ * term: noted on the servers and pushed to every observer.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments, a bad value, a lock that is not a term
+ * or was already released; `FL_NOT_HELD` when the term is lost; `FL_UNAVAILABLE` when fewer
+ * than a quorum of servers noted it (it is noted again at the term's next extension).
+ */
+fl_status fl_election_proclaim(const struct fl_lock *term, const char *value);
+
+/**
+ * The leader now, changing nothing: fills `*out` (`leads` false when nobody leads). Any
+ * manager can read it, with no holder label. Writes `*out` only on success.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments; `FL_UNAVAILABLE` when fewer than a
+ * quorum of servers answer; `FL_WRONG_KIND` for a semaphore's or read-write lock's name.
+ */
+fl_status fl_election_leader(const struct fl_election *election, struct fl_leader *out);
+
+/**
+ * A long poll of the leader: waits until the election's state differs from `last_seen` (a
+ * state this call or `fl_election_leader` filled; NULL: report the state now), pushed by the
+ * servers, or until `wait_ms` passed (-1: no limit), and fills `*out` with the state then,
+ * which equals `last_seen` when the wait ran out (compare `leads`, `fencing_token` and the
+ * value). `out` and `last_seen` may be the same struct. Writes `*out` only on success.
+ *
+ * Errors: as `fl_election_leader`; `FL_INVALID_ARGUMENT` also for a `wait_ms` below -1.
+ */
+fl_status fl_election_observe(const struct fl_election *election, const struct fl_leader *last_seen, int64_t wait_ms, struct fl_leader *out);
 
 /**
  * Registers `callback` to receive fencelock's events at `min_level` (an `fl_event_level`) or

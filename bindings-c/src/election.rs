@@ -13,8 +13,9 @@ use fencelock::{AcquireOptions, Leader, Result};
 use crate::error::fl_status;
 use crate::error::{boundary, boundary_or};
 use crate::ffi;
-use crate::lock::{fl_interrupt_callback, fl_lock, hand_out, lock_ref, manager};
+use crate::lock::{fl_interrupt_callback, fl_lock, hand_out, lock_ref, manager, start_flags};
 use crate::manager::fl_manager;
+use crate::pending::{fl_acquire_done, fl_pending, started};
 
 /// The longest leader's value, in bytes, without its NUL.
 pub const FL_ELECTION_VALUE_MAX: usize = 16384;
@@ -167,6 +168,42 @@ pub unsafe extern "C" fn fl_election_campaign_interruptible(
         let poll = Some((interrupted, user_data));
         // SAFETY: forwarded under the caller's contract.
         unsafe { campaign(election, value, (ttl_ms, wait_ms), poll, out) }
+    })
+}
+
+/// As `fl_lock_acquire_start`, for a campaign (the arguments of `fl_election_campaign`;
+/// `flags` 0 or `FL_ACQUIRE_INLINE`): returns at once, the wait running in the manager's
+/// runtime, and `done(status, term, user_data)` is called once when it ends, with the term's
+/// lock handle (see `fl_acquire_done`). `*out` cancels it (`fl_pending_cancel`).
+///
+/// Errors: as `fl_election_campaign`'s argument checks, or a NULL `done` or `out`;
+/// `FL_UNAVAILABLE` when the manager's runtime has shut down.
+#[no_mangle]
+pub unsafe extern "C" fn fl_election_campaign_start(
+    election: *const fl_election,
+    value: *const c_char,
+    ttl_ms: u64,
+    wait_ms: i64,
+    flags: u32,
+    done: fl_acquire_done,
+    user_data: *mut c_void,
+    out: *mut *mut fl_pending,
+) -> fl_status {
+    boundary(|| {
+        let out = ffi::out(out, "out")?;
+        let done = done.ok_or_else(|| ffi::invalid("done is NULL"))?;
+        let e = self::election(election)?;
+        let (flags, inline) = start_flags(flags);
+        if flags != 0 {
+            return Err(ffi::invalid(format!(
+                "flags must be 0 or FL_ACQUIRE_INLINE, got {flags}"
+            )));
+        }
+        // SAFETY: NULL or a NUL-terminated string, by contract.
+        let value = unsafe { ffi::utf8(value, "value") }?;
+        let opts = AcquireOptions::new(ffi::ttl(ttl_ms)).wait(ffi::wait(wait_ms)?);
+        let campaign = e.election.as_async().prepare_campaign(value, &opts)?;
+        started(&e.manager, campaign, (done, user_data, inline), out)
     })
 }
 

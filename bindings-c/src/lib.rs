@@ -45,10 +45,11 @@ mod lost;
 
 mod family;
 
-mod election;
-
 // Acquisitions that complete through a callback (no thread per waiter).
 mod pending;
+
+// Leader election: terms are lock handles; campaigns also start as pending acquisitions.
+mod election;
 
 mod events;
 // Measurements: the metric callback and the names let into its labels.
@@ -63,9 +64,10 @@ pub use by_name::{
     fl_release_by_token,
 };
 pub use election::{
-    fl_election, fl_election_campaign, fl_election_campaign_interruptible, fl_election_free,
-    fl_election_leader, fl_election_new, fl_election_observe, fl_election_proclaim, fl_leader,
-    FL_ELECTION_VALUE_MAX, FL_ELECTION_VALUE_SIZE,
+    fl_election, fl_election_campaign, fl_election_campaign_interruptible,
+    fl_election_campaign_start, fl_election_free, fl_election_leader, fl_election_new,
+    fl_election_observe, fl_election_proclaim, fl_leader, FL_ELECTION_VALUE_MAX,
+    FL_ELECTION_VALUE_SIZE,
 };
 pub use error::{
     fl_last_error_copy, fl_last_error_message, fl_status, fl_status_str, fl_version, status_of,

@@ -34,4 +34,10 @@ final class Args {
         Objects.requireNonNull(name, "name");
         return name;
     }
+
+    /** A leader's value: any text (the core checks its length); not null. */
+    static String value(String value) {
+        Objects.requireNonNull(value, "value");
+        return value;
+    }
 }

@@ -269,6 +269,11 @@ public final class FencedLock implements AutoCloseable {
         return "FencedLock(" + names + ", fencing token " + fencingTokens + ")";
     }
 
+    /** The native handle, for calls on a lock of another kind's class ({@link Term}). */
+    Handle handle() {
+        return handle;
+    }
+
     private void call(java.util.function.ToIntFunction<Pointer> c) {
         handle.check(c);
     }

@@ -196,6 +196,17 @@ public final class LockManager implements AutoCloseable {
         return new FencedSemaphore(out.getValue(), name, limit);
     }
 
+    /**
+     * A leader election on {@code name}: candidates campaign in line, the leader's value is
+     * read and followed. Nothing is contacted.
+     */
+    public LeaderElection election(String name) {
+        byte[] n = Native.cString("name", Args.name(name));
+        PointerByReference out = new PointerByReference();
+        handle.check(m -> Native.LIB.fl_election_new(m, n, out));
+        return new LeaderElection(out.getValue(), name);
+    }
+
     /** A fair read-write lock on {@code name}: many readers or one writer. Nothing is contacted. */
     public FencedReadWriteLock readWriteLock(String name) {
         byte[] n = Native.cString("name", Args.name(name));

@@ -123,6 +123,15 @@ final class Native {
         int fl_rwlock_holders(Pointer rwlock, HolderInfo out, long capacity, LongByReference count);
         int fl_rwlock_release_by_token(Pointer rwlock, byte[] token);
         int fl_rwlock_extend_by_token(Pointer rwlock, byte[] token, long ttlMs, LongByReference validityMs);
+
+        int fl_election_new(Pointer manager, byte[] name, PointerByReference out);
+        void fl_election_free(Pointer election);
+        int fl_election_campaign(Pointer election, byte[] value, long ttlMs, long waitMs, PointerByReference out);
+        int fl_election_campaign_interruptible(Pointer election, byte[] value, long ttlMs, long waitMs,
+                InterruptCallback interrupted, Pointer userData, PointerByReference out);
+        int fl_election_proclaim(Pointer term, byte[] value);
+        int fl_election_leader(Pointer election, LeaderInfo out);
+        int fl_election_observe(Pointer election, LeaderInfo lastSeen, long waitMs, LeaderInfo out);
     }
 
     /** {@code struct fl_semaphore_occupancy}. */
@@ -143,6 +152,17 @@ final class Native {
         public byte[] label = new byte[129];
         public long sinceMs;
         public long fencingToken;
+    }
+
+    /** {@code struct fl_leader}. */
+    @Structure.FieldOrder({"leads", "value", "valueLen", "fencingToken", "sinceMs", "remainingMs"})
+    public static final class LeaderInfo extends Structure {
+        public byte leads;
+        public byte[] value = new byte[16385];
+        public long valueLen;
+        public long fencingToken;
+        public long sinceMs;
+        public long remainingMs;
     }
 
     /** {@code struct fl_rwlock_occupancy}. */

@@ -1,0 +1,155 @@
+package io.fencelock;
+
+import com.sun.jna.Pointer;
+import com.sun.jna.ptr.PointerByReference;
+import java.time.Duration;
+import java.util.Iterator;
+import java.util.NoSuchElementException;
+import java.util.Optional;
+import java.util.function.Function;
+
+/**
+ * A leader election on one name: candidates {@link #campaign} in line, first come, first
+ * served; the leader's {@link Term} is a {@link FencedLock} of the name, auto-extended, whose
+ * fencing token is the term number; everyone reads the leader ({@link #leader()}) and follows
+ * it ({@link #observe()}), each change pushed by the servers. Made by
+ * {@link LockManager#election}; it keeps its manager's connections alive. Thread-safe;
+ * {@link #close()} frees the handle (terms won through it are not affected).
+ */
+public final class LeaderElection implements AutoCloseable {
+    /** How long one long poll of an {@link Observation} waits before it looks at its thread. */
+    private static final long POLL_MS = 500;
+
+    private final Handle handle;
+    private final java.lang.ref.Cleaner.Cleanable cleanable;
+    private final String name;
+
+    LeaderElection(Pointer ptr, String name) {
+        this.handle = new Handle(ptr, "election \"" + name + "\"", Native.LIB::fl_election_free);
+        this.cleanable = Handle.CLEANER.register(this, handle);
+        this.name = name;
+    }
+
+    public String name() {
+        return name;
+    }
+
+    /**
+     * Campaigns with {@code value} until this candidate leads, waiting at most {@code wait}
+     * ({@code null}: as long as it takes); the term lives {@code ttl} unless extended and is
+     * extended in the background. Interrupting the thread gives the wait up.
+     *
+     * @throws NotAcquiredException when the wait limit passed
+     * @throws CancelledException when the thread was interrupted while it waited
+     * @throws WrongKindException when the name is a semaphore or a read-write lock
+     */
+    public Term campaign(String value, Duration ttl, Duration wait) {
+        byte[] v = Native.cString("value", Args.value(value));
+        long ttlMs = Args.ttl(ttl);
+        long waitMs = Args.waitLimit(wait);
+        FencedLock lock = handle.with(e -> Native.interruptibly((interrupted, out) ->
+                Native.LIB.fl_election_campaign_interruptible(e, v, ttlMs, waitMs, interrupted, null, out)));
+        return new Term(lock, value);
+    }
+
+    /** One campaign attempt: empty when someone else leads (or candidates wait ahead). */
+    public Optional<Term> tryCampaign(String value, Duration ttl) {
+        byte[] v = Native.cString("value", Args.value(value));
+        long ttlMs = Args.ttl(ttl);
+        PointerByReference out = new PointerByReference();
+        Optional<FencedLock> lock = handle.with(e -> Native.once(Native.LIB.fl_election_campaign(e, v, ttlMs, 0, out), out));
+        return lock.map(l -> new Term(l, value));
+    }
+
+    /** The leader now, changing nothing: empty when nobody leads. */
+    public Optional<Leader> leader() {
+        Native.LeaderInfo out = new Native.LeaderInfo();
+        handle.check(e -> Native.LIB.fl_election_leader(e, out));
+        return Leader.of(out);
+    }
+
+    /**
+     * Campaigns, runs {@code work} with the term while leading, resigns, and returns what it
+     * returned. A thread cannot be stopped from outside: {@code work} checks
+     * {@link Term#isLost()} between steps.
+     *
+     * @throws NotHeldException when the term was lost while {@code work} ran (its result is
+     *     dropped)
+     */
+    public <T> T run(String value, Duration ttl, Function<Term, T> work) {
+        try (Term term = campaign(value, ttl, null)) {
+            T out = work.apply(term);
+            if (term.isLost()) {
+                throw new NotHeldException("the term of election \"" + name + "\" was lost while its work ran");
+            }
+            return out;
+        }
+    }
+
+    /** Follows the leader: the current state first, then each change. */
+    public Observation observe() {
+        return new Observation();
+    }
+
+    /**
+     * The leader, then each change (a new term, a proclaimed value, nobody leading: empty),
+     * pushed by the servers: {@code hasNext()} blocks until the next report (interrupting the
+     * thread throws {@link CancelledException}) and is false once {@link #close()}d, from any
+     * thread.
+     */
+    public final class Observation implements Iterator<Optional<Leader>>, AutoCloseable {
+        private Native.LeaderInfo seen;
+        private Native.LeaderInfo pending;
+        private volatile boolean closed;
+
+        private Observation() {}
+
+        @Override
+        public boolean hasNext() {
+            while (pending == null && !closed) {
+                if (Thread.currentThread().isInterrupted()) {
+                    throw new CancelledException("the observation of election \"" + name + "\" was interrupted");
+                }
+                Native.LeaderInfo out = new Native.LeaderInfo();
+                Native.LeaderInfo last = seen;
+                handle.check(e -> Native.LIB.fl_election_observe(e, last, POLL_MS, out));
+                if (last == null || !same(last, out)) {
+                    pending = out;
+                }
+            }
+            return pending != null;
+        }
+
+        @Override
+        public Optional<Leader> next() {
+            if (!hasNext()) {
+                throw new NoSuchElementException("the observation of election \"" + name + "\" is closed");
+            }
+            seen = pending;
+            pending = null;
+            return Leader.of(seen);
+        }
+
+        /** Ends the observation (within half a second for a thread blocked in {@code hasNext()}). */
+        @Override
+        public void close() {
+            closed = true;
+        }
+
+        private static boolean same(Native.LeaderInfo a, Native.LeaderInfo b) {
+            return a.leads == b.leads && a.fencingToken == b.fencingToken && a.valueLen == b.valueLen
+                    && java.util.Arrays.equals(a.value, b.value);
+        }
+    }
+
+    /** Frees the handle; terms won through it are not affected. Idempotent. */
+    @Override
+    public void close() {
+        cleanable.clean();
+    }
+
+    @Override
+    public String toString() {
+        return "LeaderElection(\"" + name + "\")";
+    }
+}
