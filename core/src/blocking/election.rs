@@ -139,6 +139,12 @@ impl Term {
         fn finish_scope() -> ();
     }
 
+    /// See [`crate::Term::into_lock`].
+    pub fn into_lock(self) -> super::Lock {
+        let Term { inner, manager } = self;
+        manager.wrap(inner.into_lock())
+    }
+
     /// See [`crate::Term::resign`].
     ///
     /// # Errors

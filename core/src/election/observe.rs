@@ -33,6 +33,33 @@ pub struct Observer {
     reported: Option<Option<(u64, String)>>,
     /// When to read again without a message; `None` before the first read.
     recheck: Option<Duration>,
+    /// The highest term reported (0: none): an older one is never reported after it.
+    highest: u64,
+}
+
+/// What a read means to an observer that reported `last` (`None`: nothing yet).
+#[derive(Debug, PartialEq, Eq)]
+enum Judged {
+    /// A change: report it.
+    Report,
+    /// What was reported last.
+    Same,
+    /// A term older than the last one reported: never reported.
+    Older,
+}
+
+/// Judges the state `seen` (a term and value, or nobody) after `last`, the highest term
+/// reported so far being `highest` (0: none).
+fn judge(
+    last: Option<&Option<(u64, String)>>,
+    seen: &Option<(u64, String)>,
+    highest: u64,
+) -> Judged {
+    match (last, seen) {
+        (Some(last), seen) if last == seen => Judged::Same,
+        (_, Some((term, _))) if *term < highest => Judged::Older,
+        _ => Judged::Report,
+    }
 }
 
 impl std::fmt::Debug for Observer {
@@ -51,6 +78,7 @@ impl Observer {
             subscriptions: Vec::new(),
             reported: None,
             recheck: None,
+            highest: 0,
         }
     }
 
@@ -80,9 +108,18 @@ impl Observer {
                 .leader
                 .as_ref()
                 .map(|l| (l.fencing_token, l.value.clone()));
-            if self.reported.as_ref() != Some(&seen) {
-                self.reported = Some(seen);
-                return Ok(reading.leader);
+            match judge(self.reported.as_ref(), &seen, self.highest) {
+                Judged::Report => {
+                    if let Some((term, _)) = &seen {
+                        self.highest = self.highest.max(*term);
+                    }
+                    self.reported = Some(seen);
+                    return Ok(reading.leader);
+                }
+                Judged::Same => {}
+                // A term older than one reported (outside the lock's assumptions: a server
+                // that forgot its keys) is never reported; read again soon.
+                Judged::Older => self.recheck = Some(crate::timing::UNLISTENED_RECHECK),
             }
         }
     }
@@ -131,5 +168,47 @@ impl Observer {
         }
         let notified = select_all(self.subscriptions.iter_mut().map(|s| s.notified().boxed()));
         let _ = tokio::time::timeout(after, notified).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn term(n: u64, v: &str) -> Option<(u64, String)> {
+        Some((n, v.to_owned()))
+    }
+
+    /// Each term once per value, in order; never an older term after a newer one.
+    #[test]
+    fn an_observer_reports_changes_and_never_an_older_term() {
+        assert_eq!(
+            judge(None, &None, 0),
+            Judged::Report,
+            "the first state, nobody"
+        );
+        assert_eq!(judge(None, &term(3, "a"), 0), Judged::Report);
+        assert_eq!(judge(Some(&term(3, "a")), &term(3, "a"), 3), Judged::Same);
+        let proclaimed = judge(Some(&term(3, "a")), &term(3, "b"), 3);
+        assert_eq!(proclaimed, Judged::Report, "a proclaimed value, same term");
+        assert_eq!(
+            judge(Some(&term(3, "a")), &None, 3),
+            Judged::Report,
+            "nobody"
+        );
+        assert_eq!(judge(Some(&None), &None, 3), Judged::Same);
+        assert_eq!(
+            judge(Some(&term(3, "a")), &term(4, "a"), 3),
+            Judged::Report,
+            "a new term"
+        );
+        assert_eq!(judge(Some(&term(4, "a")), &term(3, "a"), 4), Judged::Older);
+        let after_nobody = judge(Some(&None), &term(2, "x"), 4);
+        assert_eq!(
+            after_nobody,
+            Judged::Older,
+            "older than one reported before nobody"
+        );
+        assert_eq!(judge(Some(&None), &term(5, "x"), 4), Judged::Report);
     }
 }
