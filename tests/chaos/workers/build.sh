@@ -64,9 +64,11 @@ else
 fi
 # The package's files as package.json lists them (npm pack's), so that the docs' blocks
 # (ci/docs.py) find `fencelock/metrics` and `fencelock/compat/redlock` too.
-(cd bindings-node && cp -rf package.json index.js index.mjs index.d.ts native.js native.d.ts \
-  family.js scope.js platforms.js metrics.js metrics.mjs metrics.d.ts metrics.d.mts compat bin \
-  "$pkg/")
+# The list is read from package.json ("files", less the addon's glob), so a new module is staged
+# with it.
+(cd bindings-node && node -e '
+  for (const f of require("./package.json").files) if (!f.includes("*")) console.log(f.replace(/\/$/, ""))
+' | xargs cp -rf -t "$pkg/" package.json)
 
 python=""
 for venv in "$root/target/venv-ci-python" "$root/target/venv-mixed"; do
