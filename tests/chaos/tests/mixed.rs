@@ -136,6 +136,31 @@ fn rust_python_node_and_c_workers_share_a_semaphore_and_a_rwlock() {
     }
 }
 
+/// Leader election with candidates in every language (issue 54 item 5): two workers per
+/// language campaign for the same election on three servers, each term recorded as a hold;
+/// terms never overlap within their validity, term numbers strictly increase, every language
+/// led.
+#[test]
+fn every_languages_candidates_take_terms_in_turn() {
+    let Some(t) = toolchains() else { return };
+    let srv = servers(3);
+    let spec = Spec {
+        servers: urls(&srv),
+        names: vec!["leader".into()],
+        rounds: if soak() { 1000 } else { 40 },
+        hold_ms: 2,
+        ttl_ms: 1000,
+        wait_ms: 10_000,
+        server_timeout_ms: 100,
+        duration_ms: None,
+    };
+    let started = Instant::now();
+    let workers = start_every_language_with(&t, &spec, PER_LANGUAGE, &["--lease", "election"]);
+    let out = collect(workers, started + scaled(Duration::from_secs(60), 10));
+    println!("election, {:?}: {}", started.elapsed(), summary(&out));
+    assert_mixed_run_ok(&out);
+}
+
 /// On a Redis Cluster (3 masters, 3 replicas; one cluster URL, the single-server lock): two
 /// workers per language contend for the same names, through sharded wake-ups and per-slot
 /// fencing counters. No overlap, tokens strictly increasing per name, every language held

@@ -5,7 +5,7 @@
  *
  *   java Worker --servers URL[,URL...] --names A[,B...] --rounds N --hold-ms N --holder ID
  *               [--ttl-ms N] [--wait-ms N] [--server-timeout-ms N] [--duration-ms N]
- *               [--lease semaphore:LIMIT:COUNT | --lease rw:N]
+ *               [--lease semaphore:LIMIT:COUNT | --lease rw:N | --lease election]
  *   java Worker hold --servers URL[,URL...] --name NAME --ttl-ms N [--wait-ms N]
  *               [--server-timeout-ms N] [--auto-extend] [--store URL --resource R --value V]
  *
@@ -190,6 +190,14 @@ public final class Worker {
             fields[0] = write ? " kind=write" : " kind=read";
             return (ttl, wait) -> write ? manager.readWriteLock(name).write(ttl, wait)
                     : manager.readWriteLock(name).read(ttl, wait);
+        }
+        if (lease.equals("election")) {
+            String value = "java-" + ProcessHandle.current().pid();
+            return (ttl, wait) -> {
+                try (var election = manager.election(name)) {
+                    return election.campaign(value, ttl, wait).lock();
+                }
+            };
         }
         return (ttl, wait) -> manager.acquire(name, ttl, wait);
     }

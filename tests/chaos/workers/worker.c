@@ -4,7 +4,7 @@
  *   cc worker.c $(pkg-config --cflags --libs fencelock) -o worker-c
  *   worker-c --servers URL[,URL...] --names A[,B...] --rounds N --hold-ms N --holder ID
  *            [--ttl-ms N] [--wait-ms N] [--server-timeout-ms N] [--duration-ms N]
- *            [--lease semaphore:LIMIT:COUNT | --lease rw:N]
+ *            [--lease semaphore:LIMIT:COUNT | --lease rw:N | --lease election]
  *   worker-c hold --servers URL[,URL...] --name NAME --ttl-ms N [--wait-ms N]
  *            [--server-timeout-ms N] [--auto-extend] [--store URL --resource R --value V]
  *
@@ -332,6 +332,15 @@ static fl_status acquire_round(fl_manager *m, const char *lease, const char *nam
         if (st == FL_OK) st = fl_rwlock_acquire(rw, mode, NULL, ttl_ms, wait_ms, 0, lock);
         fl_rwlock_free(rw);
         snprintf(fields, cap, mode == FL_RW_WRITE ? " kind=write" : " kind=read");
+        return st;
+    }
+    if (lease && strcmp(lease, "election") == 0) {
+        fl_election *e = NULL;
+        char value[32];
+        snprintf(value, sizeof value, "c-%ld", (long)getpid());
+        st = fl_election_new(m, name, &e);
+        if (st == FL_OK) st = fl_election_campaign(e, value, ttl_ms, wait_ms, lock);
+        fl_election_free(e);
         return st;
     }
     return fl_lock_acquire(m, name, ttl_ms, wait_ms, lock);

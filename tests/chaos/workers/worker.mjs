@@ -4,7 +4,7 @@
 //
 //   node worker.mjs --servers URL[,URL...] --names A[,B...] --rounds N --hold-ms N --holder ID
 //                   [--ttl-ms N] [--wait-ms N] [--server-timeout-ms N] [--duration-ms N]
-//                   [--lease semaphore:LIMIT:COUNT | --lease rw:N]
+//                   [--lease semaphore:LIMIT:COUNT | --lease rw:N | --lease election]
 //   node worker.mjs hold --servers URL[,URL...] --name NAME --ttl-ms N [--wait-ms N]
 //                   [--server-timeout-ms N] [--auto-extend] [--store URL --resource R --value V]
 //
@@ -254,6 +254,10 @@ function leaseFor(manager, lease, name, r) {
     const rw = manager.rwlock(name)
     if (r % Number(lease.slice(3)) === 0) return [(o) => rw.write(o), ' kind=write']
     return [(o) => rw.read(o), ' kind=read']
+  }
+  if (lease === 'election') {
+    const election = manager.election(name)
+    return [(o) => election.campaign({ ...o, value: `node-${process.pid}` }).then((t) => t.lock), '']
   }
   return [(o) => manager.acquire(name, o), '']
 }

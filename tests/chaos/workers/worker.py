@@ -3,7 +3,7 @@ mixed_faults.rs) and the demo (ci/demo.sh), using the installed `fencelock` whee
 
     python worker.py --servers URL[,URL...] --names A[,B...] --rounds N --hold-ms N
                      --holder ID [--ttl-ms N] [--wait-ms N] [--server-timeout-ms N]
-                     [--duration-ms N] [--lease semaphore:LIMIT:COUNT | --lease rw:N]
+                     [--duration-ms N] [--lease semaphore:LIMIT:COUNT | --lease rw:N | --lease election]
     python worker.py hold --servers URL[,URL...] --name NAME --ttl-ms N [--wait-ms N]
                      [--server-timeout-ms N] [--auto-extend]
                      [--store URL --resource R --value V]
@@ -213,6 +213,10 @@ def lease_for(manager: fencelock.LockManager, lease: str, name: str, rnd: int):
         if rnd % int(lease[3:]) == 0:
             return (lambda ttl, wait: rw.write(ttl, wait=wait)), " kind=write"
         return (lambda ttl, wait: rw.read(ttl, wait=wait)), " kind=read"
+    if lease == "election":
+        election = manager.election(name)
+        value = f"python-{os.getpid()}"
+        return (lambda ttl, wait: election.campaign(value, ttl, wait=wait).lock), ""
     return (lambda ttl, wait: manager.acquire(name, ttl, wait=wait)), ""
 
 

@@ -4,7 +4,7 @@
 //! chaos-worker hold --servers URL[,URL...] --name NAME --ttl-ms N [--wait-ms N]
 //!                   [--server-timeout-ms N] [--auto-extend] [--report-ms N]
 //!                   [--store URL --resource R --value V]
-//!                   [--lease semaphore:LIMIT:COUNT | --lease read | --lease write]
+//!                   [--lease semaphore:LIMIT:COUNT | --lease read | --lease write | --lease election]
 //! chaos-worker contend --servers URL[,URL...] --names A[,B...] --ttl-ms N [--wait-ms N]
 //!                   [--server-timeout-ms N] --duration-ms N [--max-hold-ms N] [--holders N]
 //!                   [--rounds N] [--holder LABEL]
@@ -70,6 +70,8 @@ struct Args {
     lease: fencelock::LeaseKind,
     /// `--lease rw:N` (contend): read shares, one write every N rounds.
     write_every: Option<u64>,
+    /// `--lease election` (contend): each hold is a term of the election of the name.
+    election: bool,
 }
 
 /// `--lease`: `semaphore:LIMIT:COUNT`, `read`, `write`, or (contend) `rw:N`.
@@ -88,7 +90,11 @@ fn lease(v: Option<String>, a: &mut Args) {
             a.write_every = Some(num(n).into());
             fencelock::LeaseKind::Read
         }
-        _ => usage("--lease is semaphore:LIMIT:COUNT, read, write or rw:N"),
+        ["election"] => {
+            a.election = true;
+            fencelock::LeaseKind::Lock
+        }
+        _ => usage("--lease is semaphore:LIMIT:COUNT, read, write, rw:N or election"),
     }
 }
 
@@ -167,6 +173,7 @@ fn parse() -> Args {
         holder: None,
         lease: fencelock::LeaseKind::Lock,
         write_every: None,
+        election: false,
     };
     let ms = |v: Option<String>| -> Duration {
         let v = v.unwrap_or_else(|| usage("missing value"));
@@ -330,7 +337,15 @@ fn contend(a: &Args, manager: &LockManager) {
                     let started = Instant::now();
                     let (lease, hold_kind) = lease_of(a, round);
                     let opts = fencelock::AcquireOptions::new(a.ttl).wait(a.wait);
-                    let lock = match manager.acquire_lease_with(name, lease, &opts) {
+                    let outcome = match a.election {
+                        // A term of the election of `name`, its value the holder's label.
+                        true => manager
+                            .election(name)
+                            .and_then(|e| e.campaign_with(&label, &opts))
+                            .map(|term| term.into_lock()),
+                        false => manager.acquire_lease_with(name, lease, &opts),
+                    };
+                    let lock = match outcome {
                         Ok(lock) => lock,
                         Err(e) => {
                             failed.fetch_add(1, Ordering::Relaxed);

@@ -4,7 +4,7 @@
 //
 //	worker-go --servers URL[,URL...] --names A[,B...] --rounds N --hold-ms N --holder ID
 //	          [--ttl-ms N] [--wait-ms N] [--server-timeout-ms N] [--duration-ms N]
-//	          [--lease semaphore:LIMIT:COUNT | --lease rw:N]
+//	          [--lease semaphore:LIMIT:COUNT | --lease rw:N | --lease election]
 //	worker-go hold --servers URL[,URL...] --name NAME --ttl-ms N [--wait-ms N]
 //	          [--server-timeout-ms N] [--auto-extend] [--store URL --resource R --value V]
 //
@@ -166,6 +166,17 @@ func leaseFor(m *fencelock.Manager, lease, name string, r int64) (acquireFunc, s
 		return func(ctx context.Context, ttl, wait time.Duration) (*fencelock.Lock, error) {
 			return rw.Read(ctx, opts(ttl, wait)...)
 		}, " kind=read"
+	}
+	if lease == "election" {
+		e := m.Election(name)
+		value := fmt.Sprintf("go-%d", os.Getpid())
+		return func(ctx context.Context, ttl, wait time.Duration) (*fencelock.Lock, error) {
+			term, err := e.Campaign(ctx, value, opts(ttl, wait)...)
+			if err != nil {
+				return nil, err
+			}
+			return term.Lock, nil
+		}, ""
 	}
 	return func(ctx context.Context, ttl, wait time.Duration) (*fencelock.Lock, error) {
 		return m.Acquire(ctx, name, opts(ttl, wait)...)
