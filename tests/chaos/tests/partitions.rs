@@ -18,7 +18,8 @@ use fencelock_chaos::judge::{
     assert_every_language_held, assert_run_ok, languages_that_failed, started_within, summary,
 };
 use fencelock_chaos::mixed::{
-    collect, contended_names, start_every_language, Language, Outcome, Spec, Toolchains,
+    collect, contended_names, start_every_language, start_every_language_with, Language, Outcome,
+    Spec, Toolchains,
 };
 use fencelock_chaos::netns::{Netns, Way};
 use fencelock_testkit::RedisServer;
@@ -77,9 +78,21 @@ fn run_with_cut(
     (wait, cut, after): (Duration, Duration, Duration),
     (ports, way): (&[u16], Way),
 ) -> (Outcome, Window) {
+    run_leases_with_cut((ns, srv, t), (wait, cut, after), (ports, way), &[])
+}
+
+/// [`run_with_cut`] with `extra` arguments for every worker (`--lease election`: terms of an
+/// election instead of locks).
+fn run_leases_with_cut(
+    (ns, srv, t): (&Netns, &[RedisServer], &Toolchains),
+    (wait, cut, after): (Duration, Duration, Duration),
+    (ports, way): (&[u16], Way),
+    extra: &[&str],
+) -> (Outcome, Window) {
     let run = WARM_UP + cut + after;
     let started = Instant::now();
-    let workers = start_every_language(t, &spec(ns, srv, run, wait), PER_LANGUAGE);
+    let spec = spec(ns, srv, run, wait);
+    let workers = start_every_language_with(t, &spec, PER_LANGUAGE, extra);
     sleep(WARM_UP);
     ns.cut(ports, way);
     let from = now_us();
@@ -105,6 +118,31 @@ fn a_partition_from_a_minority_keeps_exclusion_and_every_language_holding() {
         (&minority, Way::Both),
     );
     println!("minority partitioned for {cut:?}: {}", summary(&out));
+    assert_run_ok(&out, PER_LANGUAGE, wait + ms(1500));
+    let during = started_within(&out, w.from + MARGIN_US, w.to);
+    assert_every_language_held(&during, "while a minority was partitioned", &out);
+    let after = started_within(&out, w.healed + MARGIN_US, u64::MAX);
+    assert_every_language_held(&after, "after the partition healed", &out);
+}
+
+/// Leader election across a partition (issue 54 item 5): candidates in every language
+/// campaign while two of five servers are cut off both ways; the other three are a quorum, so
+/// terms keep being granted during and after the cut, never two leaders at once.
+#[test]
+fn candidates_in_every_language_keep_one_leader_while_a_minority_is_partitioned() {
+    let Some((ns, srv, t)) = setup() else { return };
+    let (wait, cut) = (ms(2000), ms(3000));
+    let minority = [srv[0].port(), srv[1].port()];
+    let (out, w) = run_leases_with_cut(
+        (&ns, &srv, &t),
+        (wait, cut, ms(2500)),
+        (&minority, Way::Both),
+        &["--lease", "election"],
+    );
+    println!(
+        "election, minority partitioned for {cut:?}: {}",
+        summary(&out)
+    );
     assert_run_ok(&out, PER_LANGUAGE, wait + ms(1500));
     let during = started_within(&out, w.from + MARGIN_US, w.to);
     assert_every_language_held(&during, "while a minority was partitioned", &out);
