@@ -126,3 +126,48 @@ async fn sentinels_and_their_master_over_tls() {
         .unwrap_err();
     assert!(e.message().contains("no sentinel named a master"), "{e}");
 }
+
+/// An election through a Sentinel entry (issue 54): its term and its observer's subscription
+/// reach the master the sentinels name; after a forced failover both follow the new master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_election_through_sentinel_is_observed_across_a_failover() {
+    let setup = SentinelSetup::start();
+    let m = LockManager::new([setup.url()]).unwrap();
+    let election = m.election("sentinel-leader").unwrap();
+    let mut observer = election.observe();
+    assert_eq!(next(&mut observer).await.unwrap(), None);
+    let term = election.campaign("a", MS(60_000), None).await.unwrap();
+    let leader = next(&mut observer).await.unwrap().unwrap();
+    assert_eq!(
+        (leader.value.as_str(), leader.fencing_token),
+        ("a", term.fencing_token())
+    );
+    term.resign().await.unwrap();
+    assert_eq!(next(&mut observer).await.unwrap(), None);
+
+    setup.failover();
+    // The manager follows the new master (its first calls may meet the demotion: retried).
+    let term = election
+        .campaign("b", MS(60_000), Some(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    let mut seen = None;
+    for _ in 0..20 {
+        match next(&mut observer).await {
+            Ok(Some(l)) if l.value == "b" => {
+                seen = Some(l);
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(seen.map(|l| l.fencing_token), Some(term.fencing_token()));
+    term.resign().await.unwrap();
+}
+
+/// The observer's next report, within 10 s (more is a hang).
+async fn next(o: &mut fencelock::Observer) -> fencelock::Result<Option<fencelock::Leader>> {
+    tokio::time::timeout(Duration::from_secs(10), o.next())
+        .await
+        .expect("an observer hung")
+}
