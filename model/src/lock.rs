@@ -136,6 +136,8 @@ impl Model for LockModel {
                 s.clients[c].request = Some(Request::Leave);
             }
         }
+        let (key, now) = (s.names[0].key, s.now);
+        s.history.observe(key, now);
         Some(s)
     }
 

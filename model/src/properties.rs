@@ -33,6 +33,11 @@ pub const CRASHED_WAITER_BOUNDED: &str =
 pub const UNDO_LEAVES_NO_KEY: &str = "an attempt given up leaves no key behind";
 pub const DEAD_PLACE_AHEAD: &str = "a crashed waiter's place ahead of a listening waiter";
 pub const UNDID_A_GRANT: &str = "an undo took back what a server had granted";
+pub const OBSERVER_NEVER_GOES_BACK: &str =
+    "an election's observer never reads a term older than one it read";
+pub const OBSERVED_A_NEW_TERM: &str = "an observer read a leader replaced by a newer term";
+pub const RESTART_SHOWS_AN_OLDER_TERM: &str =
+    "a server restarted empty shows an observer an older term";
 pub const MOVED_UNDER_WAITERS: &str =
     "a waiter heard only elsewhere (its slot moved) was woken (Redis 6.2 cluster)";
 
@@ -78,6 +83,13 @@ pub fn lock() -> Vec<Property<LockModel>> {
         }),
         Property::sometimes(HANDED_OFF, |_, s: &State| s.history.handed_off),
         moved_under_waiters(),
+        Property::always(OBSERVER_NEVER_GOES_BACK, |_, s: &State| {
+            s.history.restarted || !s.history.observed_older
+        }),
+        Property::sometimes(OBSERVED_A_NEW_TERM, |_, s: &State| s.history.observed_new_term),
+        Property::sometimes(RESTART_SHOWS_AN_OLDER_TERM, |_, s: &State| {
+            s.history.restarted && s.history.observed_older
+        }),
         Property::sometimes(RESTART_REPEATS_A_TOKEN, |_, s: &State| {
             s.history.restarted && s.history.fence_regressed
         }),

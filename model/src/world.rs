@@ -284,6 +284,27 @@ pub struct History {
     pub slot_moved: bool,
     /// A script woke a waiter it did not see listen ([`Pubsub::Broadcast`]).
     pub unheard_woken: bool,
+    /// The highest term an election's observer read: the fencing token of name 0's live key,
+    /// read at every step (`History::observe`).
+    pub observed: u32,
+    /// An observer read a term older than one it had read.
+    pub observed_older: bool,
+    /// An observer read a newer term after an earlier one (a leader replaced).
+    pub observed_new_term: bool,
+}
+
+impl History {
+    /// An election's observer reading the leader now (`Election::leader`: the holder of name
+    /// 0's live key, its term the key's fencing token; a leader's note, which names that term,
+    /// is written only while the key holds the leader's token).
+    pub(crate) fn observe(&mut self, key: Option<Key>, now: u8) {
+        let Some(key) = key.filter(|k| k.expires > now) else {
+            return;
+        };
+        self.observed_older |= key.fence < self.observed;
+        self.observed_new_term |= self.observed > 0 && key.fence > self.observed;
+        self.observed = self.observed.max(key.fence);
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

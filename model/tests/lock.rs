@@ -25,6 +25,8 @@ fn the_lock_is_safe_under_the_faults_the_assumptions_allow() {
     c.assert_no_discovery(NEVER_PASSES_A_WAITER);
     c.assert_no_discovery(NO_LOST_WAKEUP);
     c.assert_no_discovery(CRASHED_WAITER_BOUNDED);
+    c.assert_no_discovery(OBSERVER_NEVER_GOES_BACK);
+    c.assert_any_discovery(OBSERVED_A_NEW_TERM);
     c.assert_any_discovery(ALL_DONE);
     c.assert_any_discovery(HANDED_OFF);
     c.assert_any_discovery(DEAD_PLACE_AHEAD);
@@ -113,7 +115,10 @@ fn a_server_restarted_empty_repeats_a_fencing_token() {
     );
     // A grant, the restart, a second grant: 4 ticks.
     m.max_time = 4;
-    check(m).assert_any_discovery(RESTART_REPEATS_A_TOKEN);
+    let c = check(m);
+    c.assert_any_discovery(RESTART_REPEATS_A_TOKEN);
+    // The election's observer too: the term it reads goes back (docs/SAFETY.md).
+    c.assert_any_discovery(RESTART_SHOWS_AN_OLDER_TERM);
 }
 
 /// Issue 36's open case: a waiter's call ends while its process keeps listening, and a release
