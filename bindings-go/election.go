@@ -122,18 +122,24 @@ func (e *Election) Leader(ctx context.Context) (*Leader, error) {
 
 // Observe follows the leader: the current one first (nil when nobody leads), then each
 // change (a new term, a proclaimed value, nobody leading), pushed by the servers. The channel
-// is closed when ctx ends. A read that fails (servers unreachable) is tried again every
-// second; nothing is sent meanwhile.
+// is closed when ctx ends. A read that fails (servers
+// unreachable) is tried again a second later; nothing is sent meanwhile.
 func (e *Election) Observe(ctx context.Context) <-chan *Leader {
 	ch := make(chan *Leader)
 	go func() {
 		defer close(ch)
-		var seen *C.fl_leader
+		var o *C.fl_observer
+		err := e.withElection(ctx, func(el *C.fl_election) C.fl_status { return C.fl_election_observer_new(el, &o) })
+		if err != nil {
+			return
+		}
+		defer C.fl_observer_free(o)
 		for ctx.Err() == nil {
+			// In chunks, to look at ctx: the observer keeps its wait between them.
 			out := new(C.fl_leader)
-			last := seen
-			err := e.withElection(ctx, func(el *C.fl_election) C.fl_status {
-				return C.fl_election_observe(el, last, C.int64_t(observePoll.Milliseconds()), out)
+			var reported C.bool
+			err := call(func() C.fl_status {
+				return C.fl_observer_next(o, C.int64_t(observePoll.Milliseconds()), out, &reported)
 			})
 			if err != nil {
 				select {
@@ -142,10 +148,9 @@ func (e *Election) Observe(ctx context.Context) <-chan *Leader {
 				}
 				continue
 			}
-			if seen != nil && sameLeader(seen, out) {
+			if !bool(reported) {
 				continue
 			}
-			seen = out
 			select {
 			case ch <- leaderOf(out):
 			case <-ctx.Done():
@@ -208,11 +213,4 @@ func leaderOf(l *C.fl_leader) *Leader {
 		Since:        time.UnixMilli(int64(l.since_ms)),
 		Remaining:    time.Duration(l.remaining_ms) * time.Millisecond,
 	}
-}
-
-func sameLeader(a, b *C.fl_leader) bool {
-	if a.leads != b.leads || a.fencing_token != b.fencing_token || a.value_len != b.value_len {
-		return false
-	}
-	return C.GoStringN(&a.value[0], C.int(a.value_len)) == C.GoStringN(&b.value[0], C.int(b.value_len))
 }

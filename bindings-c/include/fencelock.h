@@ -402,6 +402,13 @@ typedef struct fl_manager fl_manager;
 typedef struct fl_manager_options fl_manager_options;
 
 /**
+ * An election's observer that keeps its subscriptions and what it reported between calls
+ * (`fl_election_observer_new`): waited on in chunks, it reads the servers only when
+ * something changed. Opaque; freed by `fl_observer_free`. One thread at a time.
+ */
+typedef struct fl_observer fl_observer;
+
+/**
  * An acquisition under way, started by `fl_lock_acquire_start`, `fl_semaphore_acquire_start`
  * or `fl_rwlock_acquire_start`. Opaque: freed by `fl_pending_free` (which does not cancel
  * it). Thread-safe.
@@ -1600,6 +1607,30 @@ fl_status fl_election_leader(const struct fl_election *election, struct fl_leade
  * Errors: as `fl_election_leader`; `FL_INVALID_ARGUMENT` also for a `wait_ms` below -1.
  */
 fl_status fl_election_observe(const struct fl_election *election, const struct fl_leader *last_seen, int64_t wait_ms, struct fl_leader *out);
+
+/**
+ * Makes an observer of the election: its first `fl_observer_next` reports the state now,
+ * then each change. On success `*out` is a new handle to free with `fl_observer_free`.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments.
+ */
+fl_status fl_election_observer_new(const struct fl_election *election, struct fl_observer **out);
+
+/**
+ * Frees an observer (NULL is a no-op).
+ */
+void fl_observer_free(struct fl_observer *observer);
+
+/**
+ * The observer's next report: the state now at the first call, then the next change, pushed
+ * by the servers, waiting at most `wait_ms` (-1: no limit). `*reported` says whether a report
+ * came (then `*out` is filled); false when the wait ran out first (`*out` untouched): call
+ * again to wait on, without reading the servers again.
+ *
+ * Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a `wait_ms` below -1; `FL_UNAVAILABLE`
+ * when too few servers answer a read (the observer stays usable); `FL_WRONG_KIND`.
+ */
+fl_status fl_observer_next(const struct fl_observer *observer, int64_t wait_ms, struct fl_leader *out, bool *reported);
 
 /**
  * Registers `callback` to receive fencelock's events at `min_level` (an `fl_event_level`) or

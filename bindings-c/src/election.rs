@@ -303,6 +303,71 @@ pub unsafe extern "C" fn fl_election_observe(
     })
 }
 
+/// An election's observer that keeps its subscriptions and what it reported between calls
+/// (`fl_election_observer_new`): waited on in chunks, it reads the servers only when
+/// something changed. Opaque; freed by `fl_observer_free`. One thread at a time.
+pub struct fl_observer {
+    observer: std::sync::Mutex<fencelock::blocking::Observer>,
+}
+
+/// Makes an observer of the election: its first `fl_observer_next` reports the state now,
+/// then each change. On success `*out` is a new handle to free with `fl_observer_free`.
+///
+/// Errors: `FL_INVALID_ARGUMENT` for NULL arguments.
+#[no_mangle]
+pub unsafe extern "C" fn fl_election_observer_new(
+    election: *const fl_election,
+    out: *mut *mut fl_observer,
+) -> fl_status {
+    boundary(|| {
+        let out = ffi::out(out, "out")?;
+        let e = self::election(election)?;
+        let observer = std::sync::Mutex::new(e.election.observe());
+        *out = Box::into_raw(Box::new(fl_observer { observer }));
+        Ok(())
+    })
+}
+
+/// Frees an observer (NULL is a no-op).
+#[no_mangle]
+pub unsafe extern "C" fn fl_observer_free(observer: *mut fl_observer) {
+    // SAFETY: NULL or made by this library and not freed before, by contract.
+    boundary_or((), || unsafe { ffi::free(observer) })
+}
+
+/// The observer's next report: the state now at the first call, then the next change, pushed
+/// by the servers, waiting at most `wait_ms` (-1: no limit). `*reported` says whether a report
+/// came (then `*out` is filled); false when the wait ran out first (`*out` untouched): call
+/// again to wait on, without reading the servers again.
+///
+/// Errors: `FL_INVALID_ARGUMENT` for NULL arguments or a `wait_ms` below -1; `FL_UNAVAILABLE`
+/// when too few servers answer a read (the observer stays usable); `FL_WRONG_KIND`.
+#[no_mangle]
+pub unsafe extern "C" fn fl_observer_next(
+    observer: *const fl_observer,
+    wait_ms: i64,
+    out: *mut fl_leader,
+    reported: *mut bool,
+) -> fl_status {
+    boundary(|| {
+        // SAFETY: NULL or a live handle, by contract.
+        let o = unsafe { ffi::obj(observer, "observer") }?;
+        let wait = ffi::wait(wait_ms)?;
+        ffi::out(out, "out")?;
+        let flag = ffi::out(reported, "reported")?;
+        let mut observer = o.observer.lock().unwrap_or_else(|e| e.into_inner());
+        let report = match wait {
+            None => Some(next(&mut observer)?),
+            Some(w) => observer.next_within(w)?,
+        };
+        *flag = report.is_some();
+        if let Some(leader) = report {
+            fill(ffi::out(out, "out")?, leader.as_ref());
+        }
+        Ok(())
+    })
+}
+
 /// The first state an observer reports that `seen` does not describe, or the state at the
 /// end of `wait`.
 fn observe(

@@ -66,8 +66,8 @@ pub use by_name::{
 pub use election::{
     fl_election, fl_election_campaign, fl_election_campaign_interruptible,
     fl_election_campaign_start, fl_election_free, fl_election_leader, fl_election_new,
-    fl_election_observe, fl_election_proclaim, fl_leader, FL_ELECTION_VALUE_MAX,
-    FL_ELECTION_VALUE_SIZE,
+    fl_election_observe, fl_election_observer_new, fl_election_proclaim, fl_leader, fl_observer,
+    fl_observer_free, fl_observer_next, FL_ELECTION_VALUE_MAX, FL_ELECTION_VALUE_SIZE,
 };
 pub use error::{
     fl_last_error_copy, fl_last_error_message, fl_status, fl_status_str, fl_version, status_of,

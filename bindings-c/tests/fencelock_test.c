@@ -2077,7 +2077,21 @@ static void test_election_campaign_proclaim_observe(void) {
     CHECK_ST(fl_election_proclaim(term, "host-a:9090"), FL_OK);
     CHECK_ST(fl_election_observe(e, &seen, 10000, &seen), FL_OK);
     CHECK(seen.leads && strcmp(seen.value, "host-a:9090") == 0 && seen.fencing_token == now.fencing_token);
-    CHECK_ST(fl_lock_release(term), FL_OK);
+    {
+        /* A stateful observer: the state now, a wait that runs out, then the resign. */
+        fl_observer *o = NULL;
+        bool reported = false;
+        CHECK_ST(fl_election_observer_new(e, &o), FL_OK);
+        CHECK_ST(fl_observer_next(o, 10000, &now, &reported), FL_OK);
+        CHECK(reported && now.leads && strcmp(now.value, "host-a:9090") == 0);
+        CHECK_ST(fl_observer_next(o, 20, &now, &reported), FL_OK);
+        CHECK(!reported);
+        CHECK_ST(fl_lock_release(term), FL_OK);
+        CHECK_ST(fl_observer_next(o, 10000, &now, &reported), FL_OK);
+        CHECK(reported && !now.leads);
+        CHECK_INVALID(fl_observer_next(o, -2, &now, &reported), "wait");
+        fl_observer_free(o);
+    }
     CHECK_ST(fl_election_observe(e, &seen, 10000, &now), FL_OK);
     CHECK(!now.leads);
     fl_lock_free(term);

@@ -258,3 +258,41 @@ fn the_blocking_election_leads_proclaims_and_is_observed() {
     next.resign().unwrap();
     assert_eq!(e.leader().unwrap(), None);
 }
+
+/// How many script calls `server` ran so far (INFO commandstats' evalsha).
+fn evalsha_calls(server: &RedisServer) -> u64 {
+    let fencelock_testkit::Reply::Bulk(Some(info)) = server.cmd(&[b"INFO", b"commandstats"]) else {
+        panic!("INFO commandstats")
+    };
+    let info = String::from_utf8(info).unwrap();
+    let line = info.lines().find(|l| l.starts_with("cmdstat_evalsha:"));
+    line.and_then(|l| l.split("calls=").nth(1)?.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// An observer waited on in chunks (`next_within`, the C, Java and Go long polls) reads the
+/// servers only when something changed: a chunk that runs out leaves its wait to the next.
+#[test]
+fn an_observer_waited_on_in_chunks_reads_only_on_a_change() {
+    let server = RedisServer::start();
+    let m = LockManager::new([server.url()]).unwrap();
+    let e = m.election("chunked").unwrap();
+    let mut observer = e.observe();
+    assert_eq!(observer.next().unwrap().unwrap(), None);
+    let before = evalsha_calls(&server);
+    for _ in 0..5 {
+        assert_eq!(
+            observer.next_within(Duration::from_millis(50)).unwrap(),
+            None
+        );
+    }
+    assert_eq!(
+        evalsha_calls(&server),
+        before,
+        "no read while nothing changed"
+    );
+    let term = e.campaign("x", Duration::from_secs(30), None).unwrap();
+    let report = observer.next_within(Duration::from_secs(10)).unwrap();
+    assert_eq!(report.unwrap().map(|l| l.value), Some("x".to_owned()));
+    term.resign().unwrap();
+}

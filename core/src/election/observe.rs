@@ -31,10 +31,18 @@ pub struct Observer {
     /// What it reported last (`None` before the first report): the term and value, or
     /// nobody.
     reported: Option<Option<(u64, String)>>,
-    /// When to read again without a message; `None` before the first read.
-    recheck: Option<Duration>,
+    /// When to read again without a message; `None` before the first read. A deadline, not a
+    /// span: a call of [`next`](Observer::next) given up while it waits (a caller waiting in
+    /// chunks, `next_within`) leaves it, and the next call waits on to the same instant
+    /// instead of reading again.
+    recheck: Option<tokio::time::Instant>,
     /// The highest term reported (0: none): an older one is never reported after it.
     highest: u64,
+}
+
+/// `span` from now.
+fn after(span: Duration) -> tokio::time::Instant {
+    tokio::time::Instant::now() + span
 }
 
 /// What a read means to an observer that reported `last` (`None`: nothing yet).
@@ -92,18 +100,19 @@ impl Observer {
     /// read-write lock.
     pub async fn next(&mut self) -> Result<Option<Leader>> {
         loop {
-            if let Some(after) = self.recheck.take() {
-                self.wait(after).await;
+            if let Some(at) = self.recheck {
+                self.wait(at).await;
+                self.recheck = None;
             }
             self.listen().await;
             let reading = match self.election.read().await {
                 Ok(reading) => reading,
                 Err(e) => {
-                    self.recheck = Some(self.election.engine().config.retry_delay);
+                    self.recheck = Some(after(self.election.engine().config.retry_delay));
                     return Err(e);
                 }
             };
-            self.recheck = Some(self.recheck_after(&reading));
+            self.recheck = Some(after(self.recheck_after(&reading)));
             let seen = reading
                 .leader
                 .as_ref()
@@ -119,7 +128,7 @@ impl Observer {
                 Judged::Same => {}
                 // A term older than one reported (outside the lock's assumptions: a server
                 // that forgot its keys) is never reported; read again soon.
-                Judged::Older => self.recheck = Some(crate::timing::UNLISTENED_RECHECK),
+                Judged::Older => self.recheck = Some(after(crate::timing::UNLISTENED_RECHECK)),
             }
         }
     }
@@ -160,14 +169,15 @@ impl Observer {
         self.subscriptions = fresh.into_iter().flatten().collect();
     }
 
-    /// Until a message on any server, or `after`.
-    async fn wait(&mut self, after: Duration) {
+    /// Until a message on any server (one that came while an earlier call waited counts), or
+    /// `at`.
+    async fn wait(&mut self, at: tokio::time::Instant) {
         if self.subscriptions.is_empty() {
-            tokio::time::sleep(after).await;
+            tokio::time::sleep_until(at).await;
             return;
         }
         let notified = select_all(self.subscriptions.iter_mut().map(|s| s.notified().boxed()));
-        let _ = tokio::time::timeout(after, notified).await;
+        let _ = tokio::time::timeout_at(at, notified).await;
     }
 }
 

@@ -95,14 +95,21 @@ public final class LeaderElection implements AutoCloseable {
      * The leader, then each change (a new term, a proclaimed value, nobody leading: empty),
      * pushed by the servers: {@code hasNext()} blocks until the next report (interrupting the
      * thread throws {@link CancelledException}) and is false once {@link #close()}d, from any
-     * thread.
+     * thread. It waits in half-second chunks to look at its thread and at {@code close()};
+     * between them it keeps its subscriptions and reads the servers only when something changed.
      */
     public final class Observation implements Iterator<Optional<Leader>>, AutoCloseable {
-        private Native.LeaderInfo seen;
+        private final Handle observer;
+        private final java.lang.ref.Cleaner.Cleanable freed;
         private Native.LeaderInfo pending;
         private volatile boolean closed;
 
-        private Observation() {}
+        private Observation() {
+            PointerByReference out = new PointerByReference();
+            handle.check(e -> Native.LIB.fl_election_observer_new(e, out));
+            this.observer = new Handle(out.getValue(), "observer of election \"" + name + "\"", Native.LIB::fl_observer_free);
+            this.freed = Handle.CLEANER.register(this, observer);
+        }
 
         @Override
         public boolean hasNext() {
@@ -111,9 +118,16 @@ public final class LeaderElection implements AutoCloseable {
                     throw new CancelledException("the observation of election \"" + name + "\" was interrupted");
                 }
                 Native.LeaderInfo out = new Native.LeaderInfo();
-                Native.LeaderInfo last = seen;
-                handle.check(e -> Native.LIB.fl_election_observe(e, last, POLL_MS, out));
-                if (last == null || !same(last, out)) {
+                com.sun.jna.ptr.ByteByReference reported = new com.sun.jna.ptr.ByteByReference();
+                try {
+                    observer.check(o -> Native.LIB.fl_observer_next(o, POLL_MS, out, reported));
+                } catch (InvalidArgumentException e) {
+                    if (closed) {
+                        break; // closed (and freed) meanwhile
+                    }
+                    throw e;
+                }
+                if (reported.getValue() != 0) {
                     pending = out;
                 }
             }
@@ -125,20 +139,19 @@ public final class LeaderElection implements AutoCloseable {
             if (!hasNext()) {
                 throw new NoSuchElementException("the observation of election \"" + name + "\" is closed");
             }
-            seen = pending;
+            Native.LeaderInfo report = pending;
             pending = null;
-            return Leader.of(seen);
+            return Leader.of(report);
         }
 
-        /** Ends the observation (within half a second for a thread blocked in {@code hasNext()}). */
+        /**
+         * Ends the observation and frees its native observer, after the chunk a thread blocked
+         * in {@code hasNext()} waits in (half a second at most). Idempotent.
+         */
         @Override
         public void close() {
             closed = true;
-        }
-
-        private static boolean same(Native.LeaderInfo a, Native.LeaderInfo b) {
-            return a.leads == b.leads && a.fencingToken == b.fencingToken && a.valueLen == b.valueLen
-                    && java.util.Arrays.equals(a.value, b.value);
+            freed.clean();
         }
     }
 

@@ -132,6 +132,9 @@ final class Native {
         int fl_election_proclaim(Pointer term, byte[] value);
         int fl_election_leader(Pointer election, LeaderInfo out);
         int fl_election_observe(Pointer election, LeaderInfo lastSeen, long waitMs, LeaderInfo out);
+        int fl_election_observer_new(Pointer election, PointerByReference out);
+        void fl_observer_free(Pointer observer);
+        int fl_observer_next(Pointer observer, long waitMs, LeaderInfo out, ByteByReference reported);
     }
 
     /** {@code struct fl_semaphore_occupancy}. */
