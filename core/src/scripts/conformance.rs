@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use redis::{Connection, Value};
 
+mod election;
 mod many;
 mod permits;
 
@@ -77,8 +78,8 @@ fn replay_runs(env: &str, committed: &str) {
         Ok(path) => std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")),
         Err(_) => committed.to_owned(),
     };
-    let calls = replay(&trace);
-    eprintln!("{calls} script calls matched the model");
+    let (calls, election_calls) = replay(&trace);
+    eprintln!("{calls} script calls matched the model, and {election_calls} of the election's");
     assert!(calls > 1000, "only {calls} script calls");
 }
 
@@ -93,7 +94,7 @@ fn answered(fine: bool, got: &Value, reply: &str, value: &str) -> Result<(), Str
 }
 
 /// Replays `trace` (or the file `FENCELOCK_CONFORMANCE_TRACE` names) on a new server.
-fn replay(trace: &str) -> usize {
+fn replay(trace: &str) -> (usize, usize) {
     let srv = fencelock_testkit::RedisServer::start();
     let mut replay = Replay::new(redis::Client::open(srv.url()).unwrap());
     for (no, line) in trace.lines().enumerate() {
@@ -101,7 +102,7 @@ fn replay(trace: &str) -> usize {
             panic!("conformance trace line {}: {line}\n{e}", no + 1);
         }
     }
-    replay.calls
+    (replay.calls, replay.election_calls)
 }
 
 /// The real side of a run: a server, the keys of two names (in different hash slots: each
@@ -121,6 +122,11 @@ struct Replay {
     /// without sharded pub/sub.
     route: Route,
     calls: usize,
+    /// The election's script calls made beside the model's (`election.rs`), counted apart:
+    /// `calls` picks which release each step runs.
+    election_calls: usize,
+    /// A subscription to name 0's release channel, where the election's scripts announce.
+    observer: Option<Sub>,
 }
 
 /// What the model says a step leaves: `(holder, ticks left)`, the counter, the waiter handed
@@ -145,6 +151,8 @@ impl Replay {
             permits: None,
             route: Route::Single,
             calls: 0,
+            election_calls: 0,
+            observer: None,
         }
     }
 
@@ -173,6 +181,7 @@ impl Replay {
                 for sub in self.subs.iter_mut().flatten() {
                     sub.take().map(Sub::close).transpose()?;
                 }
+                self.observer.take().map(Sub::close).transpose()?;
                 redis::cmd("FLUSHALL")
                     .query::<()>(&mut self.con)
                     .map_err(|e| e.to_string())
@@ -195,7 +204,8 @@ impl Replay {
                 self.check_reply(&got, reply, value, &expected)?;
                 self.check_name(0, &expected)?;
                 let want: Vec<_> = expected.handed_message().into_iter().collect();
-                self.check_messages(0, &want)
+                self.check_messages(0, &want)?;
+                self.check_terms(&expected)
             }
             _ => Err("not a trace line".to_owned()),
         }
