@@ -63,7 +63,7 @@ function run(file, args, { cwd = app, env = {} } = {}) {
 
 describe('the npm package', () => {
   it('the tarball holds the compiled addon and the entry points', () => {
-    for (const f of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'native.js', 'native.d.ts', 'family.js', 'scope.js']) {
+    for (const f of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'native.js', 'native.d.ts', 'family.js', 'election.js', 'scope.js']) {
       assert.ok(tarball.files.includes(f), `${f} in ${tarball.files}`)
     }
     assert.ok(tarball.files.some((f) => /^fencelock\..+\.node$/.test(f)), `an addon in ${tarball.files}`)
