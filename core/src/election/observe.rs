@@ -6,6 +6,11 @@
 //! quorum read) at each message. What no message tells, a leader that crashed or was cut off,
 //! it learns from a timer at the term's remaining time. So each read begins after the
 //! subscriptions it will then wait on: a change after the read is a message they hear.
+//!
+//! Within the lock's assumptions the terms it reads never go back (the model checks it). When
+//! they do (a server restarted empty, a failover that lost writes), the lower term is still
+//! reported, with a warning event: following the leader matters more than a term order the
+//! servers no longer keep.
 
 use std::time::Duration;
 
@@ -36,8 +41,8 @@ pub struct Observer {
     /// chunks, `next_within`) leaves it, and the next call waits on to the same instant
     /// instead of reading again.
     recheck: Option<tokio::time::Instant>,
-    /// The highest term reported (0: none): an older one is never reported after it.
-    highest: u64,
+    /// The term reported last (0: none), to tell a term that went back.
+    newest: u64,
 }
 
 /// `span` from now.
@@ -52,20 +57,23 @@ enum Judged {
     Report,
     /// What was reported last.
     Same,
-    /// A term older than the last one reported: never reported.
+    /// A term older than the last one reported: the servers forgot newer grants (a server
+    /// restarted empty, a failover that lost writes), outside the lock's assumptions. Reported
+    /// too, with a warning: an observer that kept to the newest term it saw would stay on a
+    /// stale state for good.
     Older,
 }
 
-/// Judges the state `seen` (a term and value, or nobody) after `last`, the highest term
-/// reported so far being `highest` (0: none).
+/// Judges the state `seen` (a term and value, or nobody) after `last`, the term reported last
+/// being `newest` (0: none).
 fn judge(
     last: Option<&Option<(u64, String)>>,
     seen: &Option<(u64, String)>,
-    highest: u64,
+    newest: u64,
 ) -> Judged {
     match (last, seen) {
         (Some(last), seen) if last == seen => Judged::Same,
-        (_, Some((term, _))) if *term < highest => Judged::Older,
+        (_, Some((term, _))) if *term < newest => Judged::Older,
         _ => Judged::Report,
     }
 }
@@ -86,7 +94,7 @@ impl Observer {
             subscriptions: Vec::new(),
             reported: None,
             recheck: None,
-            highest: 0,
+            newest: 0,
         }
     }
 
@@ -117,19 +125,25 @@ impl Observer {
                 .leader
                 .as_ref()
                 .map(|l| (l.fencing_token, l.value.clone()));
-            match judge(self.reported.as_ref(), &seen, self.highest) {
-                Judged::Report => {
-                    if let Some((term, _)) = &seen {
-                        self.highest = self.highest.max(*term);
-                    }
-                    self.reported = Some(seen);
-                    return Ok(reading.leader);
-                }
-                Judged::Same => {}
-                // A term older than one reported (outside the lock's assumptions: a server
-                // that forgot its keys) is never reported; read again soon.
-                Judged::Older => self.recheck = Some(after(crate::timing::UNLISTENED_RECHECK)),
+            let judged = judge(self.reported.as_ref(), &seen, self.newest);
+            if judged == Judged::Same {
+                continue;
             }
+            if let Some((term, _)) = &seen {
+                if judged == Judged::Older {
+                    tracing::warn!(
+                        target: "fencelock",
+                        election = %crate::keys::display_name(&self.election.name),
+                        term = *term,
+                        newest_seen = self.newest,
+                        "election's term went back: the servers forgot newer grants (a server \
+                         restarted empty, or a failover lost writes)"
+                    );
+                }
+                self.newest = *term;
+            }
+            self.reported = Some(seen);
+            return Ok(reading.leader);
         }
     }
 
@@ -189,9 +203,9 @@ mod tests {
         Some((n, v.to_owned()))
     }
 
-    /// Each term once per value, in order; never an older term after a newer one.
+    /// Each term once per value, in order; an older term after a newer one is told apart.
     #[test]
-    fn an_observer_reports_changes_and_never_an_older_term() {
+    fn an_observer_reports_changes_and_tells_an_older_term_apart() {
         assert_eq!(
             judge(None, &None, 0),
             Judged::Report,
