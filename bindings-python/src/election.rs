@@ -23,12 +23,8 @@ fn leader_to_py(py: Python<'_>, leader: Option<fencelock::Leader>) -> PyResult<B
     let Some(l) = leader else {
         return Ok(py.None().into_bound(py));
     };
-    let since_ms = fencelock::HolderNote {
-        label: String::new(),
-        since: l.since,
-        fencing_token: l.fencing_token,
-    }
-    .since_ms();
+    let since = l.since.duration_since(std::time::UNIX_EPOCH);
+    let since_ms = since.map_or(0, |d| d.as_millis() as u64);
     py.import("fencelock._election")?
         .getattr("_leader")?
         .call1((

@@ -404,13 +404,22 @@ impl LockManager {
     pub async fn state(&self, name: impl AsRef<[u8]>) -> Result<crate::LockState> {
         let name = name.as_ref();
         check_name(name)?;
-        self.engine.inspect(name).await
+        let mut state = self.engine.inspect(name).await?;
+        // An election's leader shows its value as its label (its note marks the value as a
+        // term's with an empty label line, which only the election reads).
+        if let Some(note) = &mut state.holder {
+            if let Some(value) = note.label.strip_prefix('\n') {
+                note.label = value.to_owned();
+            }
+        }
+        Ok(state)
     }
 
     /// Who holds `name` now, changing nothing: `None` when it is free; else how long it stays
     /// held at least (as [`remaining`](Self::remaining)) and, when its holder's manager has a
     /// holder label ([`Builder::holder_label`](crate::Builder::holder_label)), that label,
-    /// since when it holds the lock and its fencing token (`who.rs`).
+    /// since when it holds the lock and its fencing token (`who.rs`). An election's leader
+    /// shows its value as the label, and its term as the fencing token.
     ///
     /// # Errors
     /// As [`is_locked`](Self::is_locked).

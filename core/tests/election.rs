@@ -223,3 +223,23 @@ async fn on_redlock_the_quorum_decides_and_observers_hear_every_server() {
     term.resign().await.unwrap();
     assert_eq!(next(&mut observer).await, None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holder_of_an_elections_name_is_its_leader_by_value() {
+    let s = servers(1);
+    let m = manager(&s);
+    let term = m
+        .election("shown")
+        .unwrap()
+        .campaign("web-2:8080", TERM, None)
+        .await
+        .unwrap();
+    let holder = m.holder("shown").await.unwrap().unwrap();
+    let note = holder.note.expect("a term's note");
+    assert_eq!(
+        note.label, "web-2:8080",
+        "the value, as `fencelock status` shows it"
+    );
+    assert_eq!(note.fencing_token, term.fencing_token());
+    term.resign().await.unwrap();
+}
