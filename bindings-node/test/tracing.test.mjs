@@ -45,6 +45,18 @@ function spans(name, prefix) {
 
 const parentId = (s) => s.parentSpanContext?.spanId ?? s.parentSpanId
 
+/**
+ * Waits `ms` milliseconds at least by the monotonic clock the core measures holds with. A
+ * bare setTimeout can end up to a millisecond early by that clock (libuv counts from the loop
+ * time it cached at the start of its iteration), and the hold's whole milliseconds then read 49.
+ */
+async function atLeast(ms) {
+  const until = performance.now() + ms
+  while (performance.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.ceil(until - performance.now()))))
+  }
+}
+
 describe('OpenTelemetry spans', () => {
   it('are children of the context the call was made in, across await', async () => {
     const name = `lock-${randomUUID()}`
@@ -57,7 +69,7 @@ describe('OpenTelemetry spans', () => {
         const lock = await m.acquire(name, { ttl: 10_000 })
         token = lock.token
         fencing = lock.fencingToken
-        await new Promise((resolve) => setTimeout(resolve, 50))
+        await atLeast(50)
         await lock.release()
         span.end()
         return span

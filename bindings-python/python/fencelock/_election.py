@@ -131,10 +131,12 @@ class AsyncTerm(Term):
     ``async with`` resigns at the end of the block."""
 
     async def proclaim(self, value: str) -> None:  # type: ignore[override]
+        """Proclaims a new value, in the same term (awaitable; as ``Term.proclaim``)."""
         await self._lock._proclaim(value)
         self._value = value
 
     async def resign(self) -> None:  # type: ignore[override]
+        """Resigns (awaitable): the next candidate in line leads at once."""
         await self._lock.release()
 
     async def __aenter__(self) -> AsyncTerm:
@@ -250,6 +252,8 @@ class AsyncElection(Election):
         max_hold: Optional[float] = None,
         on_lost: Optional[_OnLost] = None,
     ) -> AsyncTerm:
+        """Campaigns until this candidate leads (awaitable; as ``Election.campaign``);
+        cancelling the awaiting task gives the campaign up and leaves nothing behind."""
         lock = await self._manager._campaign(
             self._name, value, ttl, wait=wait, max_hold=max_hold, on_lost=on_lost
         )
@@ -263,12 +267,14 @@ class AsyncElection(Election):
         max_hold: Optional[float] = None,
         on_lost: Optional[_OnLost] = None,
     ) -> Optional[AsyncTerm]:
+        """One campaign attempt (awaitable): the term, or ``None`` when someone else leads."""
         lock = await self._manager._campaign(
             self._name, value, ttl, max_hold=max_hold, on_lost=on_lost, try_once=True
         )
         return None if lock is None else AsyncTerm(lock, value)
 
     async def leader(self) -> Optional[Leader]:  # type: ignore[override]
+        """The leader now (awaitable), or ``None`` when nobody leads."""
         leader: Optional[Leader] = await self._manager._leader(self._name)
         return leader
 
