@@ -57,7 +57,9 @@ async fn works_with_two_of_five_servers_killed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_three_of_five_killed_acquire_fails_within_its_wait_limit() {
     let mut srv = servers(5);
-    let m = manager(&srv, MS(200));
+    // Killed servers refuse at once: the server timeout only bounds the live ones, and is
+    // wide so that a busy machine's slow reply is not counted as a third failure.
+    let m = manager(&srv, MS(1000));
     for i in [1, 2, 4] {
         srv[i].kill();
     }
@@ -72,7 +74,9 @@ async fn with_three_of_five_killed_acquire_fails_within_its_wait_limit() {
             "names {i}: {e}"
         );
     }
-    assert!(took < MS(1500), "took {took:?} for a 500 ms wait");
+    // The call ends by its hard stop (the wait plus one server timeout): a wide bound, for a
+    // hang.
+    assert!(took < MS(4000), "took {took:?} for a 500 ms wait");
     // Nothing is left on the two live servers: the failed attempts were undone.
     assert_eq!(srv[0].get(b"r"), None);
     assert_eq!(srv[3].get(b"r"), None);

@@ -102,13 +102,18 @@ where
 /// Returns a currently free TCP port on 127.0.0.1 (never 6379).
 ///
 /// The port is found by binding `127.0.0.1:0` and dropping the listener, so
-/// another process may grab it before you use it; callers should retry.
+/// another process may grab it before you use it; callers should retry. Never the same port
+/// twice in one process: a test that killed its server counts on nobody answering there, and
+/// a server another test of the same binary starts must not land on that port.
 pub fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     loop {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .unwrap_or_else(|e| panic!("fencelock-testkit: cannot bind 127.0.0.1:0: {e}"));
         let port = listener.local_addr().expect("local_addr").port();
-        if port != 6379 {
+        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        if port != 6379 && !given.contains(&port) {
+            given.push(port);
             return port;
         }
     }
