@@ -404,15 +404,7 @@ impl LockManager {
     pub async fn state(&self, name: impl AsRef<[u8]>) -> Result<crate::LockState> {
         let name = name.as_ref();
         check_name(name)?;
-        let mut state = self.engine.inspect(name).await?;
-        // An election's leader shows its value as its label (its note marks the value as a
-        // term's with an empty label line, which only the election reads).
-        if let Some(note) = &mut state.holder {
-            if let Some(value) = note.label.strip_prefix('\n') {
-                note.label = value.to_owned();
-            }
-        }
-        Ok(state)
+        self.engine.inspect(name).await
     }
 
     /// Who holds `name` now, changing nothing: `None` when it is free; else how long it stays

@@ -36,6 +36,8 @@ pub struct HolderNote {
     pub since: SystemTime,
     /// Its fencing token (of the lock's first name).
     pub fencing_token: u64,
+    /// Whether the holder is an election's leader: its label is then the leader's value.
+    pub(crate) term: bool,
 }
 
 impl HolderNote {
@@ -43,6 +45,12 @@ impl HolderNote {
     /// for a time before it).
     pub fn since_ms(&self) -> u64 {
         epoch_ms(self.since)
+    }
+
+    /// Whether the holder is an election's leader (its [`label`](Self::label) is the value the
+    /// leader proclaims, its fencing token the term).
+    pub fn is_term(&self) -> bool {
+        self.term
     }
 }
 
@@ -71,18 +79,24 @@ fn note_text(token: &[u8], since: SystemTime, fence: u64, label: &str) -> Vec<u8
 }
 
 /// A note as the inspection script returned it, already matched to the holder's `token` (the
-/// note's first line, which may hold any bytes).
+/// note's first line, which may hold any bytes). A term's note has an empty label line before
+/// its value (a label is never empty).
 pub(crate) fn parse_note(token: &[u8], note: &[u8]) -> Option<HolderNote> {
     let rest = note.strip_prefix(token)?.strip_prefix(b"\n")?;
     let text = std::str::from_utf8(rest).ok()?;
     let mut parts = text.splitn(3, '\n');
     let since = parts.next()?.parse::<u64>().ok()?;
     let fencing_token = parts.next()?.parse::<u64>().ok()?;
-    let label = parts.next()?.to_owned();
+    let label = parts.next()?;
+    let (label, term) = match label.strip_prefix('\n') {
+        Some(value) => (value, true),
+        None => (label, false),
+    };
     Some(HolderNote {
-        label,
+        label: label.to_owned(),
         since: UNIX_EPOCH + Duration::from_millis(since),
         fencing_token,
+        term,
     })
 }
 
@@ -205,9 +219,13 @@ mod tests {
             Some(HolderNote {
                 label: "web-1:4242 (orders)".into(),
                 since,
-                fencing_token: 42
+                fencing_token: 42,
+                term: false,
             })
         );
+        let term = parse_note(token, &note_text(token, since, 7, "\nhost-a\nline")).unwrap();
+        assert!(term.is_term(), "an empty label line marks a term's note");
+        assert_eq!(term.label, "host-a\nline");
         assert_eq!(parse_note(b"another", &text), None, "another token's note");
         assert_eq!(
             parse_note(token, &text).unwrap().since_ms(),

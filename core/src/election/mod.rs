@@ -226,10 +226,9 @@ impl Election {
 /// The leader a lock's state shows: a holder on a quorum whose note is a term's.
 fn leader_of(state: &LockState) -> Option<Leader> {
     let remaining = state.remaining?;
-    let note = state.holder.as_ref()?;
-    let value = note.label.strip_prefix('\n')?;
+    let note = state.holder.as_ref().filter(|n| n.is_term())?;
     Some(Leader {
-        value: value.to_owned(),
+        value: note.label.clone(),
         fencing_token: note.fencing_token,
         since: note.since,
         remaining,
@@ -357,7 +356,7 @@ mod tests {
     use super::*;
     use crate::who::HolderNote;
 
-    fn state(label: &str) -> LockState {
+    fn state(label: &str, term: bool) -> LockState {
         LockState {
             remaining: Some(Duration::from_secs(3)),
             waiters: Some(0),
@@ -365,18 +364,23 @@ mod tests {
                 label: label.into(),
                 since: SystemTime::UNIX_EPOCH,
                 fencing_token: 7,
+                term,
             }),
         }
     }
 
     #[test]
     fn only_a_terms_note_makes_a_leader() {
-        let leader = leader_of(&state("\nhost-a:8080\nsecond line")).unwrap();
+        let leader = leader_of(&state("host-a:8080\nsecond line", true)).unwrap();
         assert_eq!(leader.value, "host-a:8080\nsecond line");
         assert_eq!(leader.fencing_token, 7);
-        assert_eq!(leader_of(&state("\n")).unwrap().value, "");
-        assert_eq!(leader_of(&state("web-1:4242")), None, "a labelled lock");
-        let mut unnoted = state("x");
+        assert_eq!(leader_of(&state("", true)).unwrap().value, "");
+        assert_eq!(
+            leader_of(&state("web-1:4242", false)),
+            None,
+            "a labelled lock"
+        );
+        let mut unnoted = state("x", true);
         unnoted.holder = None;
         assert_eq!(leader_of(&unnoted), None, "held, not noted");
     }
