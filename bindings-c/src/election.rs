@@ -13,9 +13,9 @@ use fencelock::{AcquireOptions, Leader, Result};
 use crate::error::fl_status;
 use crate::error::{boundary, boundary_or};
 use crate::ffi;
-use crate::lock::{fl_interrupt_callback, fl_lock, hand_out, lock_ref, manager, start_flags};
+use crate::lock::{fl_interrupt_callback, fl_lock, hand_out, lock_ref, manager};
 use crate::manager::fl_manager;
-use crate::pending::{fl_acquire_done, fl_pending, started};
+use crate::pending::{fl_acquire_done, fl_pending, start_prepared};
 
 /// The longest leader's value, in bytes, without its NUL.
 pub const FL_ELECTION_VALUE_MAX: usize = 16384;
@@ -190,20 +190,18 @@ pub unsafe extern "C" fn fl_election_campaign_start(
     out: *mut *mut fl_pending,
 ) -> fl_status {
     boundary(|| {
-        let out = ffi::out(out, "out")?;
-        let done = done.ok_or_else(|| ffi::invalid("done is NULL"))?;
         let e = self::election(election)?;
-        let (flags, inline) = start_flags(flags);
-        if flags != 0 {
-            return Err(ffi::invalid(format!(
-                "flags must be 0 or FL_ACQUIRE_INLINE, got {flags}"
-            )));
-        }
-        // SAFETY: NULL or a NUL-terminated string, by contract.
-        let value = unsafe { ffi::utf8(value, "value") }?;
-        let opts = AcquireOptions::new(ffi::ttl(ttl_ms)).wait(ffi::wait(wait_ms)?);
-        let campaign = e.election.as_async().prepare_campaign(value, &opts)?;
-        started(&e.manager, campaign, (done, user_data, inline), out)
+        start_prepared(&e.manager, (done, user_data), flags, out, |flags| {
+            if flags != 0 {
+                return Err(ffi::invalid(format!(
+                    "flags must be 0 or FL_ACQUIRE_INLINE, got {flags}"
+                )));
+            }
+            // SAFETY: NULL or a NUL-terminated string, by contract.
+            let value = unsafe { ffi::utf8(value, "value") }?;
+            let opts = AcquireOptions::new(ffi::ttl(ttl_ms)).wait(ffi::wait(wait_ms)?);
+            e.election.as_async().prepare_campaign(value, &opts)
+        })
     })
 }
 

@@ -5,9 +5,9 @@ use std::ffi::{c_char, c_void};
 use crate::error::boundary;
 use crate::error::fl_status;
 use crate::ffi;
-use crate::lock::{fl_lock, flagged_options, hand_out, lock_ref, manager, start_flags};
+use crate::lock::{fl_lock, flagged_options, hand_out, lock_ref, manager};
 use crate::manager::fl_manager;
-use crate::pending::{fl_acquire_done, fl_pending, started};
+use crate::pending::{fl_acquire_done, fl_pending, start_prepared};
 
 /// Acquires every name of `names` (`n_names` NUL-terminated strings, 1 to 64, none twice) at
 /// once, or none, as one lock: on each server one script sets every key or none, with one
@@ -65,16 +65,14 @@ pub unsafe extern "C" fn fl_lock_acquire_many_start(
     out: *mut *mut fl_pending,
 ) -> fl_status {
     boundary(|| {
-        let out = ffi::out(out, "out")?;
-        let done = done.ok_or_else(|| ffi::invalid("done is NULL"))?;
         let m = self::manager(manager)?;
         // SAFETY: forwarded under the caller's contract.
         let list = unsafe { names_arg(names, n_names) }?;
-        let (flags, inline) = start_flags(flags);
-        // SAFETY: NULL or a NUL-terminated string, by contract.
-        let opts = unsafe { flagged_options(token, (ttl_ms, wait_ms, flags)) }?;
-        let acquisition = m.inner.as_async().prepare_many(&list, &opts)?;
-        started(&m.inner, acquisition, (done, user_data, inline), out)
+        start_prepared(&m.inner, (done, user_data), flags, out, |flags| {
+            // SAFETY: NULL or a NUL-terminated string, by contract.
+            let opts = unsafe { flagged_options(token, (ttl_ms, wait_ms, flags)) }?;
+            m.inner.as_async().prepare_many(&list, &opts)
+        })
     })
 }
 

@@ -69,30 +69,35 @@ unsafe fn start(
     (m, name, kind): (&LockManager, &[u8], LeaseKind),
     token: *const c_char,
     (ttl_ms, wait_ms, flags): (u64, i64, u32),
-    (done, user_data): (fl_acquire_done, *mut c_void),
+    callback: (fl_acquire_done, *mut c_void),
     out: *mut *mut fl_pending,
 ) -> Result<()> {
+    start_prepared(m, callback, flags, out, |flags| {
+        // SAFETY: by contract.
+        let opts = unsafe { flagged_options(token, (ttl_ms, wait_ms, flags)) }?;
+        m.as_async().prepare_lease(name, kind, &opts)
+    })
+}
+
+/// What every `fl_*_acquire_start` call does once it has its handle: checks `out` and `done`,
+/// takes `FL_ACQUIRE_INLINE` out of `flags`, has `prepare` check the rest of the arguments
+/// with the other flags and make the acquisition (before any network call), then starts it on
+/// `m`'s runtime (first on this thread, with `FL_ACQUIRE_INLINE`), its outcome to the
+/// caller's callback, and hands out the handle in `*out`.
+pub(crate) fn start_prepared<F>(
+    m: &LockManager,
+    (done, user_data): (fl_acquire_done, *mut c_void),
+    flags: u32,
+    out: *mut *mut fl_pending,
+    prepare: impl FnOnce(u32) -> Result<F>,
+) -> Result<()>
+where
+    F: std::future::Future<Output = Result<fencelock::Lock>> + Send + 'static,
+{
     let out = ffi::out(out, "out")?;
     let done = done.ok_or_else(|| ffi::invalid("done is NULL"))?;
     let (flags, inline) = start_flags(flags);
-    // SAFETY: by contract.
-    let opts = unsafe { flagged_options(token, (ttl_ms, wait_ms, flags)) }?;
-    let acquisition = m.as_async().prepare_lease(name, kind, &opts)?;
-    started(m, acquisition, (done, user_data, inline), out)
-}
-
-/// Starts a prepared acquisition on `m`'s runtime (first on this thread, `inline`), its
-/// outcome to the caller's callback.
-pub(crate) fn started(
-    m: &LockManager,
-    acquisition: impl std::future::Future<Output = Result<fencelock::Lock>> + Send + 'static,
-    (done, user_data, inline): (
-        unsafe extern "C" fn(fl_status, *mut fl_lock, *mut c_void),
-        *mut c_void,
-        bool,
-    ),
-    out: &mut *mut fl_pending,
-) -> Result<()> {
+    let acquisition = prepare(flags)?;
     let completion = Completion { done, user_data };
     let inner = m.start(acquisition, move |outcome| completion.call(outcome), inline)?;
     *out = Box::into_raw(Box::new(fl_pending { inner }));
