@@ -4,19 +4,13 @@
 // A term is a `Lock` of the election's name (its fencing token is the term number; kept alive
 // in the background; `signal` aborts when it is lost).
 
-const { withOwnSignal, runScoped } = require('./scope.js')
+const { withOwnSignal, runScoped, splitOption } = require('./scope.js')
 
 const campaign = withOwnSignal(function campaign(name, options, value, mode) {
   return this.__campaign(name, value, options, mode)
 })
 
 /** `options` without `value` (which the native options do not take), and the value. */
-function splitValue(options) {
-  if (options === null || typeof options !== 'object') return ['', options]
-  const { value = '', ...rest } = options
-  return [value, rest]
-}
-
 function leaderOf(l) {
   return l === null
     ? null
@@ -100,14 +94,14 @@ module.exports = function election(invalid) {
 
     /** Campaigns with `options.value` until this candidate leads (`options.wait` ms at most). */
     async campaign(options) {
-      const [value, rest] = splitValue(options)
+      const [value, rest] = splitOption(options, 'value', '')
       const lock = await campaign.call(this.#manager, this.#name, rest, value, 'acquire')
       return new Term(lock, value)
     }
 
     /** One try: the term, or `null` when someone else leads (or candidates wait ahead). */
     async tryCampaign(options) {
-      const [value, rest] = splitValue(options)
+      const [value, rest] = splitOption(options, 'value', '')
       const lock = await campaign.call(this.#manager, this.#name, rest, value, 'try')
       return lock === null ? null : new Term(lock, value)
     }
@@ -154,7 +148,7 @@ module.exports = function election(invalid) {
      */
     run(options, fn) {
       if (fn === undefined && typeof options === 'function') [fn, options] = [options, undefined]
-      const [value, rest] = splitValue(options)
+      const [value, rest] = splitOption(options, 'value', '')
       const lead = typeof fn === 'function' ? (lock, signal) => fn(new Term(lock, value), signal) : fn
       return runScoped('run()', () => campaign.call(this.#manager, this.#name, rest, value, 'acquire'), lead, invalid)
     }

@@ -5,15 +5,9 @@
 // semaphore and read-write lock. A lease is a `Lock` like any other (token, fencing token,
 // `extend`, auto-extension, `signal`, `await using`).
 
-const { withOwnSignal, runScoped } = require('./scope.js')
+const { withOwnSignal, runScoped, splitOption } = require('./scope.js')
 
 /** `options` without `count` (which the native options do not take), and the count. */
-function splitCount(options) {
-  if (options === null || typeof options !== 'object') return [1, options]
-  const { count = 1, ...rest } = options
-  return [count, rest]
-}
-
 const acquireLease = withOwnSignal(function acquireLease(name, options, kind, count, limit, mode) {
   return this.__acquireLease(name, kind, count, limit, options, mode)
 })
@@ -45,7 +39,7 @@ module.exports = function family(invalid, holderOf) {
     }
 
     #acquire(options, mode) {
-      const [count, rest] = splitCount(options)
+      const [count, rest] = splitOption(options, 'count', 1)
       return acquireLease.call(this.#manager, this.#name, rest, 'semaphore', count, this.#limit, mode)
     }
 

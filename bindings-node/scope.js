@@ -77,4 +77,13 @@ async function runScoped(what, acquire, fn, invalid) {
   return result
 }
 
-module.exports = { withOwnSignal, runScoped, setTracer }
+// An acquisition's options without the one its kind adds (a semaphore's `count`, a term's
+// `value`): `[that option or its default, the rest]`. Options that are not an object pass
+// through whole, for the native call to reject with its own message.
+function splitOption(options, key, otherwise) {
+  if (options === null || typeof options !== 'object') return [otherwise, options]
+  const { [key]: value = otherwise, ...rest } = options
+  return [value, rest]
+}
+
+module.exports = { withOwnSignal, runScoped, setTracer, splitOption }
