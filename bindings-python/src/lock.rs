@@ -19,6 +19,9 @@ use crate::face::{boolean, none, Awaiting, Blocking, Face};
 use crate::managed::{other_process, Live, ProcessLocal};
 use crate::options::is_exception;
 
+/// A call on a held lock, as [`LockCell::on_held`] runs it.
+type LockCall<'a, T> = std::pin::Pin<Box<dyn Future<Output = fencelock::Result<T>> + Send + 'a>>;
+
 /// What a lock object knows without asking its core lock: name and token as the caller gave
 /// them (str or bytes), the fencing token.
 pub(crate) struct LockFacts {
@@ -175,6 +178,30 @@ impl LockCell {
         })
     }
 
+    /// `call` on the held lock, in the runtime; `released(error)` when it was released.
+    fn on_held<T: Send + 'static>(
+        &self,
+        released: fn(Failure) -> Result<T, Failure>,
+        call: impl for<'a> FnOnce(&'a fencelock::Lock) -> LockCall<'a, T> + Send + 'static,
+    ) -> Result<
+        (
+            &Live,
+            impl Future<Output = Result<T, Failure>> + Send + 'static,
+        ),
+        Failure,
+    > {
+        let held = self.held()?;
+        let cell = Arc::clone(&held.cell);
+        let error = self.released();
+        let fut = async move {
+            match cell.read().await.as_ref() {
+                Some(lock) => call(lock).await.map_err(Failure::Core),
+                None => released(error),
+            }
+        };
+        Ok((&held.live, fut))
+    }
+
     fn is_held(
         &self,
     ) -> Result<
@@ -184,15 +211,7 @@ impl LockCell {
         ),
         Failure,
     > {
-        let held = self.held()?;
-        let cell = Arc::clone(&held.cell);
-        let fut = async move {
-            match cell.read().await.as_ref() {
-                Some(lock) => lock.is_held().await.map_err(Failure::Core),
-                None => Ok(false),
-            }
-        };
-        Ok((&held.live, fut))
+        self.on_held(|_| Ok(false), |lock| Box::pin(lock.is_held()))
     }
 
     /// `add`: `ttl` added to the remaining time (`extend_by`), else the new expiry.
@@ -207,17 +226,10 @@ impl LockCell {
         ),
         Failure,
     > {
-        let held = self.held()?;
-        let cell = Arc::clone(&held.cell);
-        let released = self.released();
-        let fut = async move {
-            match cell.read().await.as_ref() {
-                Some(lock) if add => lock.extend_by(ttl).await.map_err(Failure::Core),
-                Some(lock) => lock.extend(ttl).await.map_err(Failure::Core),
-                None => Err(released),
-            }
-        };
-        Ok((&held.live, fut))
+        self.on_held(Err, move |lock| match add {
+            true => Box::pin(lock.extend_by(ttl)),
+            false => Box::pin(lock.extend(ttl)),
+        })
     }
 
     /// A term's new value (`fencelock/_election.py`'s `Term.proclaim`).
@@ -231,18 +243,9 @@ impl LockCell {
         ),
         Failure,
     > {
-        let held = self.held()?;
-        let cell = Arc::clone(&held.cell);
-        let released = self.released();
-        let fut = async move {
-            match cell.read().await.as_ref() {
-                Some(lock) => fencelock::ffi_support::election::proclaim(lock, &value)
-                    .await
-                    .map_err(Failure::Core),
-                None => Err(released),
-            }
-        };
-        Ok((&held.live, fut))
+        self.on_held(Err, move |lock| {
+            Box::pin(async move { fencelock::ffi_support::election::proclaim(lock, &value).await })
+        })
     }
 
     /// The end of a `with` block: release, reporting a loss unless the block raised (then

@@ -3,7 +3,9 @@
 
 They translate only: a term is a ``Lock`` of the election's name (its fencing token is the
 term number; auto-extended; ``lost``), campaigned for, read and followed through the
-manager's private native calls, which run the core's election (docs/election.md).
+manager's private native calls, which run the core's election (docs/election.md). The
+asyncio classes are the same bodies over the asyncio manager, whose calls return awaitables
+(typed in ``_election.pyi``); only the term's wrapping, ``proclaim`` and ``run`` differ.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import contextlib
 import datetime
 from types import TracebackType
 from typing import (
-    TYPE_CHECKING,
     Any,
     Awaitable,
     Callable,
@@ -24,9 +25,6 @@ from typing import (
     TypeVar,
     Union,
 )
-
-if TYPE_CHECKING:
-    from fencelock._native import AsyncObserver, Observer
 
 _Text = Union[str, bytes]
 _OnLost = Callable[[Any], Any]
@@ -106,10 +104,10 @@ class Term:
         self._lock._proclaim(value)
         self._value = value
 
-    def resign(self) -> None:
-        """Resigns: the next candidate in line leads at once. Raises ``LockLost`` if the
-        term had been lost."""
-        self._lock.release()
+    def resign(self) -> Any:
+        """Resigns (awaitable in ``fencelock.asyncio``): the next candidate in line leads at
+        once. Raises ``LockLost`` if the term had been lost."""
+        return self._lock.release()
 
     def __enter__(self) -> Term:
         return self
@@ -134,10 +132,6 @@ class AsyncTerm(Term):
         """Proclaims a new value, in the same term (awaitable; as ``Term.proclaim``)."""
         await self._lock._proclaim(value)
         self._value = value
-
-    async def resign(self) -> None:  # type: ignore[override]
-        """Resigns (awaitable): the next candidate in line leads at once."""
-        await self._lock.release()
 
     async def __aenter__(self) -> AsyncTerm:
         return self
@@ -170,6 +164,10 @@ class Election:
         """The election's name, as given."""
         return self._name
 
+    def _term(self, lock: Any, value: str) -> Any:
+        """The term of a campaign's lock (``None``: a try that found a leader)."""
+        return None if lock is None else Term(lock, value)
+
     def campaign(
         self,
         value: str = "",
@@ -178,17 +176,18 @@ class Election:
         wait: Optional[float] = None,
         max_hold: Optional[float] = None,
         on_lost: Optional[_OnLost] = None,
-    ) -> Term:
+    ) -> Any:
         """Campaigns with ``value`` (any text up to 16 KiB: an address, a host name) until
         this candidate leads, waiting up to ``wait`` seconds (``None``: until it leads,
-        interruptible by Ctrl-C); the term lives ``ttl`` seconds unless extended and is
-        extended every ttl/3 (up to ``max_hold`` seconds). ``on_lost`` as for a lock. Raises
-        ``NotAcquired`` when ``wait`` passed first, ``WrongKind``, ``Unavailable``,
-        ``ValueError`` for bad arguments (before any network call)."""
+        interruptible by Ctrl-C; awaitable in ``fencelock.asyncio``, where cancelling the task
+        gives the campaign up and leaves nothing behind); the term lives ``ttl`` seconds unless
+        extended and is extended every ttl/3 (up to ``max_hold`` seconds). ``on_lost`` as for a
+        lock. Raises ``NotAcquired`` when ``wait`` passed first, ``WrongKind``,
+        ``Unavailable``, ``ValueError`` for bad arguments (before any network call)."""
         lock = self._manager._campaign(
             self._name, value, ttl, wait=wait, max_hold=max_hold, on_lost=on_lost
         )
-        return Term(lock, value)
+        return self._term(lock, value)
 
     def try_campaign(
         self,
@@ -197,27 +196,27 @@ class Election:
         *,
         max_hold: Optional[float] = None,
         on_lost: Optional[_OnLost] = None,
-    ) -> Optional[Term]:
-        """One campaign attempt: the ``Term``, or ``None`` when someone else leads (or
-        candidates wait ahead in line)."""
+    ) -> Any:
+        """One campaign attempt (awaitable in ``fencelock.asyncio``): the ``Term``, or
+        ``None`` when someone else leads (or candidates wait ahead in line)."""
         lock = self._manager._campaign(
             self._name, value, ttl, max_hold=max_hold, on_lost=on_lost, try_once=True
         )
-        return None if lock is None else Term(lock, value)
+        return self._term(lock, value)
 
-    def leader(self) -> Optional[Leader]:
-        """The leader now (``None``: nobody leads), from any manager, with no holder label."""
-        leader: Optional[Leader] = self._manager._leader(self._name)
-        return leader
+    def leader(self) -> Any:
+        """The leader now (``None``: nobody leads), from any manager, with no holder label
+        (awaitable in ``fencelock.asyncio``)."""
+        return self._manager._leader(self._name)
 
-    def observe(self) -> Observer:
+    def observe(self) -> Any:
         """An iterator of the leader: the current one first (``None``: nobody), then each
         change (a new term, a proclaimed value, nobody leading), pushed by the servers; it may
         skip a state shorter than a read, never the last. Blocks between reports (the GIL
         released; Ctrl-C interrupts); ``close()`` from any thread, or closing the manager,
-        ends it."""
-        observer: Observer = self._manager._observe(self._name)
-        return observer
+        ends it. In ``fencelock.asyncio`` an async iterator (``async for``), which cancelling
+        the awaiting task ends too."""
+        return self._manager._observe(self._name)
 
     def run(
         self,
@@ -243,46 +242,12 @@ class AsyncElection(Election):
     """``Election`` of ``fencelock.asyncio``: the calls are awaitable, ``observe()`` is an
     async iterator, and ``run`` cancels its task when the term is lost."""
 
-    async def campaign(  # type: ignore[override]
-        self,
-        value: str = "",
-        ttl: float = 30.0,
-        *,
-        wait: Optional[float] = None,
-        max_hold: Optional[float] = None,
-        on_lost: Optional[_OnLost] = None,
-    ) -> AsyncTerm:
-        """Campaigns until this candidate leads (awaitable; as ``Election.campaign``);
-        cancelling the awaiting task gives the campaign up and leaves nothing behind."""
-        lock = await self._manager._campaign(
-            self._name, value, ttl, wait=wait, max_hold=max_hold, on_lost=on_lost
-        )
-        return AsyncTerm(lock, value)
+    def _term(self, lock: Any, value: str) -> Any:
+        async def term() -> Optional[AsyncTerm]:
+            got = await lock
+            return None if got is None else AsyncTerm(got, value)
 
-    async def try_campaign(  # type: ignore[override]
-        self,
-        value: str = "",
-        ttl: float = 30.0,
-        *,
-        max_hold: Optional[float] = None,
-        on_lost: Optional[_OnLost] = None,
-    ) -> Optional[AsyncTerm]:
-        """One campaign attempt (awaitable): the term, or ``None`` when someone else leads."""
-        lock = await self._manager._campaign(
-            self._name, value, ttl, max_hold=max_hold, on_lost=on_lost, try_once=True
-        )
-        return None if lock is None else AsyncTerm(lock, value)
-
-    async def leader(self) -> Optional[Leader]:  # type: ignore[override]
-        """The leader now (awaitable), or ``None`` when nobody leads."""
-        leader: Optional[Leader] = await self._manager._leader(self._name)
-        return leader
-
-    def observe(self) -> AsyncObserver:  # type: ignore[override]
-        """An async iterator of the leader (``async for leader in election.observe():``), as
-        ``Election.observe``; cancelling the awaiting task or ``close()`` ends it."""
-        observer: AsyncObserver = self._manager._observe(self._name)
-        return observer
+        return term()
 
     async def run(  # type: ignore[override]
         self,
