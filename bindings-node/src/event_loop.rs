@@ -1,12 +1,12 @@
-//! Calls run on the JavaScript thread, with connections driven by its libuv event loop
-//! (the default; with `FENCELOCK_NODE_IO=runtime` calls run on the runtime, see `promise.rs`).
+//! The JavaScript thread's executor: calls run on the JavaScript thread, with connections
+//! driven by its libuv event loop (the default; with `FENCELOCK_NODE_IO=runtime` calls run on
+//! the runtime, see `promise.rs`).
 //!
 //! A call crossing to a runtime thread and back costs two thread wake-ups, which on a small
 //! machine are a fifth of an uncontended acquire's time (bench/notes.md). Here the core's call
 //! futures are polled on the JavaScript thread itself ([`fencelock::ffi_support::lane::on_loop`]), and the
-//! manager's connections to plain TCP servers are [`LoopStream`]s: sockets that libuv watches
-//! (`uv_poll_t`) on the same thread. The JavaScript thread writes each command and reads each
-//! reply itself, as ioredis does. What the core runs in the background (auto-extension, release
+//! manager's connections to plain TCP servers are sockets that libuv watches on the same
+//! thread (`loop_stream.rs`). What the core runs in the background (auto-extension, release
 //! on drop, the wait's subscriptions, connections to TLS, Sentinel and cluster servers) stays
 //! on the runtime, so a busy event loop cannot delay a lock's extension; an attempt's undo
 //! rides the attempt's connection wherever it runs (`core/src/lane.rs`).
@@ -14,14 +14,16 @@
 //! The executor is the thread's [`Home`]: a queue of runnable tasks, run when a call starts,
 //! when libuv reports a socket ready, and when a task is woken from another thread (through
 //! the wake-up the thread's settler gives it, `crate::promise`, which finished calls use too).
-//! This module uses nothing of `promise.rs`; the settler builds on it.
+//!
+//! The contract, which its users keep: [`init_thread`] and [`teardown`] run on the JavaScript
+//! thread (at the settler's creation and at the environment's cleanup); [`run`] and
+//! [`run_soon`] only there (libuv calls its callbacks there); [`Home::spawn`] and a task's
+//! waker from any thread; a task's future is polled only on the JavaScript thread. This module
+//! uses nothing of `promise.rs` or `loop_stream.rs`; they build on it.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
-use std::io::{self, Write};
-use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::os::raw::{c_int, c_void};
 use std::pin::Pin;
 use std::ptr;
@@ -31,16 +33,16 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::ThreadId;
 
 use napi::sys;
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, RedisResult};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// A JavaScript thread as other threads see it: its executor's tasks woken and not yet run,
 /// and its wake-up (the settler's threadsafe function, set by `crate::promise`), sent at most
 /// once until the thread runs.
 pub(crate) struct Home {
     /// `None` once the environment is being torn down: nothing wakes the thread any more.
-    wake: Mutex<Option<Tsfn>>,
+    wake: Mutex<Option<Wakeup>>,
+    /// Runs the thread's woken tasks before its loop next polls (`run_soon`, once the thread
+    /// has a loop of ours).
+    soon: std::sync::OnceLock<fn() -> bool>,
     /// Tasks woken and not yet run.
     tasks: Mutex<VecDeque<Arc<Task>>>,
     /// Whether a wake-up of the JavaScript thread is on its way.
@@ -49,11 +51,16 @@ pub(crate) struct Home {
     thread: ThreadId,
 }
 
-struct Tsfn(sys::napi_threadsafe_function);
+/// The thread's wake-up: the settler's threadsafe function and how to call it (`promise.rs`,
+/// so that this module calls nothing of napi's).
+struct Wakeup {
+    tsfn: sys::napi_threadsafe_function,
+    call: unsafe fn(sys::napi_threadsafe_function),
+}
 
-// Calling a threadsafe function from any thread is its purpose; the mutex in `Home`
+// SAFETY: calling a threadsafe function from any thread is its purpose; the mutex in `Home`
 // serialises the calls with its release at environment teardown.
-unsafe impl Send for Tsfn {}
+unsafe impl Send for Wakeup {}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Plain data: a panic elsewhere while holding it leaves nothing half-done.
@@ -65,22 +72,27 @@ impl Home {
     pub(crate) fn new() -> Home {
         Home {
             wake: Mutex::new(None),
+            soon: std::sync::OnceLock::new(),
             tasks: Mutex::new(VecDeque::new()),
             signalled: AtomicBool::new(false),
             thread: std::thread::current().id(),
         }
     }
 
-    /// Sets the threadsafe function that wakes the thread.
-    pub(crate) fn set_wake(&self, tsfn: sys::napi_threadsafe_function) {
-        *lock(&self.wake) = Some(Tsfn(tsfn));
+    /// Sets the threadsafe function that wakes the thread, and `call`, which calls it.
+    pub(crate) fn set_wake(
+        &self,
+        tsfn: sys::napi_threadsafe_function,
+        call: unsafe fn(sys::napi_threadsafe_function),
+    ) {
+        *lock(&self.wake) = Some(Wakeup { tsfn, call });
     }
 
     /// At teardown: the tasks are dropped (never to run again) and the wake-up is handed back
     /// to be released.
     pub(crate) fn close(&self) -> Option<sys::napi_threadsafe_function> {
         drop(std::mem::take(&mut *lock(&self.tasks)));
-        lock(&self.wake).take().map(|t| t.0)
+        lock(&self.wake).take().map(|w| w.tsfn)
     }
 
     /// Runs `fut` on the JavaScript thread's executor.
@@ -93,7 +105,8 @@ impl Home {
     fn schedule(&self, task: Arc<Task>) {
         lock(&self.tasks).push_back(task);
         let here = std::thread::current().id() == self.thread;
-        if !(here && (running() || run_soon())) {
+        let soon = || self.soon.get().is_some_and(|run_soon| run_soon());
+        if !(here && (running() || soon())) {
             self.signal();
         }
     }
@@ -106,16 +119,10 @@ impl Home {
     /// everything queued before it runs).
     pub(crate) fn signal(&self) {
         if !self.signalled.swap(true, Ordering::AcqRel) {
-            if let Some(tsfn) = lock(&self.wake).as_ref() {
-                // Non-blocking with an unbounded queue: fails only while closing, when
-                // nothing can be settled anyway.
-                unsafe {
-                    sys::napi_call_threadsafe_function(
-                        tsfn.0,
-                        ptr::null_mut(),
-                        sys::ThreadsafeFunctionCallMode::nonblocking,
-                    )
-                };
+            if let Some(w) = lock(&self.wake).as_ref() {
+                // SAFETY: a threadsafe function not yet released (`close` takes it out of
+                // the mutex we hold before the settler releases it).
+                unsafe { (w.call)(w.tsfn) };
             }
         }
     }
@@ -173,26 +180,21 @@ thread_local! {
     static RUNNING: Cell<bool> = const { Cell::new(false) };
     /// This thread's libuv loop and the runtime the core's background work goes to.
     static LOOP: RefCell<Option<LoopThread>> = const { RefCell::new(None) };
-    /// The poll handles open on this thread's loop (closed at its teardown).
-    static HANDLES: RefCell<Vec<*mut c_void>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The JavaScript thread is going away: closes the poll handles still open (a worker's loop
-/// must have none left when it closes) and forgets the loop. Connections then fail.
+/// The JavaScript thread is going away: forgets its loop (`loop_stream::teardown` closed the
+/// sockets' handles first). Calls then keep the runtime's connections.
 pub(crate) fn teardown() {
-    for handle in HANDLES.with(|h| std::mem::take(&mut *h.borrow_mut())) {
-        unsafe {
-            let watch = *(handle as *mut *mut Watch);
-            if !watch.is_null() {
-                (*watch).handle = ptr::null_mut();
-                *(handle as *mut *mut c_void) = ptr::null_mut();
-            }
-            uv_close(handle, Some(free_handle));
-        }
-    }
     if let Some(l) = LOOP.with(|l| l.borrow_mut().take()) {
+        // SAFETY: our initialised `uv_prepare_t`, closed once (the loop is forgotten with it)
+        // on its loop's thread; libuv frees it through `free_handle` when closed.
         unsafe { uv_close(l.prepare, Some(free_handle)) };
     }
+}
+
+/// This thread's libuv loop, when calls run on it.
+pub(crate) fn uv_loop() -> Option<*mut sys::uv_loop_s> {
+    LOOP.with(|l| l.borrow().as_ref().map(|l| l.uv))
 }
 
 struct LoopThread {
@@ -210,19 +212,26 @@ struct LoopThread {
 /// missing (then calls keep the runtime's connections).
 pub(crate) fn init_thread(env: sys::napi_env, home: &Arc<Home>) -> bool {
     let mut uv = ptr::null_mut();
+    // SAFETY: `env` is the environment of the JavaScript thread calling (the settler's).
     let status = unsafe { sys::napi_get_uv_event_loop(env, &mut uv) };
     let runtime = std::panic::catch_unwind(|| {
         napi::bindgen_prelude::within_runtime_if_available(tokio::runtime::Handle::current)
     });
     match (status == sys::Status::napi_ok && !uv.is_null(), runtime) {
         (true, Ok(runtime)) => {
+            // SAFETY: libuv's size of a `uv_prepare_t`, allocated for it; initialised on
+            // this thread's loop (freed again if that fails); `free_handle` frees it once
+            // closed (`teardown`).
             let prepare = unsafe { libc::malloc(uv_handle_size(UV_PREPARE)) };
             if prepare.is_null() || unsafe { uv_prepare_init(uv, prepare) } != 0 {
+                // SAFETY: allocated above (or null), never initialised.
                 unsafe { libc::free(prepare) };
                 return false;
             }
             // Never keeps the process alive (pending calls do).
+            // SAFETY: the handle initialised above.
             unsafe { uv_unref(prepare) };
+            let _ = home.soon.set(run_soon);
             LOOP.with(|l| {
                 *l.borrow_mut() = Some(LoopThread {
                     uv,
@@ -244,6 +253,7 @@ pub(crate) fn init_thread(env: sys::napi_env, home: &Arc<Home>) -> bool {
 pub(crate) fn run_soon() -> bool {
     LOOP.with(|l| match l.borrow_mut().as_mut() {
         Some(l) => {
+            // SAFETY: our initialised `uv_prepare_t`, on its loop's thread (LOOP is per thread).
             if !l.prepared && unsafe { uv_prepare_start(l.prepare, on_prepare) } == 0 {
                 l.prepared = true;
             }
@@ -253,7 +263,9 @@ pub(crate) fn run_soon() -> bool {
     })
 }
 
+/// libuv's callback of the `uv_prepare_t`, on the loop's thread.
 unsafe extern "C" fn on_prepare(handle: *mut c_void) {
+    // SAFETY: the started `uv_prepare_t` libuv calls us with.
     unsafe { uv_prepare_stop(handle) };
     LOOP.with(|l| {
         if let Some(l) = l.borrow_mut().as_mut() {
@@ -310,302 +322,131 @@ pub(crate) fn run(wake: impl FnOnce()) {
 
 // --- libuv -----------------------------------------------------------------------------------
 
-const UV_POLL: c_int = 8;
+pub(crate) const UV_POLL: c_int = 8;
 const UV_PREPARE: c_int = 9;
-const UV_READABLE: c_int = 1;
-const UV_WRITABLE: c_int = 2;
+pub(crate) const UV_READABLE: c_int = 1;
+pub(crate) const UV_WRITABLE: c_int = 2;
 
-type UvPollCb = unsafe extern "C" fn(handle: *mut c_void, status: c_int, events: c_int);
+pub(crate) type UvPollCb = unsafe extern "C" fn(handle: *mut c_void, status: c_int, events: c_int);
 type UvCloseCb = unsafe extern "C" fn(handle: *mut c_void);
 type UvPrepareCb = unsafe extern "C" fn(handle: *mut c_void);
 
 // Exported by the node executable for addons (node's own headers declare them).
 extern "C" {
-    fn uv_handle_size(kind: c_int) -> usize;
-    fn uv_poll_init(uv: *mut sys::uv_loop_s, handle: *mut c_void, fd: c_int) -> c_int;
-    fn uv_poll_start(handle: *mut c_void, events: c_int, cb: UvPollCb) -> c_int;
-    fn uv_poll_stop(handle: *mut c_void) -> c_int;
-    fn uv_close(handle: *mut c_void, cb: Option<UvCloseCb>);
-    fn uv_unref(handle: *mut c_void);
-    fn uv_prepare_init(uv: *mut sys::uv_loop_s, handle: *mut c_void) -> c_int;
-    fn uv_prepare_start(handle: *mut c_void, cb: UvPrepareCb) -> c_int;
-    fn uv_prepare_stop(handle: *mut c_void) -> c_int;
+    pub(crate) fn uv_handle_size(kind: c_int) -> usize;
+    pub(crate) fn uv_poll_init(uv: *mut sys::uv_loop_s, handle: *mut c_void, fd: c_int) -> c_int;
+    pub(crate) fn uv_poll_start(handle: *mut c_void, events: c_int, cb: UvPollCb) -> c_int;
+    pub(crate) fn uv_poll_stop(handle: *mut c_void) -> c_int;
+    pub(crate) fn uv_close(handle: *mut c_void, cb: Option<UvCloseCb>);
+    pub(crate) fn uv_unref(handle: *mut c_void);
+    pub(crate) fn uv_prepare_init(uv: *mut sys::uv_loop_s, handle: *mut c_void) -> c_int;
+    pub(crate) fn uv_prepare_start(handle: *mut c_void, cb: UvPrepareCb) -> c_int;
+    pub(crate) fn uv_prepare_stop(handle: *mut c_void) -> c_int;
 }
 
-/// A socket whose readiness libuv reports on the JavaScript thread; a connection's stream.
-/// Read and written on that thread only (its executor runs the connection's task).
-pub(crate) struct LoopStream {
-    io: std::mem::ManuallyDrop<Box<Watch>>,
-}
-
-/// What the poll handle's callback reaches (its `data`): the socket and who waits on it.
-struct Watch {
-    sock: TcpStream,
-    thread: ThreadId,
-    /// The `uv_poll_t` (made on first wait), or null.
-    handle: *mut c_void,
-    watching: c_int,
-    reader: Option<Waker>,
-    writer: Option<Waker>,
-}
-
-// The stream moves between threads only as part of the connection task's future before it
-// first runs, and is dropped on the JavaScript thread or, off it, never touches libuv (see Drop).
-unsafe impl Send for LoopStream {}
-
-impl LoopStream {
-    fn new(sock: TcpStream, thread: ThreadId) -> LoopStream {
-        LoopStream {
-            io: std::mem::ManuallyDrop::new(Box::new(Watch {
-                sock,
-                thread,
-                handle: ptr::null_mut(),
-                watching: 0,
-                reader: None,
-                writer: None,
-            })),
-        }
-    }
-
-    fn check_thread(&self) -> io::Result<()> {
-        if std::thread::current().id() == self.io.thread {
-            Ok(())
-        } else {
-            Err(io::Error::other(
-                "fencelock: a connection of the event loop used off its thread",
-            ))
-        }
-    }
-}
-
-impl Watch {
-    /// Watches for `events` as well as what is watched already.
-    fn want(&mut self, events: c_int) -> io::Result<()> {
-        self.set_watch(self.watching | events)
-    }
-
-    /// Watches for exactly `want` (none: stops).
-    fn set_watch(&mut self, want: c_int) -> io::Result<()> {
-        if want == self.watching {
-            return Ok(());
-        }
-        if self.handle.is_null() {
-            let uv = LOOP.with(|l| l.borrow().as_ref().map(|l| l.uv));
-            let Some(uv) = uv else {
-                return Err(io::Error::other("fencelock: the event loop is gone"));
-            };
-            let handle = unsafe { libc::malloc(uv_handle_size(UV_POLL)) };
-            if handle.is_null() {
-                return Err(io::Error::from(io::ErrorKind::OutOfMemory));
-            }
-            let rc = unsafe { uv_poll_init(uv, handle, self.sock.as_raw_fd()) };
-            if rc != 0 {
-                unsafe { libc::free(handle) };
-                return Err(io::Error::other(format!("uv_poll_init failed ({rc})")));
-            }
-            // The handle's `data` is its first field.
-            unsafe {
-                *(handle as *mut *mut c_void) = self as *mut Watch as *mut c_void;
-                // A connection never keeps the process alive by itself (pending calls do).
-                uv_unref(handle);
-            }
-            HANDLES.with(|h| h.borrow_mut().push(handle));
-            self.handle = handle;
-        }
-        let rc = if want == 0 {
-            unsafe { uv_poll_stop(self.handle) }
-        } else {
-            unsafe { uv_poll_start(self.handle, want, on_ready) }
-        };
-        if rc != 0 {
-            return Err(io::Error::other(format!("uv_poll_start failed ({rc})")));
-        }
-        self.watching = want;
-        Ok(())
-    }
-}
-
-unsafe extern "C" fn on_ready(handle: *mut c_void, status: c_int, events: c_int) {
-    let watch = unsafe { *(handle as *mut *mut Watch) };
-    if watch.is_null() {
-        return;
-    }
-    // The wakes only queue tasks: the stream is still alive while this closure runs (the
-    // tasks, which may drop it, run after it).
-    run(|| {
-        let watch = unsafe { &mut *watch };
-        let events = if status < 0 {
-            UV_READABLE | UV_WRITABLE
-        } else {
-            events
-        };
-        let mut idle = 0;
-        for (event, waiter) in [
-            (UV_READABLE, &mut watch.reader),
-            (UV_WRITABLE, &mut watch.writer),
-        ] {
-            if events & event != 0 {
-                match waiter.take() {
-                    Some(w) => w.wake(),
-                    None => idle |= event,
-                }
-            }
-        }
-        // Level-triggered: stop watching for what nobody waited for. (A woken reader or
-        // writer stays watched: it reads or writes until it would block and waits again.)
-        if idle != 0 {
-            let _ = watch.set_watch(watch.watching & !idle);
-        }
-    });
-}
-
-unsafe extern "C" fn free_handle(handle: *mut c_void) {
+/// libuv's close callback of the handles we allocate with `malloc`.
+pub(crate) unsafe extern "C" fn free_handle(handle: *mut c_void) {
+    // SAFETY: a handle we allocated with `malloc`, which libuv hands back once, closed.
     unsafe { libc::free(handle) };
 }
 
-impl Drop for LoopStream {
-    fn drop(&mut self) {
-        let handle = self.io.handle;
-        if handle.is_null() {
-            unsafe { std::mem::ManuallyDrop::drop(&mut self.io) };
-            return;
-        }
-        if std::thread::current().id() == self.io.thread && LOOP.with(|l| l.borrow().is_some()) {
-            HANDLES.with(|h| h.borrow_mut().retain(|&x| x != handle));
-            unsafe {
-                *(handle as *mut *mut c_void) = ptr::null_mut();
-                uv_close(handle, Some(free_handle));
-                std::mem::ManuallyDrop::drop(&mut self.io);
-            }
-        }
-        // Off the loop's thread (only when the JavaScript thread is being torn down) libuv
-        // must not be touched: the handle and its socket are left as they are.
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
 
-impl LoopStream {
-    /// Runs `op` on the socket until it neither is interrupted nor would block; when it would
-    /// block, waits for `event` (the waker is called when libuv reports it).
-    fn ready<T>(
-        &mut self,
-        cx: &mut Context<'_>,
-        event: c_int,
-        mut op: impl FnMut(&TcpStream) -> io::Result<T>,
-    ) -> Poll<io::Result<T>> {
-        self.check_thread()?;
-        loop {
-            match op(&self.io.sock) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    let io = &mut *self.io;
-                    let waiter = if event == UV_READABLE {
-                        &mut io.reader
-                    } else {
-                        &mut io.writer
-                    };
-                    *waiter = Some(cx.waker().clone());
-                    io.want(event)?;
-                    return Poll::Pending;
-                }
-                done => return Poll::Ready(done),
-            }
+    /// A task's future that counts its drops.
+    struct Tracked(Arc<AtomicUsize>);
+
+    impl Future for Tracked {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+            Poll::Pending
         }
     }
-}
 
-impl AsyncRead for LoopStream {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        // Into the buffer's uninitialised part as it is (no zeroing first), as tokio's own
-        // sockets read.
-        let n = std::task::ready!(self.ready(cx, UV_READABLE, |sock| {
-            let dst = unsafe { buf.unfilled_mut() };
-            let n = unsafe { libc::recv(sock.as_raw_fd(), dst.as_mut_ptr().cast(), dst.len(), 0) };
-            usize::try_from(n).map_err(|_| io::Error::last_os_error())
-        }))?;
-        unsafe { buf.assume_init(n) };
-        buf.advance(n);
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl AsyncWrite for LoopStream {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        self.ready(cx, UV_WRITABLE, |mut sock| sock.write(data))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let _ = self.io.sock.shutdown(std::net::Shutdown::Write);
-        Poll::Ready(Ok(()))
-    }
-}
-
-// --- the core's hook -------------------------------------------------------------------------
-
-/// Opens a manager's connections to plain TCP servers on the event loop of the JavaScript
-/// thread that made the manager.
-pub(crate) struct NodeLoopIo {
-    home: Arc<Home>,
-    thread: ThreadId,
-}
-
-impl NodeLoopIo {
-    pub(crate) fn new(home: Arc<Home>) -> NodeLoopIo {
-        NodeLoopIo {
-            home,
-            thread: std::thread::current().id(),
+    impl Drop for Tracked {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
         }
     }
-}
 
-impl fencelock::ffi_support::lane::LoopIo for NodeLoopIo {
-    fn connect(
-        &self,
-        info: ConnectionInfo,
-        config: AsyncConnectionConfig,
-    ) -> Pin<Box<dyn Future<Output = RedisResult<MultiplexedConnection>> + Send>> {
-        let (home, thread) = (Arc::clone(&self.home), self.thread);
-        Box::pin(async move {
-            let ConnectionAddr::Tcp(host, port) = info.addr().clone() else {
-                return Err(io::Error::other("fencelock: not a plain TCP server").into());
-            };
-            // Connected on the runtime (name resolution may block), then handed to the loop.
-            let sock = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
-            sock.set_nodelay(true)?;
-            let sock = sock.into_std()?;
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            let settings = info.redis_settings().clone();
-            let stream = LoopStream::new(sock, thread);
-            home.spawn(Box::pin(async move {
-                match MultiplexedConnection::new_with_config(&settings, stream, config).await {
-                    Ok((conn, driver)) => {
-                        let _ = tx.send(Ok(conn));
-                        // The connection's reads and writes, in this task, until every
-                        // handle of it is gone.
-                        driver.await;
-                    }
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                    }
-                }
-            }));
-            rx.await.unwrap_or_else(|_| {
-                Err(
-                    io::Error::other("fencelock: the JavaScript thread's event loop is gone")
-                        .into(),
-                )
-            })
-        })
+    fn queued(home: &Home) -> usize {
+        lock(&home.tasks).len()
+    }
+
+    #[test]
+    fn tasks_run_in_the_order_they_were_woken() {
+        let home = Arc::new(Home::new());
+        let drops = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<Arc<Task>> = (0..3)
+            .map(|_| Task::new(&home, Box::pin(Tracked(Arc::clone(&drops)))))
+            .collect();
+        for i in [2, 0, 1] {
+            Wake::wake_by_ref(&tasks[i]);
+        }
+        for i in [2, 0, 1] {
+            let next = home.next_task().expect("a queued task");
+            assert!(Arc::ptr_eq(&next, &tasks[i]), "task {i} next");
+        }
+        assert!(home.next_task().is_none());
+    }
+
+    #[test]
+    fn a_task_woken_twice_before_it_runs_is_queued_once() {
+        let home = Arc::new(Home::new());
+        let drops = Arc::new(AtomicUsize::new(0));
+        let task = Task::new(&home, Box::pin(Tracked(Arc::clone(&drops))));
+        Wake::wake_by_ref(&task);
+        Wake::wake_by_ref(&task);
+        assert_eq!(queued(&home), 1);
+        // Taken to run (as `run` does), it may be queued again by a later wake.
+        let next = home.next_task().unwrap();
+        next.queued.store(false, Ordering::Release);
+        Wake::wake_by_ref(&task);
+        assert_eq!(queued(&home), 1);
+    }
+
+    #[test]
+    fn a_wake_from_another_thread_queues_the_task_and_signals_once() {
+        let home = Arc::new(Home::new());
+        let drops = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<Arc<Task>> = (0..2)
+            .map(|_| Task::new(&home, Box::pin(Tracked(Arc::clone(&drops)))))
+            .collect();
+        let waker = Waker::from(Arc::clone(&tasks[0]));
+        std::thread::spawn(move || waker.wake()).join().unwrap();
+        assert_eq!(queued(&home), 1);
+        assert!(
+            home.signalled.load(Ordering::Acquire),
+            "the thread is woken"
+        );
+        // A second wake before the thread ran sends no second wake-up (the flag stays set,
+        // and without a wake-up function nothing is sent at all).
+        let waker = Waker::from(Arc::clone(&tasks[1]));
+        std::thread::spawn(move || waker.wake()).join().unwrap();
+        assert_eq!(queued(&home), 2);
+        assert!(home.signalled.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn the_woken_thread_clears_its_signal_once_the_queue_is_empty() {
+        let home = Arc::new(Home::new());
+        home.signal();
+        assert!(home.signalled.load(Ordering::Acquire));
+        home.woken();
+        assert!(!home.signalled.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn closing_drops_the_queued_tasks_and_hands_back_no_wake_up_when_none_was_set() {
+        let home = Arc::new(Home::new());
+        let drops = Arc::new(AtomicUsize::new(0));
+        home.spawn(Box::pin(Tracked(Arc::clone(&drops))));
+        home.spawn(Box::pin(Tracked(Arc::clone(&drops))));
+        assert_eq!(queued(&home), 2);
+        assert!(home.close().is_none());
+        assert_eq!(queued(&home), 0);
+        assert_eq!(drops.load(Ordering::SeqCst), 2, "both futures dropped");
     }
 }

@@ -18,6 +18,7 @@ pub mod error;
 mod event_loop;
 pub mod events;
 mod family;
+mod loop_stream;
 pub mod metrics;
 mod options;
 mod promise;

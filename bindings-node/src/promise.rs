@@ -85,11 +85,14 @@ impl Settler {
         });
         let mut name = ptr::null_mut();
         check_status!(
+            // SAFETY: this thread's environment; a 9-byte static string.
             unsafe { sys::napi_create_string_utf8(env, c"fencelock".as_ptr(), 9, &mut name) },
             "cannot name the fencelock settler"
         )?;
         let context = Arc::into_raw(Arc::clone(&shared)) as *mut c_void;
         let mut tsfn = ptr::null_mut();
+        // SAFETY: this thread's environment; the context is one share of `Shared` that the
+        // function owns from here (`finalize` drops it) and lends to `settle_done`.
         let status = unsafe {
             sys::napi_create_threadsafe_function(
                 env,
@@ -106,13 +109,16 @@ impl Settler {
             )
         };
         if status != sys::Status::napi_ok {
+            // SAFETY: not created: the share given as its context comes back to us, once.
             drop(unsafe { Arc::from_raw(context as *const Shared) });
             return Err(Error::new(
                 Status::from(status),
                 "cannot create the fencelock settler",
             ));
         }
-        shared.home.set_wake(tsfn);
+        shared.home.set_wake(tsfn, wake_thread);
+        // SAFETY: the function just created, on its environment's thread; the cleanup hook
+        // runs `teardown` on that thread when the environment goes.
         unsafe {
             sys::napi_unref_threadsafe_function(env, tsfn);
             sys::napi_add_env_cleanup_hook(env, Some(teardown), ptr::null_mut());
@@ -132,6 +138,8 @@ impl Settler {
     fn keep_alive(&mut self, alive: bool) {
         if alive != self.alive {
             self.alive = alive;
+            // SAFETY: the settler's live function, on its environment's thread (the settler
+            // is thread-local).
             unsafe {
                 if alive {
                     sys::napi_ref_threadsafe_function(self.env, self.tsfn);
@@ -170,8 +178,9 @@ pub(crate) fn loop_io(
     calls_on_loop().map_err(crate::error::invalid)?;
     let io = with_settler(env, |s| {
         s.on_loop.then(|| {
-            Arc::new(event_loop::NodeLoopIo::new(Arc::clone(&s.shared.home)))
-                as Arc<dyn fencelock::ffi_support::lane::LoopIo>
+            Arc::new(crate::loop_stream::NodeLoopIo::new(Arc::clone(
+                &s.shared.home,
+            ))) as Arc<dyn fencelock::ffi_support::lane::LoopIo>
         })
     });
     Ok(io.ok().flatten())
@@ -188,13 +197,31 @@ fn with_settler<R>(env: &Env, f: impl FnOnce(&mut Settler) -> R) -> Result<R> {
     })
 }
 
+/// Wakes the settler's thread (`Home::signal`). Non-blocking with an unbounded queue: fails
+/// only while closing, when nothing can be settled anyway.
+///
+/// # Safety
+/// `tsfn` is a threadsafe function not yet released.
+unsafe fn wake_thread(tsfn: sys::napi_threadsafe_function) {
+    // SAFETY: by contract.
+    unsafe {
+        sys::napi_call_threadsafe_function(
+            tsfn,
+            ptr::null_mut(),
+            sys::ThreadsafeFunctionCallMode::nonblocking,
+        )
+    };
+}
+
 /// The environment is going away: no more wake-ups; pending Promises are dropped with it.
 unsafe extern "C" fn teardown(_: *mut c_void) {
     let settler = SETTLER.try_with(|cell| cell.borrow_mut().take());
-    event_loop::teardown();
+    crate::loop_stream::teardown();
     if let Ok(Some(s)) = settler {
         // Tasks never run again: dropped here, on their thread.
         if let Some(tsfn) = s.shared.home.close() {
+            // SAFETY: the function taken out of `Home` (nobody calls it any more), released
+            // once, on its environment's thread.
             unsafe {
                 sys::napi_release_threadsafe_function(
                     tsfn,
@@ -212,6 +239,8 @@ unsafe extern "C" fn teardown(_: *mut c_void) {
 /// Node passes back as the hint (the context given at creation).
 unsafe extern "C" fn finalize(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
     if !hint.is_null() {
+        // SAFETY: the share of `Shared` given as the function's context (`Settler::new`),
+        // which Node passes back once, when the function is finalised.
         drop(unsafe { Arc::from_raw(hint as *const Shared) });
     }
 }
@@ -226,7 +255,8 @@ unsafe extern "C" fn settle_done(
     if env.is_null() || context.is_null() {
         return;
     }
-    // The context is the settler's share (see `Settler::new`); borrowed for this call.
+    // SAFETY: the context is the function's share of `Shared` (see `Settler::new`), alive
+    // until `finalize`; borrowed for this call (never dropped here: ManuallyDrop).
     let shared = unsafe { Arc::from_raw(context as *const Shared) };
     let shared = std::mem::ManuallyDrop::new(shared);
     // The woken tasks first: calls they finish are settled below without another wake-up.
@@ -264,6 +294,7 @@ unsafe extern "C" fn settle_done(
 fn settle(env: &Env, pending: Pending, outcome: Outcome) {
     let raw = env.raw();
     let mut scope = ptr::null_mut();
+    // SAFETY: on the environment's thread (settling runs there); closed below.
     unsafe { sys::napi_open_handle_scope(raw, &mut scope) };
     let Pending { deferred, settle } = pending;
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| settle(env, outcome)))
@@ -272,6 +303,8 @@ fn settle(env: &Env, pending: Pending, outcome: Outcome) {
                 "fencelock: a panic while settling a call",
             ))
         });
+    // SAFETY: the deferred of a Promise not yet settled (taken out of `pending`, settled once,
+    // here), on its environment's thread, with values made in this scope.
     match result {
         Ok(value) => unsafe {
             sys::napi_resolve_deferred(raw, deferred, value);
@@ -296,6 +329,7 @@ fn settle(env: &Env, pending: Pending, outcome: Outcome) {
             }
         },
     }
+    // SAFETY: the scope opened above.
     unsafe { sys::napi_close_handle_scope(raw, scope) };
 }
 
@@ -340,6 +374,7 @@ where
                 ))
             }
         };
+        // SAFETY: on the environment's thread (settling runs there).
         unsafe { V::to_napi_value(env.raw(), value) }
     });
     let (deferred, raw_promise) = new_promise(env)?;
@@ -378,6 +413,7 @@ fn new_promise(env: &Env) -> Result<(sys::napi_deferred, sys::napi_value)> {
     let mut deferred = ptr::null_mut();
     let mut raw_promise = ptr::null_mut();
     check_status!(
+        // SAFETY: on the environment's thread (a method call's).
         unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut raw_promise) },
         "cannot create a Promise"
     )?;
@@ -399,8 +435,10 @@ pub(crate) fn rejected_with<'e, V: ToNapiValue>(
     error: Error,
 ) -> Result<PromiseRaw<'e, V>> {
     let (deferred, raw_promise) = new_promise(env)?;
+    // SAFETY: on the environment's thread; the deferred just made, settled once, here.
     let value = unsafe { ToNapiValue::to_napi_value(env.raw(), error)? };
     check_status!(
+        // SAFETY: as above.
         unsafe { sys::napi_reject_deferred(env.raw(), deferred, value) },
         "cannot reject a Promise"
     )?;

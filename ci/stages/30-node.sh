@@ -21,6 +21,10 @@ if git rev-parse --git-dir >/dev/null 2>&1 && ! git diff --quiet -- native.js na
   exit 1
 fi
 
+# The addon's own unit tests: the event loop's executor queue (event_loop.rs), the error
+# classes, the option keys.
+cargo test --locked -p fencelock-node --lib
+
 node --test test/*.test.mjs
 # Again with calls on the runtime's threads instead of the JavaScript thread's event loop
 # (bindings-node/src/promise.rs, event_loop.rs); not the files whose outcome cannot depend on
