@@ -94,7 +94,20 @@ pub(crate) struct SubscriberConn {
 
 /// What a waiter's subscription hears: each release message that names it, and the last
 /// handoff those messages reported.
-type Wakes = watch::Receiver<Option<Handoff>>;
+type Wakes = watch::Receiver<Wake>;
+
+/// What the messages of a subscription said so far (see [`Subscription::wake`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Wake {
+    /// The last handoff the messages that named the token reported (for an election's
+    /// observers, a term's renewal: see `election/observe.rs`).
+    pub handoff: Option<Handoff>,
+    /// How many messages reported a handoff (two can report the same one).
+    pub handoffs: u64,
+    /// How many wake-ups reported none: empty messages, messages naming the token without a
+    /// handoff, a lost connection, a channel the cluster dropped.
+    pub plain: u64,
+}
 
 /// The waiters of one channel, by token: a release names the first waiter in line (the token
 /// ends its message, see [`parse_wake`]) and only that waiter is woken; an empty message, or a
@@ -103,7 +116,7 @@ type Wakes = watch::Receiver<Option<Handoff>>;
 struct ChannelEntry {
     users: usize,
     /// Per waiting token: how many waiters, and the last handoff its messages named.
-    waiters: HashMap<Vec<u8>, (usize, watch::Sender<Option<Handoff>>)>,
+    waiters: HashMap<Vec<u8>, (usize, watch::Sender<Wake>)>,
     /// When `users` last fell to 0.
     idle_since: Option<Instant>,
     /// A task lingers to unsubscribe the channel once it has been idle long enough: one such
@@ -114,7 +127,7 @@ struct ChannelEntry {
 impl ChannelEntry {
     fn wake_all(&self) {
         for (_, notify) in self.waiters.values() {
-            notify.send_modify(|_| {});
+            notify.send_modify(|w| w.plain += 1);
         }
     }
 
@@ -123,10 +136,12 @@ impl ChannelEntry {
         if token.is_empty() {
             self.wake_all();
         } else if let Some((_, notify)) = self.waiters.get(token) {
-            notify.send_modify(|h| {
-                if handoff.is_some() {
-                    *h = handoff;
+            notify.send_modify(|w| match handoff {
+                Some(_) => {
+                    w.handoff = handoff;
+                    w.handoffs += 1;
                 }
+                None => w.plain += 1,
             });
         }
     }
@@ -294,7 +309,7 @@ impl Subscriber {
         let (count, notify) = entry
             .waiters
             .entry(token.to_vec())
-            .or_insert_with(|| (0, watch::channel(None).0));
+            .or_insert_with(|| (0, watch::channel(Wake::default()).0));
         *count += 1;
         notify.subscribe()
     }
@@ -477,6 +492,12 @@ impl Subscription {
     /// The last handoff this server's messages named for the token, if any (it names the
     /// acquire call it was for by its place's arrival: the caller checks that it is its own).
     pub fn handoff(&self) -> Option<Handoff> {
+        self.rx.borrow().handoff
+    }
+
+    /// What this server's messages said so far: compared with an earlier value, whether a
+    /// plain wake-up came since, or only a new handoff.
+    pub fn wake(&self) -> Wake {
         *self.rx.borrow()
     }
 }

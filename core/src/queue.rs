@@ -40,6 +40,11 @@ impl Place {
     }
 }
 
+/// The token an election's observers register as on the lock's release channel: a term's
+/// renewal (`note.lua`) names it, so that no waiter is woken by it (a waiter's token is never
+/// this short).
+pub(crate) const OBSERVERS: &[u8] = b"observer";
+
 /// A release that handed the lock to a waiter, as its message told it: the fencing counter the
 /// server gave it and the arrival of the place it was handed to (which names the acquire call).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -94,6 +94,20 @@ const INSPECT_SRC: &str = concat!(
 /// The holder label's note, written next to a held lock (see `note.lua`, `who.rs`).
 static NOTE: LazyLock<Script> = LazyLock::new(|| Script::new(NOTE_SRC));
 const NOTE_SRC: &str = include_str!("scripts/note.lua");
+/// How a note of an election's term is told to its observers (see `note.lua`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Announce {
+    /// Not at all: a holder label's note.
+    Silent,
+    /// A change (a new term, a proclaimed value): an empty message, on which every observer
+    /// reads the election again.
+    Change,
+    /// The term `term` extended, nothing else changed: a message "TERM PTTL TO" naming the
+    /// observers' token `to` (the release message's format, its arrival field the key's new
+    /// PTTL), from which they learn the term's new end without a read.
+    Renewal { term: u64, to: &'static [u8] },
+}
+
 /// An election's announcement of a change that no note tells (see `announce.lua`).
 static ANNOUNCE: LazyLock<Script> = LazyLock::new(|| Script::new(ANNOUNCE_SRC));
 const ANNOUNCE_SRC: &str = include_str!("scripts/announce.lua");
@@ -361,18 +375,26 @@ impl ScriptCall {
     }
 
     /// The holder label's note for the lock held with `token` (see `note.lua`); an election's
-    /// term's note is `announced` to its observers, on the lock's release channel.
-    pub fn note(keys: &LockKeys, token: &[u8], note: &[u8], announced: bool) -> Self {
+    /// term's note is announced to its observers, on the lock's release channel, as `announce`
+    /// says.
+    pub fn note(keys: &LockKeys, token: &[u8], note: &[u8], announce: Announce) -> Self {
         let keys_of = [&keys.lock[..], &keys.who];
-        if !announced {
-            return ScriptCall::new((&NOTE, NOTE_SRC), &keys_of, (&[token, note], false));
-        }
         let publish = Self::packed(String::new(), &keys.channel);
-        ScriptCall::new(
-            (&NOTE, NOTE_SRC),
-            &keys_of,
-            (&[token, note, &publish], true),
-        )
+        match announce {
+            Announce::Silent => {
+                ScriptCall::new((&NOTE, NOTE_SRC), &keys_of, (&[token, note], false))
+            }
+            Announce::Change => ScriptCall::new(
+                (&NOTE, NOTE_SRC),
+                &keys_of,
+                (&[token, note, &publish], true),
+            ),
+            Announce::Renewal { term, to } => {
+                let term = term.to_string();
+                let args: [&[u8]; 5] = [token, note, term.as_bytes(), to, &publish];
+                ScriptCall::new((&NOTE, NOTE_SRC), &keys_of, (&args, true))
+            }
+        }
     }
 
     /// Tells an election's observers, on the lock's release channel, that it changed (see

@@ -75,9 +75,10 @@ pub const WAIT_WARNING_EVERY: Duration = Duration::from_secs(3);
 pub const DEFAULT_REFUSED_ATTEMPTS: u32 = 10;
 
 /// The longest an election's observer goes without reading the election again when no
-/// message comes (`election/observe.rs`): every change is announced, so this only bounds a
-/// message lost without a lost connection.
-pub const ELECTION_RECHECK: Duration = Duration::from_secs(30);
+/// message comes (`election/observe.rs`): every change is announced and every extension's
+/// renewal moves its timer, so this only bounds a message lost without a lost connection (and
+/// is what 100 observers of an idle election cost the servers: one read each per bound).
+pub const ELECTION_RECHECK: Duration = Duration::from_secs(300);
 
 /// How often an observer reads the election while some server's subscription is missing.
 pub const UNLISTENED_RECHECK: Duration = Duration::from_secs(1);
@@ -138,13 +139,19 @@ pub fn place_lasts(retry_delay: Duration, jitter: Duration, server_timeout: Dura
     (retry_delay + jitter + server_timeout) * 2 + PLACE_MARGIN
 }
 
+/// The most a waiter's wake-up at its holder's expiry is spread by (see [`retry_sleep`]).
+pub const EXPIRY_SPREAD: Duration = Duration::from_millis(2);
+
 /// How long a waiter sleeps before its next try when no release notification arrives.
 ///
 /// `holder_pttl` is the largest remaining TTL the servers reported for the current holder
 /// (`None` when unknown, e.g. a key without expiry). The sleep is at most `retry_delay`. When
-/// the holder's TTL ends sooner, the waiter wakes just after it, spread by up to `jitter`;
-/// otherwise it wakes after `retry_delay` less up to `jitter`, so that waiters do not move in
-/// lockstep. `random` is a uniform sample from `[0, 1)`. Never below 1 ms: no busy loop.
+/// the holder's TTL ends sooner, the waiter wakes just after it, spread by up to
+/// [`EXPIRY_SPREAD`] (or `jitter`, when smaller): a crashed holder is replaced at its TTL's end
+/// and one attempt, not up to a whole jitter later; the queue, not the timing, decides who is
+/// next. Otherwise it wakes after `retry_delay` less up to `jitter`, so that waiters do not
+/// move in lockstep. `random` is a uniform sample from `[0, 1)`. Never below 1 ms: no busy
+/// loop.
 pub fn retry_sleep(
     holder_pttl: Option<Duration>,
     retry_delay: Duration,
@@ -156,10 +163,11 @@ pub fn retry_sleep(
     } else {
         0.0
     };
-    let spread = jitter.mul_f64(random);
     match holder_pttl {
-        Some(pttl) if pttl < retry_delay => (pttl + spread).min(retry_delay),
-        _ => retry_delay.saturating_sub(spread),
+        Some(pttl) if pttl < retry_delay => {
+            (pttl + jitter.min(EXPIRY_SPREAD).mul_f64(random)).min(retry_delay)
+        }
+        _ => retry_delay.saturating_sub(jitter.mul_f64(random)),
     }
     .max(Duration::from_millis(1))
 }
@@ -219,10 +227,13 @@ mod tests {
     fn retry_sleep_follows_a_short_holder_ttl() {
         let d = retry_sleep(Some(MS(30)), MS(200), MS(100), 0.0);
         assert_eq!(d, MS(30));
+        // spread by at most EXPIRY_SPREAD, not the whole jitter: fail-over at the TTL's end
         let d = retry_sleep(Some(MS(30)), MS(200), MS(100), 0.5);
-        assert_eq!(d, MS(80));
+        assert_eq!(d, MS(31));
+        let d = retry_sleep(Some(MS(30)), MS(200), MS(1), 0.5);
+        assert_eq!(d, Duration::from_micros(30_500));
         // never beyond the retry delay
-        let d = retry_sleep(Some(MS(190)), MS(200), MS(100), 0.99);
+        let d = retry_sleep(Some(MS(199)), MS(200), MS(100), 0.99);
         assert_eq!(d, MS(200));
     }
 

@@ -25,7 +25,8 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use crate::engine::{Engine, Target};
 use crate::error::Result;
 pub use crate::label::{check_label, default_holder_label, MAX_LABEL_LEN};
-use crate::scripts::ScriptCall;
+use crate::queue::OBSERVERS;
+use crate::scripts::{Announce, ScriptCall};
 
 /// What a lock's holder noted about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +103,8 @@ pub(crate) fn parse_note(token: &[u8], note: &[u8]) -> Option<HolderNote> {
 
 impl Engine {
     /// Leaves (or renews) the notes of `t`, granted at `since` with `fences` (one per name), on
-    /// every server: an election's term's `value` (announced to its observers), or else the
+    /// every server: an election's term's `value` (announced to its observers: a `renewal`,
+    /// the same value's note at an extension, as one they need not read), or else the
     /// manager's label when it has one. Returns once a quorum of the servers answered, with
     /// how many of those wrote it. A server that does not answer by then, or no longer holds
     /// the lock, gets none: a label's note is help for people, never part of the lock (a
@@ -113,12 +115,21 @@ impl Engine {
         fences: &[u64],
         since: SystemTime,
         value: Option<&str>,
+        renewal: bool,
     ) -> usize {
         let label = match value {
             Some(value) => format!("\n{value}"),
             None => match self.config.holder_label.as_deref() {
                 Some(label) => label.to_owned(),
                 None => return 0,
+            },
+        };
+        let announce = |term| match (value, renewal) {
+            (None, _) => Announce::Silent,
+            (Some(_), false) => Announce::Change,
+            (Some(_), true) => Announce::Renewal {
+                term,
+                to: OBSERVERS,
             },
         };
         let keys = t.all_keys();
@@ -128,7 +139,7 @@ impl Engine {
             .map(|(k, fence)| {
                 let note = note_text(&t.token, since, *fence, &label);
                 match t.kind.is_lock() {
-                    true => ScriptCall::note(k, &t.token, &note, value.is_some()),
+                    true => ScriptCall::note(k, &t.token, &note, announce(*fence)),
                     false => ScriptCall::permits_note(k, &t.token, &note),
                 }
             })

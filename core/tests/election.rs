@@ -169,6 +169,59 @@ async fn a_leader_that_vanishes_is_seen_gone_when_its_term_runs_out() {
     after.resign().await.unwrap();
 }
 
+/// How many calls of `command` `server` ran since its last `CONFIG RESETSTAT` (scripts'
+/// commands included).
+fn calls(server: &RedisServer, command: &str) -> u64 {
+    let stats = server.info_commandstats();
+    let prefix = format!("cmdstat_{command}:calls=");
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix)?.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_follows_a_leaders_extensions_without_reading_and_still_sees_its_end() {
+    let s = servers(1);
+    let m = manager(&s);
+    let e = m.election("steady").unwrap();
+    // Extended every 200 ms: each extension renews the term's note, announced as a renewal.
+    let term = e.campaign("steady", MS(600), None).await.unwrap();
+    let mut observer = e.observe();
+    assert_eq!(seen(&next(&mut observer).await).unwrap().0, "steady");
+    s[0].cmd(&[b"CONFIG", b"RESETSTAT"]);
+    let waiting = tokio::spawn(async move {
+        let report = next(&mut observer).await;
+        (report, observer)
+    });
+    wait_until_publishes(&s[0], 5).await;
+    // The observer's read is the inspection script, the only one here that calls ZCARD.
+    assert_eq!(
+        calls(&s[0], "zcard"),
+        0,
+        "an observer read the election at a renewal"
+    );
+    assert!(!waiting.is_finished(), "an observer reported a renewal");
+    // As a crashed process: its timer, moved by the renewals, still ends at the term's end.
+    term.into_lock().detach();
+    let started = std::time::Instant::now();
+    let (report, _observer) = waiting.await.unwrap();
+    assert_eq!(report, None, "the term's end, with no message");
+    assert!(
+        started.elapsed() < MS(5000),
+        "seen at the term's end, not much later"
+    );
+    assert_eq!(m.remaining("steady").await.unwrap(), None, "not before it");
+}
+
+/// Waits until `server` ran `n` PUBLISH calls since its last `CONFIG RESETSTAT`.
+async fn wait_until_publishes(server: &RedisServer, n: u64) {
+    fencelock_testkit::wait_for(MS(10_000), "the leader's renewals", || async {
+        calls(server, "publish") >= n
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_kind_per_name_and_values_checked_before_any_call() {
     let s = servers(1);

@@ -3,9 +3,13 @@
 //! An observer listens on the lock's release channel of every server (the manager's
 //! subscriber, shared with the waiters), where every note of a term (its grant, extensions,
 //! proclaims) and every release of one is announced, and reads the election again (one
-//! quorum read) at each message. What no message tells, a leader that crashed or was cut off,
-//! it learns from a timer at the term's remaining time. So each read begins after the
-//! subscriptions it will then wait on: a change after the read is a message they hear.
+//! quorum read) at each message that tells a change. A term's extension is told by a renewal
+//! message instead (`note.lua`): the term and its new PTTL on that server, from which the
+//! observer moves its timer without a read, so that following an idle election costs the
+//! servers nothing but the leader's own extensions. What no message tells, a leader that
+//! crashed or was cut off, it learns from that timer at the term's end. So each read begins
+//! after the subscriptions it will then wait on: a change after the read is a message they
+//! hear.
 //!
 //! Within the lock's assumptions the terms it reads never go back (the model checks it). When
 //! they do (a server restarted empty, a failover that lost writes), the lower term is still
@@ -16,14 +20,13 @@ use std::time::Duration;
 
 use futures_util::future::{join_all, select_all};
 use futures_util::FutureExt;
+use tokio::time::Instant;
 
 use super::{Election, Leader, Reading};
 use crate::error::Result;
-use crate::pubsub::Subscription;
+use crate::pubsub::{Subscription, Wake};
+use crate::queue::OBSERVERS;
 use crate::timing::{ELECTION_RECHECK, MIN_RECHECK, MIN_SUBSCRIBE_TIME, UNLISTENED_RECHECK};
-
-/// What an observer registers as on the channel (a waiter's token never is this short).
-const OBSERVER: &[u8] = b"observer";
 
 /// The leader changes of an election (from [`Election::observe`]): [`next`](Self::next)
 /// returns the current state first, then each change, in order. It may skip a state that
@@ -31,8 +34,9 @@ const OBSERVER: &[u8] = b"observer";
 /// it always ends on the election's state now. Each term is reported once per value.
 pub struct Observer {
     election: Election,
-    /// The subscriptions of the last read, one per server that answered.
-    subscriptions: Vec<Subscription>,
+    /// The subscriptions of the last read, one per server that answered: the server's index,
+    /// and what its messages had said when last looked at.
+    subscriptions: Vec<(usize, Subscription, Wake)>,
     /// What it reported last (`None` before the first report): the term and value, or
     /// nobody.
     reported: Option<Option<(u64, String)>>,
@@ -40,14 +44,29 @@ pub struct Observer {
     /// span: a call of [`next`](Observer::next) given up while it waits (a caller waiting in
     /// chunks, `next_within`) leaves it, and the next call waits on to the same instant
     /// instead of reading again.
-    recheck: Option<tokio::time::Instant>,
+    recheck: Option<Instant>,
+    /// The term's end by the last read (the timer it set), and the latest a timer may be set
+    /// to before the next read.
+    read_end: Instant,
+    latest: Instant,
+    /// The term's end on each server by the renewals it announced since the last read.
+    renewed: Vec<Option<Instant>>,
     /// The term reported last (0: none), to tell a term that went back.
     newest: u64,
 }
 
+/// What waiting for the next message ended with.
+#[derive(Debug, PartialEq, Eq)]
+enum Waited {
+    /// The timer, or a message that tells a change: read.
+    Read,
+    /// Renewals of the term reported, or nothing new: wait on, to the timer they set.
+    Renewed,
+}
+
 /// `span` from now.
-fn after(span: Duration) -> tokio::time::Instant {
-    tokio::time::Instant::now() + span
+fn after(span: Duration) -> Instant {
+    Instant::now() + span
 }
 
 /// What a read means to an observer that reported `last` (`None`: nothing yet).
@@ -94,6 +113,9 @@ impl Observer {
             subscriptions: Vec::new(),
             reported: None,
             recheck: None,
+            read_end: Instant::now(),
+            latest: Instant::now(),
+            renewed: Vec::new(),
             newest: 0,
         }
     }
@@ -109,7 +131,9 @@ impl Observer {
     pub async fn next(&mut self) -> Result<Option<Leader>> {
         loop {
             if let Some(at) = self.recheck {
-                self.wait(at).await;
+                if self.wait(at).await == Waited::Renewed {
+                    continue;
+                }
                 self.recheck = None;
             }
             self.listen().await;
@@ -120,7 +144,7 @@ impl Observer {
                     return Err(e);
                 }
             };
-            self.recheck = Some(after(self.recheck_after(&reading)));
+            self.set_timer(&reading);
             let seen = reading
                 .leader
                 .as_ref()
@@ -151,15 +175,65 @@ impl Observer {
     /// out (a leader that crashed, a candidate that never noted its value), and not longer
     /// than [`ELECTION_RECHECK`] (or [`UNLISTENED_RECHECK`] while a server is not listened
     /// to).
-    fn recheck_after(&self, reading: &Reading) -> Duration {
-        let bound = if self.subscriptions.len() < self.election.engine().n() {
+    fn set_timer(&mut self, reading: &Reading) {
+        let n = self.election.engine().n();
+        let bound = if self.subscriptions.len() < n {
             UNLISTENED_RECHECK
         } else {
             ELECTION_RECHECK
         };
-        reading
+        let span = reading
             .held_for
-            .map_or(bound, |held| held.max(MIN_RECHECK).min(bound))
+            .map_or(bound, |held| held.max(MIN_RECHECK).min(bound));
+        self.read_end = after(span);
+        self.latest = after(bound);
+        self.renewed = vec![None; n];
+        self.recheck = Some(self.read_end);
+    }
+
+    /// Takes the messages heard since they were last looked at: `false` when one tells a
+    /// change (a plain wake-up, a renewal of another term than the one reported), else moves
+    /// the timer to the term's end by the renewals: the quorum-th latest of the servers' ends
+    /// (a server that sent none since the read ends as the read found), less the drift.
+    fn take_renewals(&mut self) -> bool {
+        let reported = match &self.reported {
+            Some(Some((term, _))) => Some(*term),
+            _ => None,
+        };
+        let drift = self.election.engine().drift_factor();
+        let mut change = false;
+        for (i, sub, seen) in &mut self.subscriptions {
+            let wake = sub.wake();
+            if wake.plain != seen.plain {
+                change = true;
+            } else if wake.handoffs != seen.handoffs {
+                match wake.handoff {
+                    Some(h) if Some(h.fence) == reported => {
+                        let pttl = Duration::from_millis(h.arrival);
+                        let valid = crate::quorum::validity(pttl, Duration::ZERO, drift);
+                        self.renewed[*i] = Some(after(valid.unwrap_or_default()));
+                    }
+                    _ => change = true,
+                }
+            }
+            *seen = wake;
+        }
+        if change {
+            return false;
+        }
+        let mut ends: Vec<Instant> = self
+            .renewed
+            .iter()
+            .map(|end| end.unwrap_or(self.read_end))
+            .collect();
+        ends.sort_by(|a, b| b.cmp(a));
+        let q = crate::quorum::quorum(ends.len());
+        let end = ends
+            .get(q.saturating_sub(1))
+            .copied()
+            .unwrap_or(self.read_end);
+        self.recheck = Some(end.max(after(MIN_RECHECK)).min(self.latest));
+        true
     }
 
     /// Subscribes again on every server (no network call where the subscriber still listens)
@@ -172,11 +246,15 @@ impl Observer {
             .server_timeout(crate::timing::DEFAULT_TTL)
             .max(MIN_SUBSCRIBE_TIME);
         let channel = &keys.channel;
-        let fresh = join_all(engine.servers.iter().map(|s| async move {
-            match s.join_subscribed(channel, OBSERVER) {
+        let fresh = join_all(engine.servers.iter().enumerate().map(|(i, s)| async move {
+            let sub = match s.join_subscribed(channel, OBSERVERS) {
                 Some(sub) => Some(sub),
-                None => s.subscribe(channel, OBSERVER, timeout).await.ok(),
-            }
+                None => s.subscribe(channel, OBSERVERS, timeout).await.ok(),
+            };
+            sub.map(|sub| {
+                let seen = sub.wake();
+                (i, sub, seen)
+            })
         }))
         .await;
         // The old ones go after the new ones joined: the channel stays subscribed.
@@ -185,13 +263,20 @@ impl Observer {
 
     /// Until a message on any server (one that came while an earlier call waited counts), or
     /// `at`.
-    async fn wait(&mut self, at: tokio::time::Instant) {
+    async fn wait(&mut self, at: Instant) -> Waited {
         if self.subscriptions.is_empty() {
             tokio::time::sleep_until(at).await;
-            return;
+            return Waited::Read;
         }
-        let notified = select_all(self.subscriptions.iter_mut().map(|s| s.notified().boxed()));
-        let _ = tokio::time::timeout_at(at, notified).await;
+        let notified = select_all(
+            self.subscriptions
+                .iter_mut()
+                .map(|(_, s, _)| s.notified().boxed()),
+        );
+        if tokio::time::timeout_at(at, notified).await.is_err() || !self.take_renewals() {
+            return Waited::Read;
+        }
+        Waited::Renewed
     }
 }
 

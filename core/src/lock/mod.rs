@@ -46,6 +46,9 @@ struct Holding {
     /// An election's term: the leader's value, noted with every grant and extension and
     /// announced to the observers, who also hear its release (`election/`).
     value: StdMutex<Option<Arc<str>>>,
+    /// The value last noted on a quorum with a change's announcement: an extension that notes
+    /// the same value announces a renewal, which its observers take without a read.
+    announced: StdMutex<Option<Arc<str>>>,
 }
 
 struct State {
@@ -143,7 +146,7 @@ impl Holding {
         let extended = self.engine.extend(&self.target, ttl).await;
         if extended.is_ok() {
             self.state().ttl = ttl;
-            self.note_holder().await;
+            self.note_holder(true).await;
         }
         self.note_extended(seq, extended)
     }
@@ -153,7 +156,7 @@ impl Holding {
         let seq = self.extension_started();
         let extended = self.engine.extend_by(&self.target, add).await;
         if extended.is_ok() {
-            self.note_holder().await;
+            self.note_holder(true).await;
         }
         self.note_extended(seq, extended)
     }
@@ -167,13 +170,25 @@ impl Holding {
 
     /// Leaves (or renews, with the lock's new remaining time) the holder's note: a term's
     /// value, or the manager's label when it has one (`who.rs`); how many servers of the
-    /// quorum that answered wrote it.
-    async fn note_holder(&self) -> usize {
+    /// quorum that answered wrote it. A term's note is announced as a renewal when it is an
+    /// `extension`'s and its value the one last announced on a quorum, else as a change.
+    async fn note_holder(&self, extension: bool) -> usize {
         let value = self.value();
+        let announced = self
+            .announced
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let renewal = extension && value.is_some() && value == announced;
         let fences = &self.fencing_tokens;
-        self.engine
-            .note_holder(&self.target, fences, self.since, value.as_deref())
-            .await
+        let wrote = self
+            .engine
+            .note_holder(&self.target, fences, self.since, value.as_deref(), renewal)
+            .await;
+        if value.is_some() && wrote >= self.target.quorum(self.engine.n()) {
+            *self.announced.lock().unwrap_or_else(|e| e.into_inner()) = value;
+        }
+        wrote
     }
 
     fn value(&self) -> Option<Arc<str>> {
@@ -308,6 +323,7 @@ impl Lock {
                 status: watch::channel(Status::Held).0,
                 measured,
                 value: StdMutex::new(None),
+                announced: StdMutex::new(None),
             }),
         }
     }
@@ -349,7 +365,7 @@ impl Lock {
     /// Leaves the holder's note once granted (see [`crate::who`]); how many servers of the
     /// quorum that answered wrote it.
     pub(crate) async fn note_holder(&self) -> usize {
-        self.shared.note_holder().await
+        self.shared.note_holder(false).await
     }
 
     /// Makes the lock an election's term with `value` (noted by the next
