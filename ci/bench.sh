@@ -5,7 +5,8 @@
 #                                bench/results/latest.png and bench/RESULTS.md; the coordination
 #                                family's FAMILY.md, the command line's CLI.md and the Java
 #                                binding's JAVA.md, the Go binding's GO.md (bench/family.py,
-#                                bench/cli.py, bench/java.py, bench/go.py), each with
+#                                bench/cli.py, bench/java.py, bench/go.py), leader election's
+#                                ELECTION.md (bench/election.py, beside etcd), each with
 #                                results/*-latest.json; what
 #                                observing costs, way by way (bench/observing.py, printed)
 #   ci/bench.sh --quick          a shorter run (under 3 minutes once built), same files
@@ -82,6 +83,14 @@ cargo build --locked "${cargo_profile[@]}" -p fencelock-cli 2>&1 | tail -n 1
 "$venv/bin/python" bench/cli.py --fencelock "$(ci/out-dir.sh "$profile")/fencelock" --out-dir "$out_dir" \
   "${family_flags[@]}"
 
+echo "--- leader election: hand-over, fail-over, observers; beside etcd (bench/election.py)"
+# etcd from Debian's packages, where it installs (the etcd rows are left out without it).
+if ! command -v etcd >/dev/null 2>&1 || ! command -v etcdctl >/dev/null 2>&1; then
+  ci/apt-install.sh etcd-server etcd-client || echo "bench: etcd did not install; no etcd rows" >&2
+fi
+"$venv/bin/python" bench/election.py --rust-bin "$rust_bin" \
+  --fencelock "$(ci/out-dir.sh "$profile")/fencelock" --out-dir "$out_dir" "${family_flags[@]}"
+
 echo "--- the Java binding against the core through the C interface (bench/java.py)"
 # libfencelock of this profile installed under target/bench (debug: what stage 40 built), the
 # binding's jar over it (bindings-java/build.sh installs the JDK and JNA when missing), the C
@@ -113,7 +122,8 @@ observing_flags=(--rounds 6 --seconds 3)
 "$venv/bin/python" bench/observing.py --bin "$rust_bin" "${observing_flags[@]}"
 
 for f in RESULTS.md results/latest.json results/latest.png FAMILY.md results/family-latest.json \
-         CLI.md results/cli-latest.json JAVA.md results/java-latest.json GO.md results/go-latest.json; do
+         CLI.md results/cli-latest.json JAVA.md results/java-latest.json GO.md results/go-latest.json \
+         ELECTION.md results/election-latest.json; do
   [ -s "$out_dir/$f" ] || { echo "bench: $out_dir/$f was not written" >&2; exit 1; }
 done
 echo "bench: wrote $out_dir/RESULTS.md, $out_dir/results/latest.json, $out_dir/results/latest.png"

@@ -4,6 +4,7 @@
 //! Exit code 2 for bad flags or an unknown implementation.
 
 mod cli;
+mod election;
 mod impls;
 mod scenarios;
 
@@ -14,11 +15,47 @@ use std::sync::Arc;
 use cli::Scenario;
 use impls::Impl;
 
+/// The election's scenarios (`election-*`), on the same runtime as the others.
+fn run_election(cmd: &str, argv: &[String]) -> ExitCode {
+    let opts = match election::parse(cmd, argv) {
+        Ok(opts) => opts,
+        Err(msg) => {
+            eprintln!("fencelock-bench: {msg}\n{}", election::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("fencelock-bench: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let out = rt.block_on(election::run(cmd, &opts));
+    rt.shutdown_background();
+    match out {
+        Ok(v) => {
+            println!("{v}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("fencelock-bench: election-{cmd}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if argv.iter().any(|a| a == "-h" || a == "--help") {
-        eprintln!("{}", cli::USAGE);
+        eprintln!("{}\n{}", cli::USAGE, election::USAGE);
         return ExitCode::SUCCESS;
+    }
+    if let Some(cmd) = argv.first().and_then(|a| a.strip_prefix("election-")) {
+        return run_election(cmd, &argv[1..]);
     }
     let args = match cli::parse(&argv) {
         Ok(a) => a,

@@ -72,16 +72,21 @@ fn round(x: f64, digits: i32) -> f64 {
 
 /// Nearest-rank percentiles, as the other runners compute them.
 fn percentiles(lat: &mut [f64]) -> Value {
+    percentiles_to(lat, 1)
+}
+
+/// [`percentiles`] rounded to `digits` decimals.
+pub(crate) fn percentiles_to(lat: &mut [f64], digits: i32) -> Value {
     if lat.is_empty() {
         return json!({"p50": null, "p90": null, "p99": null, "max": null});
     }
     lat.sort_by(f64::total_cmp);
     let rank = |p: f64| {
         let i = ((p * lat.len() as f64).ceil() as usize).max(1) - 1;
-        round(lat[i], 1)
+        round(lat[i], digits)
     };
     json!({"p50": rank(0.50), "p90": rank(0.90), "p99": rank(0.99),
-           "max": round(lat[lat.len() - 1], 1)})
+           "max": round(lat[lat.len() - 1], digits), "n": lat.len()})
 }
 
 fn wall_us() -> u64 {
