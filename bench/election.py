@@ -74,8 +74,13 @@ class Proc:
     """A process whose output lines are read as they come, each with when it came."""
 
     def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, bufsize=1, env=env, start_new_session=True)
+        self.argv = argv
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        # SIGINT is how a leader is told to resign: a run started in the background (`nohup
+        # ... &`, a CI job) ignores it, and its children would inherit that.
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.stderr,
+                                     text=True, bufsize=1, env=env, start_new_session=True,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.lines: queue.Queue[tuple[float, str]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -91,7 +96,10 @@ class Proc:
             try:
                 at, line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                raise RuntimeError(f"no line saying {what} in time") from None
+                self.stderr.seek(0)
+                raise RuntimeError(
+                    f"no line saying {what} in time from {' '.join(self.argv)} (exit status "
+                    f"{self.proc.poll()}; stderr: {self.stderr.read()[-2000:]!r})") from None
             if pred(line):
                 return at
 
@@ -104,6 +112,7 @@ class Proc:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
+        self.stderr.close()
 
 
 class Tool:
