@@ -160,6 +160,16 @@ func (e *Election) Observe(ctx context.Context) <-chan *Leader {
 	return ch
 }
 
+// OnLeader calls fn with the leader now and then at each change (nil: nobody leads), as
+// client-go's OnNewLeader, one call at a time, until ctx ends; it returns ctx's error (nil when
+// the manager was closed first).
+func (e *Election) OnLeader(ctx context.Context, fn func(*Leader)) error {
+	for l := range e.Observe(ctx) {
+		fn(l)
+	}
+	return ctx.Err()
+}
+
 // RunLeader campaigns with value, runs fn while leading (its context cancelled when the
 // term is lost), then resigns. A loss while fn ran is an error matching ErrLockLost (joined
 // with fn's own error, if any).

@@ -32,6 +32,42 @@ func next(t *testing.T, ch <-chan *fencelock.Leader) *fencelock.Leader {
 	}
 }
 
+func TestOnLeaderCallsBackAtEachChangeUntilItsContextEnds(t *testing.T) {
+	s := testredis.Start(t)
+	m := manager(t, s)
+	ctx := context.Background()
+	e := m.Election("on-leader")
+	reports := make(chan *fencelock.Leader)
+	follow, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.OnLeader(follow, func(l *fencelock.Leader) { reports <- l }) }()
+	if l := next(t, reports); l != nil {
+		t.Fatalf("first the state now, nobody: %+v", l)
+	}
+	a, err := e.Campaign(ctx, "a", fencelock.TTL(term))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := next(t, reports); l == nil || l.Value != "a" || l.FencingToken != a.FencingToken() {
+		t.Fatalf("the leader: %+v", l)
+	}
+	if err := a.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l := next(t, reports); l != nil {
+		t.Fatalf("resigned, nobody: %+v", l)
+	}
+	stop()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("OnLeader returned %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnLeader did not return when its context ended")
+	}
+}
+
 func TestATermLeadsProclaimsAndResignsWhileObserversFollow(t *testing.T) {
 	s := testredis.Start(t)
 	m := manager(t, s)

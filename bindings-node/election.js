@@ -142,6 +142,16 @@ module.exports = function election(invalid) {
     }
 
     /**
+     * Calls `fn(leader)` with the leader now and then at each change (`null`: nobody leads),
+     * as client-go's `OnNewLeader`, awaiting what it returns before the next; resolves when
+     * `options.signal` aborts, rejects with `fn`'s error (and stops following) if it throws.
+     */
+    async onLeader(fn, options) {
+      if (typeof fn !== 'function') throw invalid('onLeader(fn): fn must be a function')
+      for await (const leader of this.observe(options)) await fn(leader)
+    }
+
+    /**
      * Campaigns, runs `fn(term, signal)` while leading (`signal` aborts when the term is lost),
      * resigns, and resolves to `fn`'s result; rejects with `LockLostError` if the term was lost
      * while `fn` ran (or with `fn`'s own error).

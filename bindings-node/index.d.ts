@@ -161,6 +161,12 @@ export declare class Election {
    */
   observe(options?: { signal?: AbortSignal }): AsyncIterable<Leader | null>
   /**
+   * Calls `fn(leader)` with the leader now and at each change (`null`: nobody leads), as
+   * client-go's `OnNewLeader`, awaiting what it returns; resolves when `signal` aborts, rejects
+   * with `fn`'s error if it throws.
+   */
+  onLeader(fn: (leader: Leader | null) => unknown, options?: { signal?: AbortSignal }): Promise<void>
+  /**
    * Campaigns, runs `fn(term, signal)` while leading (`signal` aborts when the term is lost),
    * resigns, and resolves to `fn`'s result; rejects with `LockLostError` if the term was lost.
    */

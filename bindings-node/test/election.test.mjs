@@ -41,6 +41,36 @@ async function next(it) {
 }
 
 describe('election', () => {
+  it('onLeader calls back at each change until its signal aborts, and stops at a throw', async () => {
+    const election = mgr.election('n-on-leader')
+    const reports = []
+    let wake
+    const ac = new AbortController()
+    const following = election.onLeader((leader) => {
+      reports.push(leader === null ? null : leader.value)
+      wake?.()
+    }, { signal: ac.signal })
+    const until = async (n) => {
+      const limit = Date.now() + 10_000
+      while (reports.length < n) {
+        assert.ok(Date.now() < limit, `only ${reports.length} reports: ${reports}`)
+        await new Promise((resolve) => { wake = resolve; setTimeout(resolve, 100) })
+      }
+    }
+    await until(1)
+    const term = await election.campaign({ value: 'a', ttl: TERM })
+    await until(2)
+    await term.proclaim('b')
+    await until(3)
+    await term.resign()
+    await until(4)
+    assert.deepEqual(reports, [null, 'a', 'b', null])
+    ac.abort()
+    await following
+    await assert.rejects(election.onLeader(() => { throw new Error('broken callback') }), /broken callback/)
+    await assert.rejects(election.onLeader('x'), InvalidArgumentError)
+  })
+
   it('leads, proclaims and resigns; terms grow; observers follow each change', async () => {
     const election = mgr.election('n-sched')
     assert.ok(election instanceof Election)

@@ -35,6 +35,7 @@ export async function typed(m: LockManager): Promise<void> {
     const since: Date | undefined = leader?.since
     void [value, since]
   }
+  await election.onLeader((leader: Leader | null) => void leader?.value, { signal: AbortSignal.timeout(10) })
   const ran: string = await election.run({ value: 'x' }, async (t, signal) => `${t.value}${signal.aborted}`)
   const maybeTerm: Term | null = await election.tryCampaign({ value: 'y' })
   // @ts-expect-error a value is a string

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import queue
 import threading
+import time
 from typing import List, Optional
 
 import pytest
@@ -98,6 +100,48 @@ def test_closing_the_manager_ends_an_observer(server: RedisServer, name: str) ->
     assert list(observer) == [], "the blocked iteration ended with the manager"
 
 
+def test_on_leader_calls_back_at_each_change_until_closed(
+    manager: fencelock.LockManager, name: str
+) -> None:
+    election = manager.election(name)
+    seen: "queue.Queue[Optional[fencelock.Leader]]" = queue.Queue()
+    observer = election.on_leader(seen.put)
+    assert seen.get(timeout=10) is None, "nobody leads yet"
+    with election.campaign("a", TERM) as term:
+        got = seen.get(timeout=10)
+        assert got is not None and (got.value, got.fencing_token) == ("a", term.fencing_token)
+        term.proclaim("b")
+        got = seen.get(timeout=10)
+        assert got is not None and got.value == "b"
+    assert seen.get(timeout=10) is None, "resigned: nobody"
+    observer.close()
+    with election.campaign("c", TERM):
+        with pytest.raises(queue.Empty):
+            seen.get(timeout=0.5)  # closed: no more calls
+
+
+def test_on_leader_stops_when_the_callback_raises(
+    manager: fencelock.LockManager, name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls: List[Optional[fencelock.Leader]] = []
+    done = threading.Event()
+
+    def fail(leader: Optional[fencelock.Leader]) -> None:
+        calls.append(leader)
+        done.set()
+        raise RuntimeError("a broken callback")
+
+    with caplog.at_level("ERROR", logger="fencelock"):
+        observer = manager.election(name).on_leader(fail)
+        assert done.wait(10)
+        for _ in range(100):
+            if "no longer following" in caplog.text:
+                break
+            time.sleep(0.05)
+    assert calls == [None] and "no longer following" in caplog.text
+    assert list(observer) == [], "the observer was closed"
+
+
 def test_run_leads_while_fn_runs(manager: fencelock.LockManager, name: str) -> None:
     election = manager.election(name)
 
@@ -153,6 +197,18 @@ def test_asyncio_election(server: RedisServer, name: str) -> None:
             return term.value
 
         assert await election.run(lead, "runner", TERM) == "runner"
+
+        # on_leader: a task calling back (awaiting what the callback returns) at each change.
+        reports: "asyncio.Queue[Optional[fencelock.Leader]]" = asyncio.Queue()
+        follower = election.on_leader(reports.put)
+        assert await asyncio.wait_for(reports.get(), 10) is None
+        async with await election.campaign("z", TERM):
+            got = await asyncio.wait_for(reports.get(), 10)
+            assert got is not None and got.value == "z"
+        assert await asyncio.wait_for(reports.get(), 10) is None
+        follower.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await follower
 
         # A term lost while run's task works: the task is cancelled, LockLost raised.
         cancelled = asyncio.Event()

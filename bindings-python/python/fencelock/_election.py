@@ -13,6 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import inspect
+import logging
+import threading
 from types import TracebackType
 from typing import (
     Any,
@@ -218,6 +221,27 @@ class Election:
         the awaiting task ends too."""
         return self._manager._observe(self._name)
 
+    def on_leader(self, fn: Callable[[Any], Any]) -> Any:
+        """Calls ``fn(leader)`` with the leader now and then at each change (``None``: nobody
+        leads), as client-go's ``OnNewLeader``, from a daemon thread; returns the observer,
+        whose ``close()`` (from any thread) stops it. An exception from ``fn`` stops it too,
+        logged on the ``fencelock`` logger. In ``fencelock.asyncio`` a task that awaits ``fn``
+        when it returns an awaitable; cancelling the task stops it."""
+        observer = self.observe()
+
+        def follow() -> None:
+            try:
+                for leader in observer:
+                    fn(leader)
+            except Exception:
+                logging.getLogger("fencelock").exception(
+                    "on_leader(%r): the callback raised; no longer following", self._name
+                )
+                observer.close()
+
+        threading.Thread(target=follow, name="fencelock-on-leader", daemon=True).start()
+        return observer
+
     def run(
         self,
         fn: Callable[[Term], T],
@@ -248,6 +272,18 @@ class AsyncElection(Election):
             return None if got is None else AsyncTerm(got, value)
 
         return term()
+
+    def on_leader(self, fn: Callable[[Any], Any]) -> Any:
+        """``Election.on_leader`` in a task of the running loop: ``fn(leader)`` at the leader
+        now and each change, awaited when it returns an awaitable; cancel the task to stop."""
+
+        async def follow() -> None:
+            async for leader in self.observe():
+                called = fn(leader)
+                if inspect.isawaitable(called):
+                    await called
+
+        return asyncio.ensure_future(follow())
 
     async def run(  # type: ignore[override]
         self,

@@ -1,5 +1,6 @@
 """Type stubs of ``fencelock._election`` (leader election: ``Election``, ``Term``, ``Leader``)."""
 
+import asyncio
 import datetime
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
@@ -92,6 +93,7 @@ class Election:
     ) -> Optional[Term]: ...
     def leader(self) -> Optional[Leader]: ...
     def observe(self) -> Observer: ...
+    def on_leader(self, fn: Callable[[Optional[Leader]], object]) -> Observer: ...
     def run(
         self,
         fn: Callable[[Term], T],
@@ -125,6 +127,9 @@ class AsyncElection(Election):
     ) -> Coroutine[Any, Any, Optional[AsyncTerm]]: ...
     def leader(self) -> Awaitable[Optional[Leader]]: ...  # type: ignore[override]
     def observe(self) -> AsyncObserver: ...  # type: ignore[override]
+    def on_leader(  # type: ignore[override]
+        self, fn: Callable[[Optional[Leader]], object]
+    ) -> asyncio.Task[None]: ...
     async def run(  # type: ignore[override]
         self,
         fn: Callable[[AsyncTerm], Awaitable[T]],

@@ -92,6 +92,27 @@ public final class LeaderElection implements AutoCloseable {
     }
 
     /**
+     * Calls {@code listener} with the leader now and then at each change (empty: nobody
+     * leads), as client-go's {@code OnNewLeader}, from a daemon thread; returns the
+     * observation, whose {@link Observation#close()} (from any thread) stops it. An exception
+     * from the listener stops it too (the thread's uncaught-exception handler gets it).
+     */
+    public Observation onLeader(java.util.function.Consumer<Optional<Leader>> listener) {
+        java.util.Objects.requireNonNull(listener, "listener");
+        Observation observation = observe();
+        Thread follower = new Thread(() -> {
+            try (observation) {
+                while (observation.hasNext()) {
+                    listener.accept(observation.next());
+                }
+            }
+        }, "fencelock-on-leader " + name);
+        follower.setDaemon(true);
+        follower.start();
+        return observation;
+    }
+
+    /**
      * The leader, then each change (a new term, a proclaimed value, nobody leading: empty),
      * pushed by the servers: {@code hasNext()} blocks until the next report (interrupting the
      * thread throws {@link CancelledException}) and is false once {@link #close()}d, from any

@@ -62,6 +62,38 @@ class ElectionTest extends RedisTestCase {
     }
 
     @Test
+    void onLeaderCallsBackAtEachChangeUntilClosed() throws Exception {
+        try (LeaderElection election = manager.election("on-leader")) {
+            List<Optional<Leader>> seen = new ArrayList<>();
+            LeaderElection.Observation observation = election.onLeader(leader -> {
+                synchronized (seen) {
+                    seen.add(leader);
+                    seen.notifyAll();
+                }
+            });
+            waitFor(seen, Optional.empty());
+            try (Term term = election.campaign("a", TERM, null)) {
+                waitFor(seen, Optional.of("a"));
+                term.proclaim("b");
+                waitFor(seen, Optional.of("b"));
+            }
+            waitFor(seen, Optional.empty());
+            observation.close();
+            int before;
+            synchronized (seen) {
+                before = seen.size();
+            }
+            try (Term term = election.campaign("c", TERM, null)) {
+                Thread.sleep(500); // closed: no report of it may come
+                synchronized (seen) {
+                    assertEquals(before, seen.size(), "a closed observation called back: " + seen);
+                }
+            }
+            assertThrows(NullPointerException.class, () -> election.onLeader(null));
+        }
+    }
+
+    @Test
     void runLeadsWhileItsWorkRunsAndArgumentsAreChecked() {
         try (LeaderElection election = manager.election("runner")) {
             String got = election.run("r", TERM, term -> election.leader().orElseThrow().value());
