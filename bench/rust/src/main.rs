@@ -15,6 +15,21 @@ use std::sync::Arc;
 use cli::Scenario;
 use impls::Impl;
 
+/// One multi-threaded runtime (one worker per core) for every implementation and scenario
+/// alike; `None` (said on stderr) when it cannot start.
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => Some(rt),
+        Err(e) => {
+            eprintln!("fencelock-bench: cannot start the runtime: {e}");
+            None
+        }
+    }
+}
+
 /// The election's scenarios (`election-*`), on the same runtime as the others.
 fn run_election(cmd: &str, argv: &[String]) -> ExitCode {
     let opts = match election::parse(cmd, argv) {
@@ -24,15 +39,8 @@ fn run_election(cmd: &str, argv: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("fencelock-bench: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(rt) = runtime() else {
+        return ExitCode::FAILURE;
     };
     let out = rt.block_on(election::run(cmd, &opts));
     rt.shutdown_background();
@@ -64,16 +72,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // One multi-threaded runtime (one worker per core) for every implementation alike.
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("fencelock-bench: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(rt) = runtime() else {
+        return ExitCode::FAILURE;
     };
     let out = rt.block_on(async {
         let imp = match Impl::new(args.imp, &args.servers) {
