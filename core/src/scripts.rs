@@ -21,7 +21,7 @@ use redis::Script;
 
 use crate::conn::Route;
 use crate::keys::LockKeys;
-use crate::queue::Place;
+use crate::queue::{Place, OBSERVERS};
 use crate::token::WAKE_ID_LEN;
 
 #[cfg(test)]
@@ -102,10 +102,10 @@ pub(crate) enum Announce {
     /// A change (a new term, a proclaimed value): an empty message, on which every observer
     /// reads the election again.
     Change,
-    /// The term `term` extended, nothing else changed: a message "TERM PTTL TO" naming the
-    /// observers' token `to` (the release message's format, its arrival field the key's new
-    /// PTTL), from which they learn the term's new end without a read.
-    Renewal { term: u64, to: &'static [u8] },
+    /// The term `term` extended, nothing else changed: a message "TERM PTTL observer" naming
+    /// the observers' token ([`OBSERVERS`]; the release message's format, its arrival field
+    /// the key's new PTTL), from which they learn the term's new end without a read.
+    Renewal { term: u64 },
 }
 
 /// An election's announcement of a change that no note tells (see `announce.lua`).
@@ -389,9 +389,9 @@ impl ScriptCall {
                 &keys_of,
                 (&[token, note, &publish], true),
             ),
-            Announce::Renewal { term, to } => {
+            Announce::Renewal { term } => {
                 let term = term.to_string();
-                let args: [&[u8]; 5] = [token, note, term.as_bytes(), to, &publish];
+                let args: [&[u8]; 5] = [token, note, term.as_bytes(), OBSERVERS, &publish];
                 ScriptCall::new((&NOTE, NOTE_SRC), &keys_of, (&args, true))
             }
         }

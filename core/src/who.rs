@@ -25,7 +25,6 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use crate::engine::{Engine, Target};
 use crate::error::Result;
 pub use crate::label::{check_label, default_holder_label, MAX_LABEL_LEN};
-use crate::queue::OBSERVERS;
 use crate::scripts::{Announce, ScriptCall};
 
 /// What a lock's holder noted about itself.
@@ -127,10 +126,7 @@ impl Engine {
         let announce = |term| match (value, renewal) {
             (None, _) => Announce::Silent,
             (Some(_), false) => Announce::Change,
-            (Some(_), true) => Announce::Renewal {
-                term,
-                to: OBSERVERS,
-            },
+            (Some(_), true) => Announce::Renewal { term },
         };
         let keys = t.all_keys();
         let calls: Vec<ScriptCall> = keys

@@ -80,10 +80,7 @@ impl Replay {
             .query(&mut self.con)
             .map_err(|e| e.to_string())?;
         let note = [&token(c)[..], format!("\n1\n2\n\nvalue {c}").as_bytes()].concat();
-        let renewal = Announce::Renewal {
-            term: RENEWED_TERM,
-            to: OBSERVERS,
-        };
+        let renewal = Announce::Renewal { term: RENEWED_TERM };
         let got = self.run(&ScriptCall::note(&self.keys[0], &token(c), &note, renewal))?;
         self.election_calls += 1;
         match got {
