@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import RedisServer, free_port  # noqa: E402  (the suite's server, stopped by PID)
+from run import RedisServer, free_port, pct  # noqa: E402  (the suite's server, stopped by PID)
 
 MODES: dict[str, dict[str, Any]] = {
     "full": {"rounds": 300, "observers": 10, "failovers": 5, "failover_ttl": 2000,
@@ -269,12 +269,11 @@ def hand_overs(tool: Tool, rounds: int, crash: bool) -> dict[str, list[float]]:
 
 
 def spread(values: list[float]) -> dict[str, float | None]:
+    """The median, p99 (nearest rank, as every runner) and worst of `values`, in ms."""
     if not values:
         return {"p50": None, "p99": None, "max": None, "n": 0}
-    v = sorted(values)
-    rank = lambda p: v[max(1, -(-int(p * 1000) * len(v) // 1000)) - 1]  # noqa: E731
-    return {"p50": round(rank(0.5), 3), "p99": round(rank(0.99), 3), "max": round(v[-1], 3),
-            "n": len(v)}
+    return {"p50": round(pct(values, 50), 3), "p99": round(pct(values, 99), 3),
+            "max": round(max(values), 3), "n": len(values)}
 
 
 def main() -> int:
