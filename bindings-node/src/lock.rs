@@ -6,7 +6,6 @@ use std::sync::Arc;
 use fencelock::{LostReason, LostView};
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
 use tokio::sync::RwLock;
 
@@ -181,24 +180,18 @@ impl JsLock {
             Err(_) => None,
         };
         if let Some(lost) = lost {
-            // `controller.abort(error)`, bound to the controller now and called from the
-            // runtime through a weak threadsafe function (so a pending watch does not keep
-            // Node running), with the error built on this thread once the reason is known.
-            let abort: Function<Unknown, Unknown> = controller.get_named_property("abort")?;
-            let bind: Function<Object, Function<LostArg, Unknown>> =
-                abort.get_named_property("bind")?;
-            let bound = bind.apply(abort, controller)?;
-            let on_lost = bound
-                .build_threadsafe_function::<LostArg>()
-                .weak::<true>()
-                .build_callback(|ctx| Ok(ctx.value))?;
+            // `controller.abort(error)` on this thread once the runtime sees the loss; a
+            // release (or the lock's end) ends the watch without a call.
+            let controller = controller.create_ref::<false>()?;
             let name = self.name.clone();
-            self.runtime.spawn(async move {
-                if let Some(why) = lost.await {
-                    let arg = LostArg { name, why };
-                    on_lost.call(arg, ThreadsafeFunctionCallMode::NonBlocking);
-                }
-            });
+            crate::promise::watch(env, lost, move |env, why| {
+                let aborted = match why {
+                    Some(why) => abort_lost(env, &controller, &name, why),
+                    None => Ok(()),
+                };
+                controller.unref(env)?;
+                aborted
+            })?;
         }
         controller.get_named_property("signal")
     }
@@ -477,15 +470,16 @@ fn lost_error<'e>(env: &'e Env, name: &[u8], why: Option<LostReason>) -> Result<
     Ok(error)
 }
 
-/// A loss on its way to the signal's `abort`: the error is built on the JavaScript thread.
-struct LostArg {
-    name: Vec<u8>,
+/// `controller.abort(error)` for a loss: the error built on the JavaScript thread.
+fn abort_lost(
+    env: &Env,
+    controller: &ObjectRef<false>,
+    name: &[u8],
     why: LostReason,
-}
-
-impl ToNapiValue for LostArg {
-    unsafe fn to_napi_value(env: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
-        let env = Env::from_raw(env);
-        Ok(lost_error(&env, &val.name, Some(val.why))?.raw())
-    }
+) -> Result<()> {
+    let controller = controller.get_value(env)?;
+    let reason = lost_error(env, name, Some(why))?;
+    let abort: Function<Unknown, Unknown> = controller.get_named_property("abort")?;
+    abort.apply(controller, reason)?;
+    Ok(())
 }

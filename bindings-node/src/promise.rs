@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures_util::FutureExt;
 use napi::bindgen_prelude::*;
 use napi::sys;
+use napi_derive::napi;
 
 use crate::error::Failure;
 use crate::event_loop::{self, Home};
@@ -53,9 +54,9 @@ impl Shared {
     }
 }
 
-/// A Promise waiting for its call.
+/// A Promise waiting for its call, or a watch ([`watch`]: no Promise, `deferred` is `None`).
 struct Pending {
-    deferred: sys::napi_deferred,
+    deferred: Option<sys::napi_deferred>,
     settle: Settle,
 }
 
@@ -66,6 +67,9 @@ struct Settler {
     tsfn: sys::napi_threadsafe_function,
     next: u64,
     pending: HashMap<u64, Pending>,
+    /// How many of `pending` are Promises (the rest are watches, which do not keep the event
+    /// loop alive).
+    calls: usize,
     /// Whether the threadsafe function keeps the event loop alive: while Promises are
     /// pending, as with any I/O in flight.
     alive: bool,
@@ -130,6 +134,7 @@ impl Settler {
             tsfn,
             next: 0,
             pending: HashMap::new(),
+            calls: 0,
             alive: false,
             on_loop,
         })
@@ -270,9 +275,12 @@ unsafe extern "C" fn settle_done(
     let ready: Vec<(Pending, Outcome)> = SETTLER
         .try_with(|cell| {
             cell.borrow_mut().as_mut().map(|s| {
-                done.into_iter()
+                let ready: Vec<_> = done
+                    .into_iter()
                     .filter_map(|(id, out)| s.pending.remove(&id).map(|p| (p, out)))
-                    .collect()
+                    .collect();
+                s.calls -= ready.iter().filter(|(p, _)| p.deferred.is_some()).count();
+                ready
             })
         })
         .ok()
@@ -284,13 +292,13 @@ unsafe extern "C" fn settle_done(
     }
     let _ = SETTLER.try_with(|cell| {
         if let Some(s) = cell.borrow_mut().as_mut() {
-            let alive = !s.pending.is_empty();
+            let alive = s.calls > 0;
             s.keep_alive(alive);
         }
     });
 }
 
-/// Resolves or rejects one Promise, in a handle scope of its own.
+/// Resolves or rejects one Promise (or runs a watch's closure), in a handle scope of its own.
 fn settle(env: &Env, pending: Pending, outcome: Outcome) {
     let raw = env.raw();
     let mut scope = ptr::null_mut();
@@ -305,11 +313,13 @@ fn settle(env: &Env, pending: Pending, outcome: Outcome) {
         });
     // SAFETY: the deferred of a Promise not yet settled (taken out of `pending`, settled once,
     // here), on its environment's thread, with values made in this scope.
-    match result {
-        Ok(value) => unsafe {
+    match (deferred, result) {
+        // A watch: what its closure did is all there is (a failure has nobody to tell).
+        (None, _) => {}
+        (Some(deferred), Ok(value)) => unsafe {
             sys::napi_resolve_deferred(raw, deferred, value);
         },
-        Err(e) => unsafe {
+        (Some(deferred), Err(e)) => unsafe {
             match ToNapiValue::to_napi_value(raw, e) {
                 Ok(error) => {
                     sys::napi_reject_deferred(raw, deferred, error);
@@ -402,10 +412,58 @@ where
         napi::bindgen_prelude::spawn(call);
     }
     with_settler(env, |s| {
+        let deferred = Some(deferred);
         s.pending.insert(id, Pending { deferred, settle });
+        s.calls += 1;
         s.keep_alive(true);
     })?;
     Ok(PromiseRaw::new(env.raw(), raw_promise))
+}
+
+/// Runs `then` on the JavaScript thread with the output of `fut`: a watch (a lock's
+/// `signal`), which unlike a call does not keep the event loop alive while it waits, and costs
+/// no threadsafe function of its own (the thread's settler wakes it). On the thread's executor
+/// it ends with the release that ends it, in the same wake-up.
+pub(crate) fn watch<O, F, S>(env: &Env, fut: F, then: S) -> Result<()>
+where
+    O: Send + 'static,
+    F: Future<Output = O> + Send + 'static,
+    S: FnOnce(&Env, O) -> Result<()> + 'static,
+{
+    let settle: Settle = Box::new(move |env, outcome: Outcome| {
+        if let Ok(out) = outcome.downcast::<std::thread::Result<O>>() {
+            if let Ok(out) = *out {
+                then(env, out)?;
+            }
+        }
+        // Never used: a watch has no Promise.
+        Ok(ptr::null_mut())
+    });
+    let (id, shared, on_loop) = with_settler(env, |s| {
+        s.next += 1;
+        s.pending.insert(
+            s.next,
+            Pending {
+                deferred: None,
+                settle,
+            },
+        );
+        (s.next, Arc::clone(&s.shared), s.on_loop)
+    })?;
+    // Recorded before it is spawned: its outcome is settled on this thread, after this
+    // function returns.
+    let home = Arc::clone(&shared.home);
+    let fut = Box::pin(fut);
+    let watched = async move {
+        let out = AssertUnwindSafe(fut).catch_unwind().await;
+        shared.deliver(id, Box::new(out));
+    };
+    if on_loop {
+        home.spawn(Box::pin(watched));
+    } else {
+        napi::bindgen_prelude::spawn(watched);
+    }
+    Ok(())
 }
 
 /// A new pending Promise and the handle that settles it.
@@ -443,4 +501,11 @@ pub(crate) fn rejected_with<'e, V: ToNapiValue>(
         "cannot reject a Promise"
     )?;
     Ok(PromiseRaw::new(env.raw(), raw_promise))
+}
+
+/// How many watches this thread's settler holds (tests: a released lock's `signal` leaves
+/// none behind).
+#[napi(catch_unwind, js_name = "__pendingWatches", skip_typescript)]
+pub fn pending_watches(env: Env) -> Result<u32> {
+    with_settler(&env, |s| (s.pending.len() - s.calls) as u32)
 }

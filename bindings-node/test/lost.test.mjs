@@ -96,6 +96,19 @@ describe('lost locks', () => {
     await aborted(lock.signal)
   })
 
+  it('a released lock ends its signal\'s watch: not aborted past its TTL, nothing left behind', async () => {
+    const { __pendingWatches: watches } = require('../native.js')
+    const before = watches()
+    const locks = []
+    for (let i = 0; i < 20; i++) locks.push(await mgr.acquire(`lost-watch-${i}`, { ttl: 300 }))
+    const signals = locks.map((l) => l.signal)
+    assert.equal(watches(), before + 20)
+    await Promise.all(locks.map((l) => l.release()))
+    await new Promise((r) => setTimeout(r, 450))
+    assert.deepEqual(signals.filter((s) => s.aborted), [])
+    assert.equal(watches(), before)
+  })
+
   it('using aborts its signal on loss and rejects with ERR_LOCK_LOST at the end', async () => {
     let sawAbort = false
     await assert.rejects(
