@@ -13,7 +13,10 @@
 //!
 //! The executor is the thread's [`Home`]: a queue of runnable tasks, run when a call starts,
 //! when libuv reports a socket ready, and when a task is woken from another thread (through
-//! the wake-up the thread's settler gives it, `crate::promise`, which finished calls use too).
+//! the wake-up the thread's settler gives it, `crate::promise`, which calls finished on
+//! other threads use too). What a round run from the event loop finishes is settled right
+//! after the round, on the same thread, by the hook the settler sets (`Home::after_rounds`),
+//! without a wake-up.
 //!
 //! The contract, which its users keep: [`init_thread`] and [`teardown`] run on the JavaScript
 //! thread (at the settler's creation and at the environment's cleanup); [`run`] and
@@ -43,6 +46,9 @@ pub(crate) struct Home {
     /// Runs the thread's woken tasks before its loop next polls (`run_soon`, once the thread
     /// has a loop of ours).
     soon: std::sync::OnceLock<fn() -> bool>,
+    /// Settles on this thread, once a round of its tasks has run outside any JavaScript call,
+    /// what they finished (`promise.rs`), instead of waking the thread again for it.
+    after: std::sync::OnceLock<fn()>,
     /// Tasks woken and not yet run.
     tasks: Mutex<VecDeque<Arc<Task>>>,
     /// Whether a wake-up of the JavaScript thread is on its way.
@@ -73,10 +79,24 @@ impl Home {
         Home {
             wake: Mutex::new(None),
             soon: std::sync::OnceLock::new(),
+            after: std::sync::OnceLock::new(),
             tasks: Mutex::new(VecDeque::new()),
             signalled: AtomicBool::new(false),
             thread: std::thread::current().id(),
         }
+    }
+
+    /// Sets what runs after each round of the thread's tasks (see `after`).
+    pub(crate) fn after_rounds(&self, after: fn()) {
+        let _ = self.after.set(after);
+    }
+
+    /// Whether this is the JavaScript thread running a round of its tasks that settles what
+    /// they finish when it ends (`after`, [`run_settling`]), so that no wake-up is needed.
+    pub(crate) fn in_round(&self) -> bool {
+        SETTLING.with(Cell::get)
+            && std::thread::current().id() == self.thread
+            && self.after.get().is_some()
     }
 
     /// Sets the threadsafe function that wakes the thread, and `call`, which calls it.
@@ -178,6 +198,8 @@ thread_local! {
     /// Whether this thread is running its executor's tasks (a task woken meanwhile on this
     /// thread runs in the same round, with no wake-up of the loop).
     static RUNNING: Cell<bool> = const { Cell::new(false) };
+    /// Whether the round running now settles what it finishes when it ends ([`run_settling`]).
+    static SETTLING: Cell<bool> = const { Cell::new(false) };
     /// This thread's libuv loop and the runtime the core's background work goes to.
     static LOOP: RefCell<Option<LoopThread>> = const { RefCell::new(None) };
 }
@@ -284,6 +306,18 @@ pub(crate) fn running() -> bool {
 /// JavaScript thread. Inside a round already running, only `wake`: the round runs them.
 /// Without a loop of ours (calls on the runtime), only `wake`.
 pub(crate) fn run(wake: impl FnOnce()) {
+    round(wake, false)
+}
+
+/// [`run`], then settles what the round finished (`Home::after_rounds`) without a wake-up.
+/// Only from a callback of libuv's poll phase: calls that settling starts (the Promises'
+/// reactions run as it ends) must be run by the prepare phase that comes before the loop
+/// polls again. Run from the prepare phase itself they would wait for the next poll's events.
+pub(crate) fn run_settling(wake: impl FnOnce()) {
+    round(wake, true)
+}
+
+fn round(wake: impl FnOnce(), settle: bool) {
     let this = LOOP.with(|l| {
         l.borrow()
             .as_ref()
@@ -297,12 +331,27 @@ pub(crate) fn run(wake: impl FnOnce()) {
     impl Drop for Stop {
         fn drop(&mut self) {
             RUNNING.with(|r| r.set(false));
+            SETTLING.with(|r| r.set(false));
         }
     }
-    RUNNING.with(|r| r.set(true));
-    let _stop = Stop;
-    wake();
-    let _entered = runtime.enter();
+    let settle = settle && home.after.get().is_some();
+    {
+        RUNNING.with(|r| r.set(true));
+        SETTLING.with(|r| r.set(settle));
+        let _stop = Stop;
+        wake();
+        let _entered = runtime.enter();
+        run_tasks(&home);
+    }
+    // Out of the round: what its tasks finished is settled now, and calls that starts run in
+    // a round of their own (before the loop next polls).
+    if let Some(after) = home.after.get().filter(|_| settle) {
+        after();
+    }
+}
+
+/// Runs every runnable task of `home` (inside [`run`]'s round).
+fn run_tasks(home: &Home) {
     while let Some(task) = home.next_task() {
         task.queued.store(false, Ordering::Release);
         let waker = Waker::from(Arc::clone(&task));

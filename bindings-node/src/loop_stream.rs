@@ -24,8 +24,8 @@ use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, RedisResult};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::event_loop::{
-    self, free_handle, run, uv_close, uv_handle_size, uv_poll_init, uv_poll_start, uv_poll_stop,
-    uv_unref, Home, UV_POLL, UV_READABLE, UV_WRITABLE,
+    self, free_handle, run_settling, uv_close, uv_handle_size, uv_poll_init, uv_poll_start,
+    uv_poll_stop, uv_unref, Home, UV_POLL, UV_READABLE, UV_WRITABLE,
 };
 
 thread_local! {
@@ -162,8 +162,9 @@ unsafe extern "C" fn on_ready(handle: *mut c_void, status: c_int, events: c_int)
         return;
     }
     // The wakes only queue tasks: the stream is still alive while this closure runs (the
-    // tasks, which may drop it, run after it).
-    run(|| {
+    // tasks, which may drop it, run after it). The calls they finish are settled here, in
+    // the poll phase.
+    run_settling(|| {
         // SAFETY: not null, and alive: only this thread's tasks, which run after this
         // closure, can drop it; nothing else borrows it while libuv calls us.
         let watch = unsafe { &mut *watch };

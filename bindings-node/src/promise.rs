@@ -2,9 +2,11 @@
 //! on the JavaScript thread, where core failures become the JavaScript error classes.
 //!
 //! Each JavaScript thread (the main thread, each worker) has one [`Settler`]: a single
-//! threadsafe function and a queue of finished calls. A finished call queues its outcome
-//! and wakes the thread only if the queue was empty; the thread then settles every queued
-//! Promise in one go. (napi-rs's own `spawn_future_with_callback` makes a threadsafe
+//! threadsafe function and a queue of finished calls. A call finished on another thread
+//! queues its outcome and wakes the thread only if no wake-up is on its way; the thread then
+//! settles every queued Promise in one go. A call finished on the JavaScript thread itself,
+//! in a round of its executor (`event_loop.rs`), is settled right after that round in a
+//! callback scope of the settler's ([`settle_here`]): no wake-up, no second turn of the loop. (napi-rs's own `spawn_future_with_callback` makes a threadsafe
 //! function, an environment cleanup hook and two tokio tasks per Promise.) What turns an
 //! outcome into a JavaScript value never leaves the JavaScript thread: it waits there in a
 //! table under the call's number, and only the outcome crosses threads.
@@ -47,10 +49,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    /// Queues a finished call and wakes the JavaScript thread to settle it.
+    /// Queues a finished call and wakes the JavaScript thread to settle it, unless it
+    /// finished in a round of that thread's tasks, after which it is settled in place
+    /// ([`settle_here`]).
     fn deliver(&self, id: u64, outcome: Outcome) {
         lock(&self.done).push((id, outcome));
-        self.home.signal();
+        if !self.home.in_round() {
+            self.home.signal();
+        }
     }
 }
 
@@ -65,6 +71,8 @@ struct Settler {
     env: sys::napi_env,
     shared: Arc<Shared>,
     tsfn: sys::napi_threadsafe_function,
+    /// The async context of calls settled in place ([`settle_here`]).
+    context: sys::napi_async_context,
     next: u64,
     pending: HashMap<u64, Pending>,
     /// How many of `pending` are Promises (the rest are watches, which do not keep the event
@@ -121,6 +129,12 @@ impl Settler {
             ));
         }
         shared.home.set_wake(tsfn, wake_thread);
+        let mut context = ptr::null_mut();
+        // SAFETY: this thread's environment, the name made above; destroyed at `teardown`.
+        let made = unsafe { sys::napi_async_init(env, ptr::null_mut(), name, &mut context) };
+        if made == sys::Status::napi_ok {
+            shared.home.after_rounds(settle_here);
+        }
         // SAFETY: the function just created, on its environment's thread; the cleanup hook
         // runs `teardown` on that thread when the environment goes.
         unsafe {
@@ -132,6 +146,7 @@ impl Settler {
             env,
             shared,
             tsfn,
+            context,
             next: 0,
             pending: HashMap::new(),
             calls: 0,
@@ -223,6 +238,10 @@ unsafe extern "C" fn teardown(_: *mut c_void) {
     let settler = SETTLER.try_with(|cell| cell.borrow_mut().take());
     crate::loop_stream::teardown();
     if let Ok(Some(s)) = settler {
+        if !s.context.is_null() {
+            // SAFETY: the context made in `Settler::new`, destroyed once, on its thread.
+            unsafe { sys::napi_async_destroy(s.env, s.context) };
+        }
         // Tasks never run again: dropped here, on their thread.
         if let Some(tsfn) = s.shared.home.close() {
             // SAFETY: the function taken out of `Home` (nobody calls it any more), released
@@ -266,6 +285,66 @@ unsafe extern "C" fn settle_done(
     let shared = std::mem::ManuallyDrop::new(shared);
     // The woken tasks first: calls they finish are settled below without another wake-up.
     shared.home.woken();
+    settle_finished(&Env::from_raw(env), &shared);
+}
+
+/// After a round of this thread's tasks run from its event loop (a socket ready, the round
+/// before it polls) or its wake-up: settles the calls the round finished, in a callback scope
+/// of its own (closing it runs the Promises' reactions, as Node's own callbacks do), instead
+/// of waking the thread once more through the threadsafe function.
+fn settle_here() {
+    let this = SETTLER.try_with(|cell| {
+        cell.borrow()
+            .as_ref()
+            .map(|s| (s.env, Arc::clone(&s.shared), s.context))
+    });
+    let Ok(Some((env, shared, context))) = this else {
+        return;
+    };
+    if lock(&shared.done).is_empty() {
+        return;
+    }
+    let (mut handles, mut resource, mut scope) =
+        (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    // SAFETY: on the environment's thread, from libuv's callback (no JavaScript on the stack)
+    // or the settler's own; the scopes are closed below in the order opened.
+    unsafe {
+        sys::napi_open_handle_scope(env, &mut handles);
+        let opened = sys::napi_create_object(env, &mut resource) == sys::Status::napi_ok
+            && sys::napi_open_callback_scope(env, resource, context, &mut scope)
+                == sys::Status::napi_ok;
+        if opened {
+            settle_finished(&Env::from_raw(env), &shared);
+            report_exception(env);
+            sys::napi_close_callback_scope(env, scope);
+        } else {
+            // Settled by the thread's wake-up instead.
+            shared.home.signal();
+        }
+        sys::napi_close_handle_scope(env, handles);
+    }
+}
+
+/// An exception left by settling (JavaScript run by a constructor or a listener) goes to
+/// `process`'s `uncaughtException`, as one thrown in any callback of Node's would.
+///
+/// # Safety
+/// On the environment's thread, inside a handle scope.
+unsafe fn report_exception(env: sys::napi_env) {
+    let mut pending = false;
+    // SAFETY: by contract.
+    unsafe {
+        if sys::napi_is_exception_pending(env, &mut pending) == sys::Status::napi_ok && pending {
+            let mut error = ptr::null_mut();
+            if sys::napi_get_and_clear_last_exception(env, &mut error) == sys::Status::napi_ok {
+                sys::napi_fatal_exception(env, error);
+            }
+        }
+    }
+}
+
+/// Settles every finished call of `shared` (on its JavaScript thread).
+fn settle_finished(env: &Env, shared: &Shared) {
     let done = std::mem::take(&mut *lock(&shared.done));
     if done.is_empty() {
         return;
@@ -286,9 +365,8 @@ unsafe extern "C" fn settle_done(
         .ok()
         .flatten()
         .unwrap_or_default();
-    let env = Env::from_raw(env);
     for (pending, outcome) in ready {
-        settle(&env, pending, outcome);
+        settle(env, pending, outcome);
     }
     let _ = SETTLER.try_with(|cell| {
         if let Some(s) = cell.borrow_mut().as_mut() {
