@@ -48,6 +48,30 @@ describe('the event loop', () => {
     }
   })
 
+  it('calls started where a reply settled a call run before the loop waits again', async () => {
+    // A reply read from a socket settles its call right there, and the Promise's reactions
+    // run as that ends: what they start must not wait for the loop's next event. Here each
+    // continuation starts a call that needs no server (a released lock's release), then one
+    // that does; nothing else is pending, so a call left for the next poll would hang.
+    const m = new LockManager(server.url)
+    try {
+      // A tick keeps the loop turning, so that a call left behind shows as time, not a hang.
+      const tick = setInterval(() => {}, 1000)
+      const started = Date.now()
+      for (let i = 0; i < 20; i++) {
+        const lock = await m.acquire(`settled-${i % 4}`, { ttl: 5000 })
+        await lock.release()
+        await assert.rejects(lock.release(), { code: 'ERR_LOCK_RELEASED' })
+      }
+      clearInterval(tick)
+      // A hang, not a speed: 60 calls take well under a second here, and a call left for the
+      // next tick would cost a second each time.
+      assert.ok(Date.now() - started < 10_000, `took ${Date.now() - started} ms`)
+    } finally {
+      await m.close()
+    }
+  })
+
   it('without autoExtend, the same busy spell loses the lock (the test above can fail)', async () => {
     const m = new LockManager(server.url)
     try {
