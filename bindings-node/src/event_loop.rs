@@ -46,7 +46,7 @@ pub(crate) struct Home {
     /// Runs the thread's woken tasks before its loop next polls (`run_soon`, once the thread
     /// has a loop of ours).
     soon: std::sync::OnceLock<fn() -> bool>,
-    /// Settles on this thread, once a round of its tasks has run outside any JavaScript call,
+    /// Settles on this thread, once a round of its tasks run by [`run_settling`] has ended,
     /// what they finished (`promise.rs`), instead of waking the thread again for it.
     after: std::sync::OnceLock<fn()>,
     /// Tasks woken and not yet run.

@@ -6,8 +6,9 @@
 //! queues its outcome and wakes the thread only if no wake-up is on its way; the thread then
 //! settles every queued Promise in one go. A call finished on the JavaScript thread itself,
 //! in a round of its executor (`event_loop.rs`), is settled right after that round in a
-//! callback scope of the settler's ([`settle_here`]): no wake-up, no second turn of the loop. (napi-rs's own `spawn_future_with_callback` makes a threadsafe
-//! function, an environment cleanup hook and two tokio tasks per Promise.) What turns an
+//! callback scope of the settler's ([`settle_here`]): no wake-up, no second turn of the loop.
+//! (napi-rs's own `spawn_future_with_callback` makes a threadsafe function, an environment
+//! cleanup hook and two tokio tasks per Promise.) What turns an
 //! outcome into a JavaScript value never leaves the JavaScript thread: it waits there in a
 //! table under the call's number, and only the outcome crosses threads.
 
@@ -288,10 +289,10 @@ unsafe extern "C" fn settle_done(
     settle_finished(&Env::from_raw(env), &shared);
 }
 
-/// After a round of this thread's tasks run from its event loop (a socket ready, the round
-/// before it polls) or its wake-up: settles the calls the round finished, in a callback scope
-/// of its own (closing it runs the Promises' reactions, as Node's own callbacks do), instead
-/// of waking the thread once more through the threadsafe function.
+/// After a round of this thread's tasks run from libuv's poll phase (a socket ready,
+/// `event_loop::run_settling`): settles the calls the round finished, in a callback scope of
+/// its own (closing it runs the Promises' reactions, as Node's own callbacks do), instead of
+/// waking the thread once more through the threadsafe function.
 fn settle_here() {
     let this = SETTLER.try_with(|cell| {
         cell.borrow()
@@ -306,8 +307,8 @@ fn settle_here() {
     }
     let (mut handles, mut resource, mut scope) =
         (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-    // SAFETY: on the environment's thread, from libuv's callback (no JavaScript on the stack)
-    // or the settler's own; the scopes are closed below in the order opened.
+    // SAFETY: on the environment's thread, from libuv's callback (no JavaScript on the
+    // stack); the scopes are closed below, the last opened first.
     unsafe {
         sys::napi_open_handle_scope(env, &mut handles);
         let opened = sys::napi_create_object(env, &mut resource) == sys::Status::napi_ok
