@@ -380,6 +380,9 @@ async fn a_handoff_on_fewer_than_a_quorum_is_completed_by_an_attempt() {
     // A hang check (the waiter must not sit on its one handoff until its 20 s wait ends), with
     // room for a busy machine: it failed once at 1 s with CI running beside it.
     assert!(started.elapsed() < MS(5_000), "{:?}", started.elapsed());
-    assert_eq!(holders(&srv, b"r", lock.token()), 3);
+    // One server handed it over; a quorum means an attempt took at least one more. Not
+    // necessarily both: the handoff's message can wake the waiter before the holder's release
+    // has reached the third server, whose attempt is then refused (seen once in CI).
+    assert!(holders(&srv, b"r", lock.token()) >= 2);
     lock.release().await.unwrap();
 }
