@@ -335,9 +335,14 @@ class Runners:
 
 
 # Which impls each language's runner offers, and where they apply.
-SINGLE_ONLY = {("python", "redis-py"), ("python", "python-redis-lock"), ("python", "python-redis-lock-dropin")}
+SINGLE_ONLY = {
+    ("python", "redis-py"), ("python", "python-redis-lock"), ("python", "python-redis-lock-dropin"),
+    ("rust", "floor-fenced"),
+}
 CYCLE_IMPLS = {
-    "rust": ["floor", "ours", "ours-observed", "ours-holder", "rslock"],
+    # floor-fenced: the servers' limit for a cycle that keeps a fencing counter and a queue
+    # check (limits.py).
+    "rust": ["floor", "floor-fenced", "ours", "ours-observed", "ours-holder", "rslock"],
     "python": [
         "floor", "floor-asyncio", "ours", "ours-asyncio", "redis-py", "python-redis-lock",
         "python-redis-lock-dropin", "pottery", "pottery-asyncio",
@@ -505,6 +510,22 @@ class Bench:
         self.results[key] = out
 
     # 4: contention + fairness ---------------------------------------------------------------
+
+    def roundtrip(self, n_servers: int) -> None:
+        """The hand-off's limit on these servers (limits.py), measured just before their
+        contention runs: the median of one measurement more than there are such runs."""
+        import limits  # noqa: E402  (bench/limits.py)
+
+        runs = []
+        for i in range(self.mode.contend_rounds + 1):
+            self.log(f"round trip {n_servers} server(s), {i + 1}")
+            try:
+                runs.append(limits.roundtrip(self.runners.rust[0], self.urls(n_servers), self.mode.contend_ms // 2, 60))
+            except limits.LimitFailed as e:
+                self.failures.append(str(e))
+                self.log(f"FAILED round trip: {e}")
+        if runs:
+            self.results[f"rtt_{n_servers}"] = limits.merge(runs)
 
     def contention(self, n_servers: int) -> None:
         key = f"contend_{n_servers}"
@@ -904,7 +925,9 @@ def main() -> int:
             bench.cycles(1)
             bench.cycles(5)
         if "contend" in only:
+            bench.roundtrip(1)
             bench.contention(1)
+            bench.roundtrip(5)
             bench.contention(5)
         if "outage" in only:
             bench.outage()

@@ -18,7 +18,7 @@ usage: fencelock-bench cycle   --impl IMPL --servers URL[,URL...] --duration-ms 
        fencelock-bench contend --impl IMPL --servers URLS --name NAME --hold-ms H --duration-ms D --start-at-ms EPOCH_MS --worker ID [--ttl-ms 10000]
        fencelock-bench scale   --impl IMPL --servers URLS --tasks K --duration-ms D [--ttl-ms 10000]
        fencelock-bench hold    --impl IMPL --servers URLS --count 10000 [--ttl-ms 60000]
-IMPL: ours | ours-observed | ours-holder | rslock | floor";
+IMPL: ours | ours-observed | ours-holder | rslock | floor | floor-fenced";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
@@ -68,6 +68,9 @@ pub enum ImplKind {
     OursHolder,
     Rslock,
     Floor,
+    /// The guarantee-equivalent floor (issue 56 item 6): the cheapest scripts that keep what
+    /// ours keeps for an uncontended cycle, a fencing counter and a check of the queue.
+    FloorFenced,
 }
 
 impl ImplKind {
@@ -78,6 +81,7 @@ impl ImplKind {
             ImplKind::OursHolder => "ours-holder",
             ImplKind::Rslock => "rslock",
             ImplKind::Floor => "floor",
+            ImplKind::FloorFenced => "floor-fenced",
         }
     }
 }
@@ -153,11 +157,12 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
         "ours-holder" => ImplKind::OursHolder,
         "rslock" => ImplKind::Rslock,
         "floor" => ImplKind::Floor,
+        "floor-fenced" => ImplKind::FloorFenced,
         other => {
-            return Err(
-                format!("unknown impl {other:?} (ours, ours-observed, ours-holder, rslock, floor)")
-                    .into(),
+            return Err(format!(
+                "unknown impl {other:?} (ours, ours-observed, ours-holder, rslock, floor, floor-fenced)"
             )
+            .into())
         }
     };
     // A comma separates URLs; one that does not start a URL (`host:port` with no scheme)

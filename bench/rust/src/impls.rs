@@ -12,6 +12,15 @@ use crate::cli::ImplKind;
 /// The compare-and-delete release script of the floor.
 const RELEASE_LUA: &str = r#"if redis.call("get",KEYS[1])==ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
 
+/// The guarantee-equivalent floor's acquire (`floor-fenced`): granted only when nobody waits
+/// in line (the queue's key does not exist) and the key is free, with a fencing token.
+/// KEYS: the lock's key, its queue's, its fencing counter's; ARGV: token, TTL in ms.
+const FENCED_ACQUIRE_LUA: &str = r#"if redis.call("exists",KEYS[2])==0 and redis.call("set",KEYS[1],ARGV[1],"nx","px",ARGV[2]) then return redis.call("incr",KEYS[3]) else return 0 end"#;
+
+/// Its release: compare-and-delete, then a wake-up for the line when there is one.
+/// KEYS: the lock's key, its queue's; ARGV: token.
+const FENCED_RELEASE_LUA: &str = r#"if redis.call("get",KEYS[1])~=ARGV[1] then return 0 end redis.call("del",KEYS[1]) if redis.call("exists",KEYS[2])==1 then redis.call("publish",KEYS[2],ARGV[1]) end return 1"#;
+
 /// The floor's retry interval while waiting in `contend` (the floor has no waiting acquire of
 /// its own). The same as the Python floor's (redis-py Lock's default `sleep`, 0.1 s).
 const FLOOR_RETRY: Duration = Duration::from_millis(100);
@@ -72,7 +81,8 @@ impl Impl {
                 once.set_retry(1, RSLOCK_DEFAULT_RETRY_DELAY);
                 Ok(Impl::Rslock { waiting, once })
             }
-            ImplKind::Floor => Floor::new(servers).map(Impl::Floor),
+            ImplKind::Floor => Floor::new(servers, false).map(Impl::Floor),
+            ImplKind::FloorFenced => Floor::new(servers, true).map(Impl::Floor),
         }
     }
 
@@ -144,9 +154,12 @@ impl Impl {
 /// redis-rs itself: `SET key token NX PX ttl`, then the compare-and-delete script by EVALSHA
 /// (`Script::invoke_async` sends EVALSHA, loading the script once on NOSCRIPT). With several
 /// servers each step goes to all of them in parallel; success when a majority answered OK.
+/// Fenced (`floor-fenced`), both steps are the scripts above instead.
 pub struct Floor {
     servers: Vec<FloorServer>,
     script: redis::Script,
+    /// The fenced acquire script, `None` for the plain `SET NX`.
+    acquire: Option<redis::Script>,
     need: usize,
 }
 
@@ -193,10 +206,33 @@ impl FloorServer {
         }
     }
 
-    async fn set_nx(&self, key: &str, token: &str, ttl_ms: u64) -> bool {
+    async fn set_nx(
+        &self,
+        acquire: Option<&redis::Script>,
+        key: &str,
+        token: &str,
+        ttl_ms: u64,
+    ) -> bool {
         let Some(mut c) = self.connection().await else {
             return false;
         };
+        if let Some(script) = acquire {
+            let r: redis::RedisResult<i64> = script
+                .key(key)
+                .key(format!("{key}:queue"))
+                .key(format!("{key}:fence"))
+                .arg(token)
+                .arg(ttl_ms)
+                .invoke_async(&mut c)
+                .await;
+            return match r {
+                Ok(fence) => fence > 0,
+                Err(e) => {
+                    self.forget_if_broken(&e);
+                    false
+                }
+            };
+        }
         let r: redis::RedisResult<redis::Value> = redis::cmd("SET")
             .arg(key)
             .arg(token)
@@ -215,11 +251,15 @@ impl FloorServer {
         }
     }
 
-    async fn delete(&self, script: &redis::Script, key: &str, token: &str) -> bool {
+    async fn delete(&self, script: &redis::Script, fenced: bool, key: &str, token: &str) -> bool {
         let Some(mut c) = self.connection().await else {
             return false;
         };
-        let r: redis::RedisResult<i64> = script.key(key).arg(token).invoke_async(&mut c).await;
+        let mut call = script.key(key);
+        if fenced {
+            call.key(format!("{key}:queue"));
+        }
+        let r: redis::RedisResult<i64> = call.arg(token).invoke_async(&mut c).await;
         match r {
             Ok(n) => n == 1,
             Err(e) => {
@@ -231,7 +271,7 @@ impl FloorServer {
 }
 
 impl Floor {
-    fn new(servers: &[String]) -> Result<Floor, String> {
+    fn new(servers: &[String], fenced: bool) -> Result<Floor, String> {
         let servers = servers
             .iter()
             .map(|u| {
@@ -246,7 +286,12 @@ impl Floor {
         let need = servers.len() / 2 + 1;
         Ok(Floor {
             servers,
-            script: redis::Script::new(RELEASE_LUA),
+            script: redis::Script::new(if fenced {
+                FENCED_RELEASE_LUA
+            } else {
+                RELEASE_LUA
+            }),
+            acquire: fenced.then(|| redis::Script::new(FENCED_ACQUIRE_LUA)),
             need,
         })
     }
@@ -258,11 +303,15 @@ impl Floor {
     async fn try_acquire(&self, name: &str, ttl: Duration) -> Option<Held> {
         let token = format!("{:032x}", rand::random::<u128>());
         let ttl_ms = ttl.as_millis().max(1) as u64;
-        let won = join_all(self.servers.iter().map(|s| s.set_nx(name, &token, ttl_ms)))
-            .await
-            .into_iter()
-            .filter(|ok| *ok)
-            .count();
+        let won = join_all(
+            self.servers
+                .iter()
+                .map(|s| s.set_nx(self.acquire.as_ref(), name, &token, ttl_ms)),
+        )
+        .await
+        .into_iter()
+        .filter(|ok| *ok)
+        .count();
         if won >= self.need {
             return Some(Held::Floor {
                 name: name.to_string(),
@@ -279,7 +328,7 @@ impl Floor {
         join_all(
             self.servers
                 .iter()
-                .map(|s| s.delete(&self.script, name, token)),
+                .map(|s| s.delete(&self.script, self.acquire.is_some(), name, token)),
         )
         .await
         .into_iter()
@@ -345,8 +394,8 @@ fn prometheus() -> Result<(), String> {
 /// (`FENCELOCK_BENCH_OBSERVE=spans`): the cost of the spans themselves, without an exporter's.
 fn spans_only() -> Result<(), String> {
     use tracing_subscriber::layer::SubscriberExt;
-    let spans = tracing_subscriber::filter::Targets::new()
-        .with_target("fencelock", tracing::Level::INFO);
+    let spans =
+        tracing_subscriber::filter::Targets::new().with_target("fencelock", tracing::Level::INFO);
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(spans))
         .map_err(|e| format!("tracing subscriber: {e}"))
 }

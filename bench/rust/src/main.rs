@@ -6,6 +6,7 @@
 mod cli;
 mod election;
 mod impls;
+mod roundtrip;
 mod scenarios;
 
 use std::io::Write;
@@ -56,14 +57,51 @@ fn run_election(cmd: &str, argv: &[String]) -> ExitCode {
     }
 }
 
+/// The hand-off's floor (`rtt`, `rtt-echo`): a bare PUBLISH round trip between two processes,
+/// on a runtime of one thread as a plain client would have.
+fn run_roundtrip(cmd: &str, argv: &[String]) -> ExitCode {
+    let opts = match roundtrip::parse(argv) {
+        Ok(opts) => opts,
+        Err(msg) => {
+            eprintln!("fencelock-bench: {msg}\n{}", roundtrip::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("fencelock-bench: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(roundtrip::run(cmd, &opts)) {
+        Ok(v) => {
+            println!("{v}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("fencelock-bench: {cmd}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if argv.iter().any(|a| a == "-h" || a == "--help") {
-        eprintln!("{}\n{}", cli::USAGE, election::USAGE);
+        eprintln!("{}\n{}\n{}", cli::USAGE, election::USAGE, roundtrip::USAGE);
         return ExitCode::SUCCESS;
     }
     if let Some(cmd) = argv.first().and_then(|a| a.strip_prefix("election-")) {
         return run_election(cmd, &argv[1..]);
+    }
+    match argv.first().map(String::as_str) {
+        Some("rtt") => return run_roundtrip("rtt", &argv[1..]),
+        Some("rtt-echo") => return run_roundtrip("echo", &argv[1..]),
+        _ => {}
     }
     let args = match cli::parse(&argv) {
         Ok(a) => a,
