@@ -6,7 +6,8 @@
 //	bench-go scale   WAY URLS SECONDS TASKS               goroutines on distinct names
 //
 // WAY: ours (the Go binding), redsync (go-redsync/redsync v4 on go-redis v9), redislock
-// (bsm/redislock on go-redis v9; one server only). URLS: comma-separated redis:// URLs.
+// (bsm/redislock on go-redis v9; one server only), floor (SET NX PX and the compare-and-delete
+// script over a plain socket; cycle on one server only). URLS: comma-separated redis:// URLs.
 package main
 
 import (

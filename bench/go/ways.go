@@ -43,6 +43,8 @@ func newLocker(way string, urls []string) (locker, error) {
 			return nil, err
 		}
 		return redislockWay{client: c, locks: redislock.New(c)}, nil
+	case "floor":
+		return newFloor(urls)
 	}
 	return nil, fmt.Errorf("unknown way %q", way)
 }
