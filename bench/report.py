@@ -102,6 +102,8 @@ def targets(res: dict[str, Any]) -> list[Row]:
     check("Node 5 servers: ours / parallel floor", paired(c5, "node/ours", "node/floor"), 1.0, True)
     check("Python asyncio 5 servers: ours / pottery asyncio", paired(c5, "python/ours-asyncio", "python/pottery-asyncio"), 3.0, True)
     handoff_targets(res, check)
+    for lang in ("rust", "python", "node"):
+        check(f"{lang} client commands per critical section, 1 server", med(k1.get(f"{lang}/ours", {}), "commands_per_cs"), 4, False, "")
     for n, k in ((1, k1), (5, k5)):
         for lang in ("rust", "python", "node"):
             d = k.get(f"{lang}/ours", {})
