@@ -25,8 +25,8 @@ class LimitFailed(Exception):
 
 
 def roundtrip(rust_bin: str, urls: str, rounds: int, timeout: float) -> dict[str, Any]:
-    """One measurement: the echo process started first, the pinger's JSON back (p50_us,
-    p99_us, min_us over `rounds` round trips); the echo is stopped by the pinger's last
+    """One measurement: the echo process started first, the pinger's JSON back (`us`: the
+    percentiles of `rounds` round trips, and min_us); the echo is stopped by the pinger's last
     message, or killed here when it is not."""
     echo = subprocess.Popen(
         [rust_bin, "rtt-echo", "--servers", urls], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -52,8 +52,12 @@ def roundtrip(rust_bin: str, urls: str, rounds: int, timeout: float) -> dict[str
 
 
 def merge(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The median over repeated measurements of each figure."""
+    """The median over repeated measurements of each figure (the runner's nearest-rank
+    percentiles, in µs)."""
     return {
-        key: statistics.median(float(r[key]) for r in runs)
-        for key in ("p50_us", "p99_us", "min_us")
-    } | {"repeats": len(runs), "rounds": sum(int(r["rounds"]) for r in runs)}
+        "p50_us": statistics.median(float(r["us"]["p50"]) for r in runs),
+        "p99_us": statistics.median(float(r["us"]["p99"]) for r in runs),
+        "min_us": statistics.median(float(r["min_us"]) for r in runs),
+        "repeats": len(runs),
+        "rounds": sum(int(r["rounds"]) for r in runs),
+    }

@@ -73,6 +73,13 @@ def handoff_targets(res: dict[str, Any], check: Callable[..., None]) -> None:
                   reach, 0.90, True)
 
 
+def scale_ratio(scale: dict[str, Any], a: str, b: str, tasks: str) -> Optional[float]:
+    """The rate of `a` over `b` at `tasks` concurrent tasks (the scale scenario)."""
+    x = (scale.get(a) or {}).get(tasks)
+    y = (scale.get(b) or {}).get(tasks)
+    return x["ops_per_s"] / y["ops_per_s"] if x and y and y["ops_per_s"] else None
+
+
 def targets(res: dict[str, Any]) -> list[Row]:
     rows: list[Row] = []
     c1 = res.get("cycle_1", {})
@@ -134,20 +141,13 @@ def targets(res: dict[str, Any]) -> list[Row]:
               ours / best if ours is not None and best else None, 2.0, False)
     scale = res.get("scale", {})
     for tasks in ("16", "256"):
-        ours = (scale.get("rust/ours") or {}).get(tasks)
-        peer = (scale.get("rust/rslock") or {}).get(tasks)
-        ratio = ours["ops_per_s"] / peer["ops_per_s"] if ours and peer and peer["ops_per_s"] else None
-        check(f"Rust {tasks} concurrent tasks, distinct names, 1 server: ours / rslock", ratio, 0.8, True)
-    ours = (scale.get("node/ours") or {}).get("256")
-    peer = (scale.get("node/redlock") or {}).get("256")
-    ratio = ours["ops_per_s"] / peer["ops_per_s"] if ours and peer and peer["ops_per_s"] else None
-    check("Node 256 concurrent tasks, distinct names, 1 server: ours / node-redlock", ratio, 1.2, True)
+        check(f"Rust {tasks} concurrent tasks, distinct names, 1 server: ours / rslock",
+              scale_ratio(scale, "rust/ours", "rust/rslock", tasks), 0.8, True)
+    check("Node 256 concurrent tasks, distinct names, 1 server: ours / node-redlock",
+          scale_ratio(scale, "node/ours", "node/redlock", "256"), 1.2, True)
     # Issue 37 item 5: Python asyncio at 256 tasks against redis-py's asyncio Lock.
-    ours = (scale.get("python/ours-asyncio") or {}).get("256")
-    peer = (scale.get("python/redis-py-asyncio") or {}).get("256")
-    ratio = ours["ops_per_s"] / peer["ops_per_s"] if ours and peer and peer["ops_per_s"] else None
     check("Python asyncio 256 concurrent tasks, distinct names, 1 server: ours / redis-py asyncio Lock",
-          ratio, 1.5, True)
+          scale_ratio(scale, "python/ours-asyncio", "python/redis-py-asyncio", "256"), 1.5, True)
     # Issue 38: what observing costs (a Prometheus recorder and a tracing subscriber keeping
     # the spans attached; what a writing exporter adds on top: bench/observing.py).
     check("Rust 1 server, one call at a time: with metrics and spans / without",
@@ -155,10 +155,8 @@ def targets(res: dict[str, Any]) -> list[Row]:
     # Issue 38 item 6: a holder label costs one more script call per grant (the note).
     check("Rust 1 server, one call at a time: with a holder label / without",
           paired(c1, "rust/ours-holder", "rust/ours"), 0.5, True)
-    ours = (scale.get("rust/ours") or {}).get("256")
-    seen = (scale.get("rust/ours-observed") or {}).get("256")
-    ratio = seen["ops_per_s"] / ours["ops_per_s"] if ours and seen and ours["ops_per_s"] else None
-    check("Rust 256 concurrent tasks: with metrics and spans / without", ratio, 0.97, True)
+    check("Rust 256 concurrent tasks: with metrics and spans / without",
+          scale_ratio(scale, "rust/ours-observed", "rust/ours", "256"), 0.97, True)
     # Issue 55 item 4: the python-redis-lock drop-in against the library, on its scenario.
     drop, peer = "python/python-redis-lock-dropin", "python/python-redis-lock"
     check("python-redis-lock drop-in / python-redis-lock, uncontended (1 server)", paired(c1, drop, peer), 1.0, True)
@@ -302,9 +300,7 @@ def glance(res: dict[str, Any]) -> list[Row]:
     scale = res.get("scale", {})
 
     def at(lang: str, ours: str, peer: str, tasks: str) -> Optional[float]:
-        a = (scale.get(f"{lang}/{ours}") or {}).get(tasks)
-        b = (scale.get(f"{lang}/{peer}") or {}).get(tasks)
-        return a["ops_per_s"] / b["ops_per_s"] if a and b and b["ops_per_s"] else None
+        return scale_ratio(scale, f"{lang}/{ours}", f"{lang}/{peer}", tasks)
 
     def contended(lang: str, ours: str, peer: str) -> Optional[float]:
         a, b = med(k1.get(f"{lang}/{ours}", {}), "cs_per_s"), med(k1.get(f"{lang}/{peer}", {}), "cs_per_s")

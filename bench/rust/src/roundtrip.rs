@@ -26,6 +26,8 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
+use crate::scenarios::percentiles_to;
+
 pub const USAGE: &str = "\
        fencelock-bench rtt-echo --servers URLS
        fencelock-bench rtt      --servers URLS --rounds N [--pause-ms 1]";
@@ -111,6 +113,9 @@ fn read(
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
         let line = line.trim_end();
+        if line.is_empty() {
+            return Err(bad("an empty line for a reply"));
+        }
         let (kind, rest) = line.split_at(1);
         let n = || {
             rest.parse::<i64>()
@@ -287,14 +292,12 @@ async fn ping(opts: &Opts) -> io::Result<serde_json::Value> {
         tokio::time::sleep(opts.pause).await;
     }
     publish(&mut pubs, PING, b"stop").await?;
-    times.sort_by(f64::total_cmp);
-    let at = |p: f64| times[((p / 100.0 * times.len() as f64) as usize).min(times.len() - 1)];
+    let min_us = times.iter().copied().fold(f64::INFINITY, f64::min);
     Ok(serde_json::json!({
         "scenario": "rtt",
         "servers": opts.servers.len(),
         "rounds": times.len(),
-        "p50_us": at(50.0),
-        "p99_us": at(99.0),
-        "min_us": times[0],
+        "us": percentiles_to(&mut times, 1),
+        "min_us": min_us,
     }))
 }
