@@ -1,6 +1,5 @@
 // Types of fencelock/metrics: the core's measurements in prom-client and OpenTelemetry
-// (docs/observability.md). This file and metrics.d.mts are the same text (a test keeps them
-// so): one is read for `require`, the other for `import`.
+// (docs/observability.md). Read for `require`; metrics.d.mts re-exports it for `import`.
 
 /** One measurement, as the core defines it. */
 export interface MetricMeasure {

@@ -1,7 +1,6 @@
 /// <reference types="node" />
-// Types of fencelock/compat/redlock: node-redlock 5's (v5.0.0-beta.2) public surface. This
-// file and redlock.d.mts are the same text (a test keeps them so): one is read for
-// `require`, the other for `import`.
+// Types of fencelock/compat/redlock: node-redlock 5's (v5.0.0-beta.2) public surface. Read for
+// `require`; redlock.d.mts re-exports it for `import`.
 import { EventEmitter } from 'node:events'
 import type { Redis as IORedisClient, Cluster as IORedisCluster } from 'ioredis'
 

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::os::raw::c_void;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::ptr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -477,19 +478,7 @@ where
     // The call's future is boxed once here: a core call's future holds every step's state
     // (kilobytes), and the task would otherwise copy it whole when it is spawned and again
     // when it completes (bench/notes.md).
-    let fut = Box::pin(fut);
-    let home = Arc::clone(&shared.home);
-    let call = async move {
-        let out = AssertUnwindSafe(fut).catch_unwind().await;
-        shared.deliver(id, Box::new(out));
-    };
-    if on_loop {
-        // A task of this thread's executor: it runs before the event loop next polls, with
-        // every call started until then (their commands leave together).
-        home.spawn(Box::pin(call));
-    } else {
-        napi::bindgen_prelude::spawn(call);
-    }
+    run(shared, id, on_loop, Box::pin(fut));
     with_settler(env, |s| {
         let deferred = Some(deferred);
         s.pending.insert(id, Pending { deferred, settle });
@@ -531,18 +520,28 @@ where
     })?;
     // Recorded before it is spawned: its outcome is settled on this thread, after this
     // function returns.
+    run(shared, id, on_loop, Box::pin(fut));
+    Ok(())
+}
+
+/// Runs `fut` (boxed, its panic caught) and delivers its outcome as `id`'s: on this thread's
+/// executor when calls run `on_loop` (a task that runs before the event loop next polls, with
+/// every call started until then, so their commands leave together), else on the runtime.
+fn run<O, F>(shared: Arc<Shared>, id: u64, on_loop: bool, fut: Pin<Box<F>>)
+where
+    O: Send + 'static,
+    F: Future<Output = O> + Send + 'static,
+{
     let home = Arc::clone(&shared.home);
-    let fut = Box::pin(fut);
-    let watched = async move {
+    let task = async move {
         let out = AssertUnwindSafe(fut).catch_unwind().await;
         shared.deliver(id, Box::new(out));
     };
     if on_loop {
-        home.spawn(Box::pin(watched));
+        home.spawn(Box::pin(task));
     } else {
-        napi::bindgen_prelude::spawn(watched);
+        napi::bindgen_prelude::spawn(task);
     }
-    Ok(())
 }
 
 /// A new pending Promise and the handle that settles it.

@@ -127,7 +127,9 @@ describe('the npm package', () => {
       await redlock.quit()
       console.log(KIND, held, refused)
     `
-    writeFileSync(path.join(app, 'esm.mts'), `import { Redis } from 'ioredis'\nimport Redlock, { ExecutionError } from 'fencelock/compat/redlock'\nconst KIND = 'esm'\n${body}\n`)
+    // fencelock/metrics too: its default export (the module) and a named one, typed for import.
+    const metrics = `import metrics, { MEASURES, type MetricMeasure } from 'fencelock/metrics'\nconst measures: readonly MetricMeasure[] = metrics.MEASURES\nif (measures !== MEASURES) throw new Error('two MEASURES')\n`
+    writeFileSync(path.join(app, 'esm.mts'), `import { Redis } from 'ioredis'\nimport Redlock, { ExecutionError } from 'fencelock/compat/redlock'\n${metrics}const KIND = 'esm'\nconst typed: Redlock | null = null\nvoid typed\n${body}\n`)
     writeFileSync(path.join(app, 'cjs.cts'), `import { Redis } from 'ioredis'\nimport Redlock, { ExecutionError } from 'fencelock/compat/redlock'\nconst KIND = 'cjs'\nasync function main(): Promise<void> {${body}}\nvoid main()\n`)
     writeFileSync(
       path.join(app, 'tsconfig.compat.json'),
