@@ -172,15 +172,17 @@ class Lock {
     this._acquired = true
     this._acquiredExternally = false
     // As redis-semaphore, a loss is noticed by the refresh: without one it is not reported.
-    if (options.autoExtend) lease.signal.addEventListener('abort', () => this.#lost(lease), { once: true })
+    // The lease's loss hook, not its `signal`: an AbortController and its listener per lease
+    // cost about a tenth of an uncontended cycle (bench/notes.md, issue 55).
+    if (options.autoExtend) lease.__onLost((cause) => this.#lost(lease, cause))
     return true
   }
 
-  #lost(lease) {
+  #lost(lease, cause) {
     if (this.#lease !== lease) return
     this.#lease = null
     this._acquired = false
-    const err = new LostLockError(`Lost ${this._kind} for key ${this._key}`, { cause: lease.signal.reason })
+    const err = new LostLockError(`Lost ${this._kind} for key ${this._key}`, { cause })
     // As redis-semaphore's refresh timer: what the callback throws is an unhandled rejection.
     Promise.resolve().then(() => this._onLockLost.call(this, err))
   }

@@ -175,25 +175,60 @@ impl JsLock {
             abort.apply(controller, reason)?;
             return controller.get_named_property("signal");
         }
+        // `controller.abort(error)` on this thread once the runtime sees the loss; a release
+        // (or the lock's end) ends the watch without a call.
+        let controller_ref = controller.create_ref::<false>()?;
+        let name = self.name.clone();
+        self.watch_lost(env, move |env, why| {
+            let aborted = match why {
+                Some(why) => abort_lost(env, &controller_ref, &name, why),
+                None => Ok(()),
+            };
+            controller_ref.unref(env)?;
+            aborted
+        })?;
+        controller.get_named_property("signal")
+    }
+
+    /// The drop-ins' loss hook (compat/redis-semaphore.js), lighter than `signal` (no
+    /// `AbortController`, no listener): calls `callback(error)` once, on this thread, with the
+    /// `LockLostError` `signal` would be aborted with, when the lock is lost (at once when it
+    /// already is); never after a release.
+    #[napi(catch_unwind, js_name = "__onLost", skip_typescript)]
+    pub fn on_lost(&self, env: &Env, callback: Function<Unknown, Unknown>) -> Result<()> {
+        if self.lost() {
+            callback.call(lost_error(env, &self.name, self.lost_view.reason())?)?;
+            return Ok(());
+        }
+        // SAFETY: a function is an object.
+        let callback: Object = unsafe { callback.to_unknown().cast()? };
+        let callback = callback.create_ref::<false>()?;
+        let name = self.name.clone();
+        self.watch_lost(env, move |env, why| {
+            let called = match why {
+                Some(why) => call_lost(env, &callback, &name, why),
+                None => Ok(()),
+            };
+            callback.unref(env)?;
+            called
+        })
+    }
+
+    /// Runs `then(env, Some(why))` on this thread when the core reports the lock lost, or
+    /// `then(env, None)` when it ends otherwise (released, detached, dropped), or at once when
+    /// no watch can be set (a call holds the lock this instant, or it is already released).
+    fn watch_lost<S>(&self, env: &Env, then: S) -> Result<()>
+    where
+        S: FnOnce(&Env, Option<LostReason>) -> Result<()> + 'static,
+    {
         let lost = match self.slot.try_read() {
             Ok(guard) => guard.as_ref().map(|l| l.lost()),
             Err(_) => None,
         };
-        if let Some(lost) = lost {
-            // `controller.abort(error)` on this thread once the runtime sees the loss; a
-            // release (or the lock's end) ends the watch without a call.
-            let controller = controller.create_ref::<false>()?;
-            let name = self.name.clone();
-            crate::promise::watch(env, lost, move |env, why| {
-                let aborted = match why {
-                    Some(why) => abort_lost(env, &controller, &name, why),
-                    None => Ok(()),
-                };
-                controller.unref(env)?;
-                aborted
-            })?;
+        match lost {
+            Some(lost) => crate::promise::watch(env, lost, then),
+            None => then(env, None),
         }
-        controller.get_named_property("signal")
     }
 
     /// Extends the lock to `ttl` ms from now (default: the TTL of the last acquire or extend).
@@ -468,6 +503,15 @@ fn lost_error<'e>(env: &'e Env, name: &[u8], why: Option<LostReason>) -> Result<
         object.set_named_property("reason", why.as_str())?;
     }
     Ok(error)
+}
+
+/// `callback(error)` for a loss (`__onLost`).
+fn call_lost(env: &Env, callback: &ObjectRef<false>, name: &[u8], why: LostReason) -> Result<()> {
+    let callback = callback.get_value(env)?;
+    // SAFETY: made from a `Function` (`__onLost`).
+    let callback: Function<Unknown, Unknown> = unsafe { callback.to_unknown().cast()? };
+    callback.call(lost_error(env, name, Some(why))?)?;
+    Ok(())
 }
 
 /// `controller.abort(error)` for a loss: the error built on the JavaScript thread.

@@ -109,6 +109,46 @@ describe('lost locks', () => {
     assert.equal(watches(), before)
   })
 
+  // The drop-ins' hook (compat/redis-semaphore.js's onLockLost): the signal's loss, without
+  // an AbortController.
+  it('__onLost calls back once with the LockLostError when the key is taken', async () => {
+    const lock = await mgr.acquire('hooked', { ttl: 600, autoExtend: true })
+    const calls = []
+    const called = new Promise((resolve) => lock.__onLost((e) => resolve(calls.push(e))))
+    await server.client().set('hooked', 'someone-else', 'PX', 60_000)
+    await called
+    assert.equal(calls.length, 1)
+    assert.ok(calls[0] instanceof LockLostError, String(calls[0]))
+    assert.equal(calls[0].code, 'ERR_LOCK_LOST')
+    assert.equal(calls[0].reason, 'taken')
+    assert.equal(lock.lostReason, 'taken')
+    await assert.rejects(lock.release(), { code: 'ERR_LOCK_LOST' })
+    assert.equal(calls.length, 1, 'once')
+  })
+
+  it('__onLost on a lock already lost calls back before it returns', async () => {
+    const lock = await mgr.acquire('hooked-late', { ttl: 100 })
+    await new Promise((r) => setTimeout(r, 150))
+    const calls = []
+    lock.__onLost((e) => calls.push(e))
+    assert.equal(calls.length, 1)
+    assert.equal(calls[0].reason, 'expired')
+  })
+
+  it('__onLost of released locks: never called past their TTL, no watch left behind', async () => {
+    const { __pendingWatches: watches } = require('../native.js')
+    const before = watches()
+    const calls = []
+    const locks = []
+    for (let i = 0; i < 20; i++) locks.push(await mgr.acquire(`hook-watch-${i}`, { ttl: 300 }))
+    for (const l of locks) l.__onLost((e) => calls.push(e))
+    assert.equal(watches(), before + 20)
+    await Promise.all(locks.map((l) => l.release()))
+    await new Promise((r) => setTimeout(r, 450))
+    assert.deepEqual(calls, [])
+    assert.equal(watches(), before)
+  })
+
   it('using aborts its signal on loss and rejects with ERR_LOCK_LOST at the end', async () => {
     let sawAbort = false
     await assert.rejects(
