@@ -167,68 +167,49 @@ impl JsLock {
             env.get_global()?.get_named_property("AbortController")?;
         let controller: Object = unsafe { ctor.new_instance(())?.cast()? };
         self.controller = Some(controller.create_ref::<false>()?);
-        // Already lost (validity ran out, a release found it lost): aborted before the caller
-        // sees it, not a tick later.
-        if self.lost() {
-            let reason = lost_error(env, &self.name, self.lost_view.reason())?;
-            let abort: Function<Unknown, Unknown> = controller.get_named_property("abort")?;
-            abort.apply(controller, reason)?;
-            return controller.get_named_property("signal");
-        }
-        // `controller.abort(error)` on this thread once the runtime sees the loss; a release
-        // (or the lock's end) ends the watch without a call.
-        let controller_ref = controller.create_ref::<false>()?;
-        let name = self.name.clone();
-        self.watch_lost(env, move |env, why| {
-            let aborted = match why {
-                Some(why) => abort_lost(env, &controller_ref, &name, why),
-                None => Ok(()),
-            };
-            controller_ref.unref(env)?;
-            aborted
-        })?;
+        // Aborted on this thread when the runtime sees the loss, or before the caller sees it
+        // when it is lost already (validity ran out, a release found it lost).
+        self.on_loss(env, controller, abort_with)?;
         controller.get_named_property("signal")
     }
 
     /// The drop-ins' loss hook (compat/redis-semaphore.js), lighter than `signal` (no
     /// `AbortController`, no listener): calls `callback(error)` once, on this thread, with the
-    /// `LockLostError` `signal` would be aborted with, when the lock is lost (at once when it
-    /// already is); never after a release.
+    /// `LockLostError` `signal` would be aborted with, when the lock is lost (before it returns
+    /// when it already is); never after a release.
     #[napi(catch_unwind, js_name = "__onLost", skip_typescript)]
     pub fn on_lost(&self, env: &Env, callback: Function<Unknown, Unknown>) -> Result<()> {
-        if self.lost() {
-            callback.call(lost_error(env, &self.name, self.lost_view.reason())?)?;
-            return Ok(());
-        }
         // SAFETY: a function is an object.
-        let callback: Object = unsafe { callback.to_unknown().cast()? };
-        let callback = callback.create_ref::<false>()?;
-        let name = self.name.clone();
-        self.watch_lost(env, move |env, why| {
-            let called = match why {
-                Some(why) => call_lost(env, &callback, &name, why),
-                None => Ok(()),
-            };
-            callback.unref(env)?;
-            called
-        })
+        self.on_loss(env, unsafe { callback.to_unknown().cast()? }, call_with)
     }
 
-    /// Runs `then(env, Some(why))` on this thread when the core reports the lock lost, or
-    /// `then(env, None)` when it ends otherwise (released, detached, dropped), or at once when
-    /// no watch can be set (a call holds the lock this instant, or it is already released).
-    fn watch_lost<S>(&self, env: &Env, then: S) -> Result<()>
-    where
-        S: FnOnce(&Env, Option<LostReason>) -> Result<()> + 'static,
-    {
+    /// `deliver(target, error)` with the `LockLostError` on this thread: now if the lock is
+    /// known lost, else once the runtime sees the loss (a watch, which a release or the lock's
+    /// end ends without a call). No watch when a call holds the lock this instant.
+    fn on_loss(&self, env: &Env, target: Object, deliver: Deliver) -> Result<()> {
+        if self.lost() {
+            return deliver(
+                target,
+                lost_error(env, &self.name, self.lost_view.reason())?,
+            );
+        }
         let lost = match self.slot.try_read() {
             Ok(guard) => guard.as_ref().map(|l| l.lost()),
             Err(_) => None,
         };
-        match lost {
-            Some(lost) => crate::promise::watch(env, lost, then),
-            None => then(env, None),
-        }
+        let Some(lost) = lost else { return Ok(()) };
+        let target = target.create_ref::<false>()?;
+        let name = self.name.clone();
+        crate::promise::watch(env, lost, move |env, why| {
+            let delivered = match why {
+                Some(why) => target
+                    .get_value(env)
+                    .and_then(|t| deliver(t, lost_error(env, &name, Some(why))?)),
+                None => Ok(()),
+            };
+            target.unref(env)?;
+            delivered
+        })
     }
 
     /// Extends the lock to `ttl` ms from now (default: the TTL of the last acquire or extend).
@@ -505,25 +486,18 @@ fn lost_error<'e>(env: &'e Env, name: &[u8], why: Option<LostReason>) -> Result<
     Ok(error)
 }
 
-/// `callback(error)` for a loss (`__onLost`).
-fn call_lost(env: &Env, callback: &ObjectRef<false>, name: &[u8], why: LostReason) -> Result<()> {
-    let callback = callback.get_value(env)?;
-    // SAFETY: made from a `Function` (`__onLost`).
-    let callback: Function<Unknown, Unknown> = unsafe { callback.to_unknown().cast()? };
-    callback.call(lost_error(env, name, Some(why))?)?;
+/// How a loss reaches its target: `controller.abort(error)` or `callback(error)`.
+type Deliver = for<'e> fn(Object<'e>, Unknown<'e>) -> Result<()>;
+
+fn abort_with(controller: Object, error: Unknown) -> Result<()> {
+    let abort: Function<Unknown, Unknown> = controller.get_named_property("abort")?;
+    abort.apply(controller, error)?;
     Ok(())
 }
 
-/// `controller.abort(error)` for a loss: the error built on the JavaScript thread.
-fn abort_lost(
-    env: &Env,
-    controller: &ObjectRef<false>,
-    name: &[u8],
-    why: LostReason,
-) -> Result<()> {
-    let controller = controller.get_value(env)?;
-    let reason = lost_error(env, name, Some(why))?;
-    let abort: Function<Unknown, Unknown> = controller.get_named_property("abort")?;
-    abort.apply(controller, reason)?;
+fn call_with(callback: Object, error: Unknown) -> Result<()> {
+    // SAFETY: made from a `Function` (`__onLost`).
+    let callback: Function<Unknown, Unknown> = unsafe { callback.to_unknown().cast()? };
+    callback.call(error)?;
     Ok(())
 }
