@@ -115,37 +115,24 @@ func withText(s string, f func(*C.char) C.fl_status) C.fl_status {
 
 // setters are the library calls that apply the options given, in order.
 func (s *settings) setters() []setter {
-	var out []setter
-	text := func(v *string, f func(*C.fl_manager_options, *C.char) C.fl_status) {
-		if v != nil {
-			out = append(out, func(o *C.fl_manager_options) C.fl_status {
-				return withText(*v, func(c *C.char) C.fl_status { return f(o, c) })
-			})
-		}
-	}
-	ms := func(v *time.Duration, f func(*C.fl_manager_options, C.uint64_t) C.fl_status) {
-		if v != nil {
-			d := *v
-			out = append(out, func(o *C.fl_manager_options) C.fl_status {
-				if d <= 0 {
-					return f(o, 0) // the library names the option in its error
-				}
-				return f(o, C.uint64_t(millis(d)))
-			})
-		}
-	}
-	text(s.keyPrefix, func(o *C.fl_manager_options, c *C.char) C.fl_status {
+	out := textSetter(s.keyPrefix, func(o *C.fl_manager_options, c *C.char) C.fl_status {
 		return C.fl_manager_options_set_key_prefix(o, c)
 	})
-	ms(s.retryDelay, func(o *C.fl_manager_options, v C.uint64_t) C.fl_status {
+	out = append(out, s.timingSetters()...)
+	out = append(out, s.securitySetters()...)
+	return append(out, textSetter(s.holder, func(o *C.fl_manager_options, c *C.char) C.fl_status {
+		return C.fl_manager_options_set_holder(o, c)
+	})...)
+}
+
+// timingSetters apply the waits, timeouts and counts given.
+func (s *settings) timingSetters() []setter {
+	out := msSetter(s.retryDelay, func(o *C.fl_manager_options, v C.uint64_t) C.fl_status {
 		return C.fl_manager_options_set_retry_delay_ms(o, v)
 	})
 	if s.retryJitter != nil {
-		d := *s.retryJitter
+		d := max(*s.retryJitter, 0)
 		out = append(out, func(o *C.fl_manager_options) C.fl_status {
-			if d < 0 {
-				d = 0
-			}
 			return C.fl_manager_options_set_retry_jitter_ms(o, C.uint64_t(d.Milliseconds()))
 		})
 	}
@@ -155,12 +142,12 @@ func (s *settings) setters() []setter {
 			return C.fl_manager_options_set_drift_factor(o, C.double(f))
 		})
 	}
-	ms(s.serverTimeout, func(o *C.fl_manager_options, v C.uint64_t) C.fl_status {
+	out = append(out, msSetter(s.serverTimeout, func(o *C.fl_manager_options, v C.uint64_t) C.fl_status {
 		return C.fl_manager_options_set_server_timeout_ms(o, v)
-	})
-	ms(s.connectTimeout, func(o *C.fl_manager_options, v C.uint64_t) C.fl_status {
+	})...)
+	out = append(out, msSetter(s.connectTimeout, func(o *C.fl_manager_options, v C.uint64_t) C.fl_status {
 		return C.fl_manager_options_set_connect_timeout_ms(o, v)
-	})
+	})...)
 	if s.refusedAttempts != nil {
 		n := *s.refusedAttempts
 		out = append(out, func(o *C.fl_manager_options) C.fl_status {
@@ -168,48 +155,72 @@ func (s *settings) setters() []setter {
 		})
 	}
 	if a := s.replicaAck; a != nil {
+		replicas := max(a.replicas, 0) // below 0: the library's error names the minimum
 		out = append(out, func(o *C.fl_manager_options) C.fl_status {
-			replicas := a.replicas
-			if replicas < 0 {
-				replicas = 0 // the library's error names the minimum
-			}
 			return C.fl_manager_options_set_replica_ack(o, C.uint32_t(replicas), C.uint64_t(millis(a.timeout)))
 		})
 	}
-	text(s.password, func(o *C.fl_manager_options, c *C.char) C.fl_status {
+	return out
+}
+
+// securitySetters apply the password and the TLS settings given.
+func (s *settings) securitySetters() []setter {
+	out := textSetter(s.password, func(o *C.fl_manager_options, c *C.char) C.fl_status {
 		return C.fl_manager_options_set_password(o, c)
 	})
-	text(s.tlsCAFile, func(o *C.fl_manager_options, c *C.char) C.fl_status {
+	out = append(out, textSetter(s.tlsCAFile, func(o *C.fl_manager_options, c *C.char) C.fl_status {
 		return C.fl_manager_options_set_tls_ca_file(o, c)
-	})
-	text(s.tlsCAPEM, func(o *C.fl_manager_options, c *C.char) C.fl_status {
+	})...)
+	out = append(out, textSetter(s.tlsCAPEM, func(o *C.fl_manager_options, c *C.char) C.fl_status {
 		return C.fl_manager_options_set_tls_ca_pem(o, c)
-	})
-	if p := s.tlsClientFiles; p != nil {
-		out = append(out, func(o *C.fl_manager_options) C.fl_status {
-			return withText(p[0], func(cert *C.char) C.fl_status {
-				return withText(p[1], func(key *C.char) C.fl_status {
-					return C.fl_manager_options_set_tls_client_cert_files(o, cert, key)
-				})
-			})
-		})
-	}
-	if p := s.tlsClientPEM; p != nil {
-		out = append(out, func(o *C.fl_manager_options) C.fl_status {
-			return withText(p[0], func(cert *C.char) C.fl_status {
-				return withText(p[1], func(key *C.char) C.fl_status {
-					return C.fl_manager_options_set_tls_client_cert_pem(o, cert, key)
-				})
-			})
-		})
-	}
+	})...)
+	out = append(out, pairSetter(s.tlsClientFiles, func(o *C.fl_manager_options, cert, key *C.char) C.fl_status {
+		return C.fl_manager_options_set_tls_client_cert_files(o, cert, key)
+	})...)
+	out = append(out, pairSetter(s.tlsClientPEM, func(o *C.fl_manager_options, cert, key *C.char) C.fl_status {
+		return C.fl_manager_options_set_tls_client_cert_pem(o, cert, key)
+	})...)
 	if s.tlsInsecure {
 		out = append(out, func(o *C.fl_manager_options) C.fl_status {
 			return C.fl_manager_options_set_tls_insecure(o, true)
 		})
 	}
-	text(s.holder, func(o *C.fl_manager_options, c *C.char) C.fl_status {
-		return C.fl_manager_options_set_holder(o, c)
-	})
 	return out
+}
+
+// textSetter applies v, when given, through f.
+func textSetter(v *string, f func(*C.fl_manager_options, *C.char) C.fl_status) []setter {
+	if v == nil {
+		return nil
+	}
+	t := *v
+	return []setter{func(o *C.fl_manager_options) C.fl_status {
+		return withText(t, func(c *C.char) C.fl_status { return f(o, c) })
+	}}
+}
+
+// msSetter applies v, when given, in milliseconds through f; a duration not above 0 as 0,
+// which the library refuses naming the option.
+func msSetter(v *time.Duration, f func(*C.fl_manager_options, C.uint64_t) C.fl_status) []setter {
+	if v == nil {
+		return nil
+	}
+	var ms uint64
+	if d := *v; d > 0 {
+		ms = millis(d)
+	}
+	return []setter{func(o *C.fl_manager_options) C.fl_status { return f(o, C.uint64_t(ms)) }}
+}
+
+// pairSetter applies a certificate and its key, when given, through f.
+func pairSetter(p *[2]string, f func(o *C.fl_manager_options, cert, key *C.char) C.fl_status) []setter {
+	if p == nil {
+		return nil
+	}
+	pair := *p
+	return []setter{func(o *C.fl_manager_options) C.fl_status {
+		return withText(pair[0], func(cert *C.char) C.fl_status {
+			return withText(pair[1], func(key *C.char) C.fl_status { return f(o, cert, key) })
+		})
+	}}
 }
