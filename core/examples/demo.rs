@@ -6,7 +6,7 @@
 //! `cargo run -p fencelock --example demo -- [--workers N] [--rounds N] [--hold-ms N]`
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fencelock::LockManager;
@@ -106,23 +106,7 @@ fn coordinator(args: &[String]) -> i32 {
     println!(
         "{workers} worker processes x {rounds} rounds on lock {LOCK_NAME:?} (Redlock, quorum 2 of 3), holding {hold_ms} ms each"
     );
-
-    let exe = std::env::current_exe().expect("own path");
-    let mut children: Vec<_> = (0..workers)
-        .map(|i| {
-            Command::new(&exe)
-                .args(["worker", &format!("w{i}"), &urls.join(",")])
-                .args([
-                    "--rounds",
-                    &rounds.to_string(),
-                    "--hold-ms",
-                    &hold_ms.to_string(),
-                ])
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("spawn worker")
-        })
-        .collect();
+    let mut children = spawn_workers(workers, rounds, hold_ms, &urls);
 
     // Mid-run fault: one server dies, the lock keeps working on the other two, and it comes
     // back empty only after the longest TTL has passed (a server that forgets its keys must
@@ -142,10 +126,41 @@ fn coordinator(args: &[String]) -> i32 {
     );
     events.push((wall_us(), what));
 
+    let Some((mut holds, notes)) = collect(&mut children) else {
+        println!("FAIL: a worker exited with an error");
+        return 1;
+    };
+    holds.sort_by_key(|h| h.start);
+    print_timeline(&holds, events, &notes);
+    verdict(&holds, (workers * rounds) as usize)
+}
+
+/// `workers` child processes of this program, each taking the lock `rounds` times.
+fn spawn_workers(workers: u64, rounds: u64, hold_ms: u64, urls: &[String]) -> Vec<Child> {
+    let exe = std::env::current_exe().expect("own path");
+    (0..workers)
+        .map(|i| {
+            Command::new(&exe)
+                .args(["worker", &format!("w{i}"), &urls.join(",")])
+                .args([
+                    "--rounds",
+                    &rounds.to_string(),
+                    "--hold-ms",
+                    &hold_ms.to_string(),
+                ])
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("spawn worker")
+        })
+        .collect()
+}
+
+/// The workers' hold periods and notes, read from their output; `None` if one failed.
+fn collect(children: &mut [Child]) -> Option<(Vec<Hold>, Vec<String>)> {
     let mut holds = Vec::new();
     let mut notes = Vec::new();
     let mut ok = true;
-    for child in &mut children {
+    for child in children {
         let out = child.stdout.take().expect("piped");
         for line in BufReader::new(out).lines().map_while(Result::ok) {
             let f: Vec<&str> = line.split_whitespace().collect();
@@ -164,18 +179,18 @@ fn coordinator(args: &[String]) -> i32 {
         }
         ok &= child.wait().map(|s| s.success()).unwrap_or(false);
     }
-    if !ok {
-        println!("FAIL: a worker exited with an error");
-        return 1;
-    }
-    holds.sort_by_key(|h| h.start);
+    ok.then_some((holds, notes))
+}
+
+/// The hold periods in start order, with the server events between them, then the notes.
+fn print_timeline(holds: &[Hold], events: Vec<(u128, String)>, notes: &[String]) {
     let t0 = holds.first().map(|h| h.start).unwrap_or(0);
     println!(
         "\n  {:>9}  {:>9}  {:>6}  {:>7}",
         "from ms", "to ms", "worker", "fencing"
     );
     let mut events = events.into_iter().peekable();
-    for h in &holds {
+    for h in holds {
         while let Some((_, what)) = events.next_if(|(t, _)| *t <= h.start) {
             println!("  ---------- {what}");
         }
@@ -187,11 +202,14 @@ fn coordinator(args: &[String]) -> i32 {
             h.fencing
         );
     }
-    for note in &notes {
+    for note in notes {
         println!("  note: {note}");
     }
-    let violations = check(&holds);
-    let expected = (workers * rounds) as usize;
+}
+
+/// 0 when every expected hold period was recorded and none overlapped, else 1 (said why).
+fn verdict(holds: &[Hold], expected: usize) -> i32 {
+    let violations = check(holds);
     if holds.len() != expected {
         println!(
             "\nFAIL: {} hold periods recorded, expected {expected}",
