@@ -190,6 +190,15 @@ export class RedisServer {
     live.delete(this)
   }
 
+  /**
+   * After `kill`: a new redis-server on the same port (empty: nothing is saved). Nothing while
+   * this one runs (a second one could not bind the port, and would be taken for it).
+   */
+  async restart() {
+    if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) return
+    await this.#spawn()
+  }
+
   async stop() {
     await this.kill()
     rmSync(this.dir, { recursive: true, force: true })

@@ -1,0 +1,2 @@
+import m from './underTest'
+export default m.RedlockMutex
