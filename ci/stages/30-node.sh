@@ -7,7 +7,8 @@
 # beside the real redis-semaphore. Then node-redlock's own tests
 # (vendored in test/redlock/) against fencelock/compat/redlock, on servers and Redis Clusters
 # started once per test file (test/redlock/run.mjs; its summary line says what passed and
-# what failed as expected, and why).
+# what failed as expected, and why); then redis-semaphore's own tests (test/redis-semaphore/)
+# against the library and against fencelock/compat/redis-semaphore, the same way.
 set -euo pipefail
 cd "$FENCELOCK_ROOT/bindings-node"
 
@@ -40,3 +41,6 @@ for t in test/*.test.mjs; do
 done
 FENCELOCK_NODE_IO=runtime node --test "${runtime_tests[@]}"
 node test/redlock/run.mjs
+# redis-semaphore's own tests (vendored in test/redis-semaphore/) against the library itself
+# and against fencelock/compat/redis-semaphore; one summary line each.
+node test/redis-semaphore/run.mjs
