@@ -49,6 +49,8 @@ pub struct NodeInfo {
     pub slots: Vec<(u16, u16)>,
     /// For a replica: the id of its master.
     pub replica_of: Option<String>,
+    /// Its configEpoch, as the viewer knows it (the slots' claim that wins a conflict).
+    pub config_epoch: u64,
 }
 
 impl RedisCluster {
@@ -317,7 +319,7 @@ impl RedisCluster {
 
     /// The view of the node on `port`, or `None` when it does not answer within `limit` (it
     /// was killed, or is paused).
-    fn view_within(&self, port: u16, limit: Duration) -> Option<Vec<NodeInfo>> {
+    pub(crate) fn view_within(&self, port: u16, limit: Duration) -> Option<Vec<NodeInfo>> {
         match self
             .node(port)
             .cmd_with_timeout(&[b"CLUSTER", b"NODES"], limit)
@@ -352,6 +354,7 @@ fn parse_nodes(text: &str) -> Vec<NodeInfo> {
                 failed: flags.contains("fail"),
                 slots,
                 replica_of: (f[3] != "-").then(|| f[3].to_owned()),
+                config_epoch: f[6].parse().unwrap(),
             }
         })
         .collect()

@@ -105,6 +105,13 @@ impl RedisCluster {
             }
         }
         between();
+        // The target raises its configEpoch to one above the highest it knows, without asking
+        // the others; a target that has not yet heard of the last move's epoch takes the same
+        // one, and of two masters on one epoch the one with the smaller id moves up, its
+        // replicas still naming it for the slot, which the target then gives back (seen on
+        // Redis 6.2: two moves 5 ms apart, both targets at configEpoch 7, the slot served by
+        // no node).
+        self.wait_epochs_settled();
         for n in self.topology().iter().filter(|n| n.master) {
             let r = self.node(n.port).cmd(&[
                 b"CLUSTER",
@@ -134,6 +141,43 @@ impl RedisCluster {
                     self.view_within(n.port(), Duration::from_secs(2))
                         .is_none_or(|v| owner_in(&v, slot) == Some(to))
                 }) && self.master_of_slot(slot).port() == to
+            },
+        );
+        self.wait_epochs_settled();
+    }
+
+    /// Waits until every node that answers knows the same current epoch and no view gives two
+    /// masters one configEpoch.
+    fn wait_epochs_settled(&self) {
+        let limit = Duration::from_secs(2);
+        wait_until(
+            Duration::from_secs(10),
+            "every node knows the newest epoch, no two masters on one",
+            || {
+                let current: Vec<u64> = self
+                    .nodes
+                    .iter()
+                    .filter_map(
+                        |n| match n.cmd_with_timeout(&[b"CLUSTER", b"INFO"], limit) {
+                            Ok(Reply::Bulk(Some(info))) => current_epoch(&info),
+                            _ => None,
+                        },
+                    )
+                    .collect();
+                current.windows(2).all(|w| w[0] == w[1])
+                    && self.nodes.iter().all(|n| {
+                        self.view_within(n.port(), limit).is_none_or(|v| {
+                            let mut epochs: Vec<u64> = v
+                                .iter()
+                                .filter(|m| m.master)
+                                .map(|m| m.config_epoch)
+                                .collect();
+                            let masters = epochs.len();
+                            epochs.sort_unstable();
+                            epochs.dedup();
+                            epochs.len() == masters
+                        })
+                    })
             },
         );
     }
@@ -171,6 +215,14 @@ impl RedisCluster {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+}
+
+/// `cluster_current_epoch` in a `CLUSTER INFO` reply.
+fn current_epoch(info: &[u8]) -> Option<u64> {
+    String::from_utf8_lossy(info)
+        .lines()
+        .find_map(|l| l.strip_prefix("cluster_current_epoch:"))
+        .and_then(|e| e.trim().parse().ok())
 }
 
 /// The master that serves `slot` in a view.
