@@ -442,7 +442,7 @@ pub struct Running {
 }
 
 /// Starts `per_language` workers of every language with `spec` (the setup of every
-/// mixed-language run).
+/// mixed-language run), their runs all starting at once (see [`open_gate`]).
 pub fn start_every_language(t: &Toolchains, spec: &Spec, per_language: usize) -> Vec<Running> {
     start_every_language_with(t, spec, per_language, &[])
 }
@@ -455,17 +455,19 @@ pub fn start_every_language_with(
     per_language: usize,
     extra: &[&str],
 ) -> Vec<Running> {
-    Language::ALL
+    let mut workers: Vec<Running> = Language::ALL
         .into_iter()
         .flat_map(|l| {
-            start_with(
+            spawn_gated(
                 t.launcher(l).expect("found"),
                 spec,
                 (1, per_language),
                 extra,
             )
         })
-        .collect()
+        .collect();
+    open_gate(&mut workers);
+    workers
 }
 
 /// The lock names the mixed-language runs contend for.
@@ -483,18 +485,50 @@ pub fn start(launcher: &Launcher, spec: &Spec, first: usize, count: usize) -> Ve
 pub fn start_with(
     launcher: &Launcher,
     spec: &Spec,
+    first_and_count: (usize, usize),
+    extra: &[&str],
+) -> Vec<Running> {
+    let mut workers = spawn_gated(launcher, spec, first_and_count, extra);
+    open_gate(&mut workers);
+    workers
+}
+
+/// Starts the workers, each waiting at its gate (`FENCELOCK_WORKER_GATE=1`: it says `READY`
+/// once its manager is built, then waits for a line on stdin before its run begins).
+fn spawn_gated(
+    launcher: &Launcher,
+    spec: &Spec,
     (first, count): (usize, usize),
     extra: &[&str],
 ) -> Vec<Running> {
+    let mut gated = launcher.clone();
+    gated.env.push(("FENCELOCK_WORKER_GATE".into(), "1".into()));
     (first..first + count)
         .map(|i| {
             let holder = format!("{}-{i}", launcher.language.label());
             let mut args = spec.args(launcher.language, &holder);
             args.extend(extra.iter().map(|a| a.to_string()));
-            let worker = launcher.spawn(&args);
+            let worker = gated.spawn(&args);
             Running { holder, worker }
         })
         .collect()
+}
+
+/// How long a worker may take to load its language and build its manager: the JVM and the
+/// interpreters on a loaded machine take seconds; longer is a hang.
+const READY_LIMIT: Duration = Duration::from_secs(60);
+
+/// Waits until every worker said `READY`, then lets them all go: their `--duration-ms` and
+/// the test's own timeline (a fault after a warm-up) start at the same moment, however long
+/// a language took to start (a JVM slowed by a loaded machine once held its first lock only
+/// after the fault had begun).
+pub fn open_gate(workers: &mut [Running]) {
+    for r in workers.iter_mut() {
+        r.worker.expect("READY", READY_LIMIT);
+    }
+    for r in workers.iter_mut() {
+        r.worker.send("GO");
+    }
 }
 
 /// Everything the workers reported.

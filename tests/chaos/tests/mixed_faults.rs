@@ -37,7 +37,8 @@ const WORKER: &str = env!("CARGO_BIN_EXE_chaos-worker");
 const PER_LANGUAGE: usize = 2;
 /// How long the workers may run past their planned end before they count as hung.
 const HANG_LIMIT: Duration = Duration::from_secs(15);
-/// Time for every worker to start (interpreters, addon loading) before a fault.
+/// How long the workers contend before a fault: every language's turn comes in it (they all
+/// begin at once, when every worker is ready: `mixed::open_gate`).
 const WARM_UP: Duration = Duration::from_millis(2000);
 /// Slack between a fault's change and the holds attributed to it: an acquisition that
 /// completed just before the change may report its start a little after it.

@@ -27,6 +27,7 @@ use fencelock_testkit::RedisServer;
 const WORKER: &str = env!("CARGO_BIN_EXE_chaos-worker");
 const PER_LANGUAGE: usize = 2;
 const HANG_LIMIT: Duration = Duration::from_secs(15);
+/// How long the workers contend before a fault (they all begin at once: `mixed::open_gate`).
 const WARM_UP: Duration = Duration::from_millis(2000);
 /// Slack between a fault's change and the holds attributed to it.
 const MARGIN_US: u64 = 300_000;

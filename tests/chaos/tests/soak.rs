@@ -35,6 +35,7 @@ const WORKER: &str = env!("CARGO_BIN_EXE_chaos-worker");
 const PER_LANGUAGE: usize = 2;
 const CYCLE: Duration = Duration::from_millis(2500);
 const HANG_LIMIT: Duration = Duration::from_secs(20);
+/// How long the workers contend before a fault (they all begin at once: `mixed::open_gate`).
 const WARM_UP: Duration = Duration::from_millis(2000);
 
 fn ms(n: u64) -> Duration {

@@ -125,6 +125,23 @@ public final class Worker {
         FencedLock call(Duration ttl, Duration wait);
     }
 
+    /**
+     * With FENCELOCK_WORKER_GATE=1: says READY once the manager is built and waits for a line
+     * on stdin, so that the test starts every worker's run at the same moment.
+     */
+    private static void gate() {
+        if (!"1".equals(System.getenv("FENCELOCK_WORKER_GATE"))) {
+            return;
+        }
+        OUT.println("READY");
+        OUT.flush();
+        try {
+            new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     private static int contend(Map<String, String> a) throws InterruptedException {
         String[] names = need(a, "names").split(",");
         long rounds = Long.parseLong(need(a, "rounds"));
@@ -134,13 +151,14 @@ public final class Worker {
         Duration wait = Duration.ofMillis(num(a, "wait-ms", 10000));
         long durationMs = num(a, "duration-ms", 0);
         String lease = a.getOrDefault("lease", "");
-        long deadline = durationMs > 0 ? System.nanoTime() + durationMs * 1_000_000L : Long.MAX_VALUE;
         CRC32 crc = new CRC32();
         crc.update(holder.getBytes(StandardCharsets.UTF_8));
         int first = (int) (crc.getValue() % names.length);
         int acquired = 0;
         int failed = 0;
         try (LockManager manager = manager(a, num(a, "server-timeout-ms", 100))) {
+            gate();
+            long deadline = durationMs > 0 ? System.nanoTime() + durationMs * 1_000_000L : Long.MAX_VALUE;
             for (long r = 0; r < rounds && System.nanoTime() < deadline; r++) {
                 String name = names[(int) ((first + r) % names.length)];
                 long t0 = System.nanoTime();

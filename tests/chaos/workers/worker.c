@@ -346,6 +346,17 @@ static fl_status acquire_round(fl_manager *m, const char *lease, const char *nam
     return fl_lock_acquire(m, name, ttl_ms, wait_ms, lock);
 }
 
+/* With FENCELOCK_WORKER_GATE=1: says READY once the manager is built and waits for a line on
+ * stdin, so that the test starts every worker's run at the same moment. */
+static void gate(void) {
+    const char *on = getenv("FENCELOCK_WORKER_GATE");
+    if (on == NULL || strcmp(on, "1") != 0) return;
+    printf("READY\n");
+    fflush(stdout);
+    char line[64];
+    if (fgets(line, sizeof line, stdin) == NULL) return;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "hold")) return hold(argc - 2, argv + 2);
     const char *servers[MAX_LIST], *names[MAX_LIST];
@@ -385,6 +396,7 @@ int main(int argc, char **argv) {
     }
     fl_manager_options_free(opts);
 
+    gate();
     uint64_t deadline = duration_ms > 0 ? mono_ms() + duration_ms : UINT64_MAX;
     uint32_t first = 0;
     for (const char *p = holder; *p; p++) first = first * 31u + (unsigned char)*p;

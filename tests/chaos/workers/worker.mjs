@@ -262,10 +262,20 @@ function leaseFor(manager, lease, name, r) {
   return [(o) => manager.acquire(name, o), '']
 }
 
+// With FENCELOCK_WORKER_GATE=1: says READY once the manager is built and waits for a line on
+// stdin, so that the test starts every worker's run at the same moment.
+async function gate() {
+  if (process.env.FENCELOCK_WORKER_GATE !== '1') return
+  say('READY')
+  const lines = readline.createInterface({ input: process.stdin })
+  for await (const _ of lines) break
+}
+
 async function main() {
   if (process.argv[2] === 'hold') return hold(process.argv.slice(3))
   const a = parse(process.argv.slice(2))
   const manager = new LockManager(a.servers, { retryDelay: 50, serverTimeout: a.serverTimeoutMs })
+  await gate()
   const deadline = a.durationMs > 0 ? performance.now() + a.durationMs : Infinity
   const first = crc(a.holder) % a.names.length
   let acquired = 0

@@ -220,6 +220,15 @@ def lease_for(manager: fencelock.LockManager, lease: str, name: str, rnd: int):
     return (lambda ttl, wait: manager.acquire(name, ttl, wait=wait)), ""
 
 
+def gate(out) -> None:
+    """With FENCELOCK_WORKER_GATE=1: says READY once the manager is built and waits for a
+    line on stdin, so that the test starts every worker's run at the same moment."""
+    if os.environ.get("FENCELOCK_WORKER_GATE") == "1":
+        out.write("READY\n")
+        out.flush()
+        sys.stdin.readline()
+
+
 def main() -> int:
     if sys.argv[1:2] == ["hold"]:
         return hold(sys.argv[2:])
@@ -240,6 +249,7 @@ def main() -> int:
     manager = fencelock.LockManager(
         server_list(a.servers), retry_delay=0.05, server_timeout=a.server_timeout_ms / 1000
     )
+    gate(out)
     deadline = time.monotonic() + a.duration_ms / 1000 if a.duration_ms > 0 else None
     first = zlib.crc32(a.holder.encode()) % len(names)
     acquired = failed = 0

@@ -37,7 +37,7 @@
 //! `LABEL/T` with several; default `rust-PID/T`), as the other languages' workers in
 //! `tests/chaos/workers/` do.
 
-use std::io::BufRead;
+use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -314,7 +314,19 @@ fn hold(a: &Args, manager: &LockManager) {
     }
 }
 
+/// With FENCELOCK_WORKER_GATE=1: says READY once the manager is built and waits for a line on
+/// stdin, so that the test starts every worker's run at the same moment.
+fn gate() {
+    if std::env::var("FENCELOCK_WORKER_GATE").as_deref() == Ok("1") {
+        println!("READY");
+        let _ = std::io::stdout().flush();
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+    }
+}
+
 fn contend(a: &Args, manager: &LockManager) {
+    gate();
     let until = Instant::now() + a.duration;
     let (acquired, failed) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let pid = std::process::id();

@@ -183,6 +183,16 @@ func leaseFor(m *fencelock.Manager, lease, name string, r int64) (acquireFunc, s
 	}, ""
 }
 
+// gate, with FENCELOCK_WORKER_GATE=1, says READY once the manager is built and waits for a
+// line on stdin, so that the test starts every worker's run at the same moment.
+func gate() {
+	if os.Getenv("FENCELOCK_WORKER_GATE") != "1" {
+		return
+	}
+	fmt.Println("READY")
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+}
+
 func contend(a options) int {
 	names := strings.Split(a.need("names"), ",")
 	rounds, _ := strconv.ParseInt(a.need("rounds"), 10, 64)
@@ -190,16 +200,17 @@ func contend(a options) int {
 	holder := a.need("holder")
 	ttl := time.Duration(a.num("ttl-ms", 1000)) * time.Millisecond
 	wait := time.Duration(a.num("wait-ms", 10000)) * time.Millisecond
-	var deadline time.Time
-	if d := a.num("duration-ms", 0); d > 0 {
-		deadline = time.Now().Add(time.Duration(d) * time.Millisecond)
-	}
 	m, err := manager(a, a.num("server-timeout-ms", 100))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker-go:", err)
 		return 2
 	}
 	defer m.Close()
+	gate()
+	var deadline time.Time
+	if d := a.num("duration-ms", 0); d > 0 {
+		deadline = time.Now().Add(time.Duration(d) * time.Millisecond)
+	}
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	first := int64(crc32.ChecksumIEEE([]byte(holder)) % uint32(len(names)))
