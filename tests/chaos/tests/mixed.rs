@@ -90,8 +90,8 @@ fn rust_python_node_and_c_workers_exclude_each_other_on_five_servers() {
         server_timeout_ms: 100,
         duration_ms: None,
     };
-    let started = Instant::now();
     let workers = start_every_language(&t, &spec, PER_LANGUAGE);
+    let started = Instant::now();
     let out = collect(workers, started + scaled(Duration::from_secs(60), 10));
     println!(
         "{} workers, {:?}: {}",
@@ -122,8 +122,8 @@ fn rust_python_node_and_c_workers_share_a_semaphore_and_a_rwlock() {
             server_timeout_ms: 100,
             duration_ms: None,
         };
-        let started = Instant::now();
         let workers = start_every_language_with(&t, &spec, PER_LANGUAGE, &["--lease", lease]);
+        let started = Instant::now();
         let out = collect(workers, started + scaled(Duration::from_secs(60), 10));
         println!("{lease}, {:?}: {}", started.elapsed(), summary(&out));
         assert_mixed_run_ok(&out);
@@ -154,8 +154,8 @@ fn every_languages_candidates_take_terms_in_turn() {
         server_timeout_ms: 100,
         duration_ms: None,
     };
-    let started = Instant::now();
     let workers = start_every_language_with(&t, &spec, PER_LANGUAGE, &["--lease", "election"]);
+    let started = Instant::now();
     let out = collect(workers, started + scaled(Duration::from_secs(60), 10));
     println!("election, {:?}: {}", started.elapsed(), summary(&out));
     assert_mixed_run_ok(&out);
@@ -179,8 +179,8 @@ fn rust_python_node_and_c_workers_exclude_each_other_on_a_cluster() {
         server_timeout_ms: 200,
         duration_ms: None,
     };
-    let started = Instant::now();
     let workers = start_every_language(&t, &spec, PER_LANGUAGE);
+    let started = Instant::now();
     let out = collect(workers, started + scaled(Duration::from_secs(60), 10));
     println!(
         "cluster, {} workers, {:?}: {}",
@@ -211,8 +211,8 @@ fn every_languages_workers_keep_exclusion_while_a_clusters_slots_move() {
         duration_ms: Some(run.as_millis() as u64),
     };
     println!("a cluster of {}", cluster.nodes[0].version());
-    let started = Instant::now();
     let workers = start_every_language(&t, &spec, PER_LANGUAGE);
+    let started = Instant::now();
     sleep(Duration::from_millis(1500));
     let mut moves = Vec::new();
     let mut round = 0;
@@ -264,8 +264,8 @@ fn rust_python_node_and_c_workers_keep_exclusion_through_a_server_killed_and_res
         server_timeout_ms: 100,
         duration_ms: Some(run.as_millis() as u64),
     };
-    let started = Instant::now();
     let workers = start_every_language(&t, &spec, PER_LANGUAGE);
+    let started = Instant::now();
     let mut windows = Vec::new();
     let mut victim = 1;
     sleep(Duration::from_millis(1500));

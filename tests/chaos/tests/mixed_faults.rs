@@ -79,8 +79,8 @@ fn mixed_workers_with_a_majority_killed_fail_cleanly_and_recover() {
         server_timeout_ms: 100,
         duration_ms: Some(run.as_millis() as u64),
     };
-    let started = Instant::now();
     let workers = start_every_language(&t, &spec, PER_LANGUAGE);
+    let started = Instant::now();
     sleep(WARM_UP);
     for v in [0, 2, 4] {
         srv[v].kill();
@@ -157,8 +157,8 @@ fn mixed_workers_keep_exclusion_and_progress_through_a_stalled_server() {
         server_timeout_ms: server_timeout.as_millis() as u64,
         duration_ms: Some(run.as_millis() as u64),
     };
-    let started = Instant::now();
     let workers = start_every_language(&t, &spec, PER_LANGUAGE);
+    let started = Instant::now();
     sleep(WARM_UP);
     let mut windows = Vec::new();
     let faults: [(&str, Fault); 2] = [
@@ -255,8 +255,8 @@ fn mixed_workers_keep_exclusion_when_requests_and_replies_are_reordered() {
         server_timeout_ms: 500,
         duration_ms: Some(run.as_millis() as u64),
     };
-    let started = Instant::now();
     let workers = start_every_language(&t, &spec, PER_LANGUAGE);
+    let started = Instant::now();
     let out = collect(workers, started + run + HANG_LIMIT);
     println!(
         "every server behind 0-40 ms of jitter each way, {:?} in all: {}",
@@ -305,8 +305,8 @@ fn mixed_workers_under_latency_near_the_ttl_get_refusals_not_expired_locks() {
             p.set_latency(one_way);
         }
     };
-    let started = Instant::now();
     let workers = start_every_language(&t, &spec, PER_LANGUAGE);
+    let started = Instant::now();
     sleep(WARM_UP);
     // Near: a 200 ms round trip for a 300 ms TTL.
     set_latency(ms(100));
@@ -429,8 +429,8 @@ fn a_python_holder_killed_with_sigkill_frees_its_lock_within_the_ttl_for_every_l
         duration_ms: Some(run.as_millis() as u64),
         ..victim_spec
     };
-    let started = Instant::now();
     let workers = start_every_language(&t, &spec, PER_LANGUAGE);
+    let started = Instant::now();
     let out = collect(workers, started + run + HANG_LIMIT);
     let first = out
         .holds

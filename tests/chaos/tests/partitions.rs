@@ -91,9 +91,9 @@ fn run_leases_with_cut(
     extra: &[&str],
 ) -> (Outcome, Window) {
     let run = WARM_UP + cut + after;
-    let started = Instant::now();
     let spec = spec(ns, srv, run, wait);
     let workers = start_every_language_with(t, &spec, PER_LANGUAGE, extra);
+    let started = Instant::now();
     sleep(WARM_UP);
     ns.cut(ports, way);
     let from = now_us();
@@ -194,8 +194,8 @@ fn packets_dropped_at_random_keep_exclusion_and_progress() {
     let wait = ms(3000);
     let run = WARM_UP + ms(5000);
     ns.drop_random(10);
-    let started = Instant::now();
     let workers = start_every_language(&t, &spec(&ns, &srv, run, wait), PER_LANGUAGE);
+    let started = Instant::now();
     let out = collect(workers, started + run + HANG_LIMIT);
     println!("10 % of packets dropped: {}", summary(&out));
     assert_run_ok(&out, PER_LANGUAGE, wait + ms(1500));

@@ -128,8 +128,8 @@ fn soak_with_workers(topology: &str, servers: usize, faults: &[Fault], frozen: L
         topology: topology.into(),
         ..Report::default()
     };
-    let started = Instant::now();
     let workers = start_every_language(&inside, &spec, PER_LANGUAGE);
+    let started = Instant::now();
     sleep(WARM_UP);
     let until = Instant::now() + length;
     let mut n = 0;

@@ -16,7 +16,7 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use fencelock_chaos::history::now_us;
-use fencelock_chaos::mixed::{collect, start, Language, Spec, Toolchains};
+use fencelock_chaos::mixed::{collect, start_every_language, Language, Spec, Toolchains};
 use fencelock_testkit::RedisServer;
 
 const LOCK: &str = "demo:shared-resource";
@@ -112,19 +112,16 @@ fn main() {
         duration_ms: Some(run.as_millis() as u64),
     };
     let t0_us = now_us();
+    // Every worker's run begins at once, when all of them are ready.
+    let workers = start_every_language(&tools, &spec, a.per_language);
     let started = Instant::now();
-    let mut workers = Vec::new();
-    let mut notes = Vec::new();
-    for l in Language::ALL {
-        let launched = start(tools.launcher(l).expect("found"), &spec, 1, a.per_language);
-        for r in &launched {
-            notes.push(Event::Note(
-                now_us(),
-                format!("started {} (pid {})", r.holder, r.worker.pid()),
-            ));
-        }
-        workers.extend(launched);
-    }
+    let mut notes: Vec<Event> = workers
+        .iter()
+        .map(|r| {
+            let pid = r.worker.pid();
+            Event::Note(now_us(), format!("started {} (pid {pid})", r.holder))
+        })
+        .collect();
 
     // The fault: server 2 down from a third of the run, for longer than the TTL.
     let down = ttl + Duration::from_millis(500);
