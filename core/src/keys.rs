@@ -101,9 +101,16 @@ impl LockKeys {
     pub fn new(prefix: &[u8], name: &[u8]) -> LockKeys {
         let lock = [prefix, name].concat();
         let slot = hash_slot(&lock);
-        let tag = slot_tag(slot).to_string();
+        let mut digits = [0u8; 10];
+        let tag = decimal(slot_tag(slot), &mut digits);
+        // Each key written once at its size (this runs for every acquire: bench/notes.md).
         let own = |kind: &[u8], name: &[u8]| {
-            [prefix, RESERVED_PREFIX, tag.as_bytes(), b"}:", kind, name].concat()
+            let parts: [&[u8]; 6] = [prefix, RESERVED_PREFIX, tag, b"}:", kind, name];
+            let mut key = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+            for part in parts {
+                key.extend_from_slice(part);
+            }
+            key
         };
         LockKeys {
             fence: own(b"fence", b""),

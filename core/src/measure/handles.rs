@@ -7,11 +7,16 @@
 //! in use (a global recorder installed later, a local one in a test). It holds at most
 //! [`MAX_SERIES`] series per thread; past that it starts again, so that a manager's
 //! `MetricNames` mapping cannot grow it without end.
+//!
+//! The lookup is keyed by a cheap hash (the measure's address and an FNV-1a of the labels'
+//! values, taken by the map as it is): a lock's cycle records five samples, and hashing their
+//! names and labels with the standard library's SipHash cost about as much as the rest of
+//! the sample (bench/notes.md, "where the client's instructions go").
 
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::{Instrument, Measure, Value};
 
@@ -32,7 +37,7 @@ struct Cache {
     /// The recorder the handles belong to (its address).
     recorder: usize,
     /// Series by the hash of their measure and labels; each bucket checked for equality.
-    series: HashMap<u64, Vec<Series>>,
+    series: HashMap<u64, Vec<Series>, BuildHasherDefault<Taken>>,
     len: usize,
 }
 
@@ -44,10 +49,7 @@ thread_local! {
 pub(super) fn record(m: &'static Measure, value: f64, labels: &[Value]) {
     let recorder =
         metrics::with_recorder(|r| r as *const dyn metrics::Recorder as *const () as usize);
-    let mut hasher = DefaultHasher::new();
-    m.name.hash(&mut hasher);
-    labels.hash(&mut hasher);
-    let hash = hasher.finish();
+    let hash = key_of(m, labels);
     let done = CACHE.try_with(|cache| {
         let Ok(mut cache) = cache.try_borrow_mut() else {
             return false; // a recorder that records from inside a sample: no cache
@@ -74,6 +76,39 @@ pub(super) fn record(m: &'static Measure, value: f64, labels: &[Value]) {
     });
     if done != Ok(true) {
         update(&register(m, labels), value);
+    }
+}
+
+/// The cache's key of a series: FNV-1a over the measure's address and its labels' values,
+/// each followed by a byte no label holds (so that `("ab", "")` and `("a", "b")` differ).
+/// Series whose keys collide share a bucket, where they are told apart by equality.
+fn key_of(m: &'static Measure, labels: &[Value]) -> u64 {
+    const PRIME: u64 = 0x0100_0000_01b3;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ (m as *const Measure as usize as u64);
+    for label in labels {
+        for &b in label.as_bytes().iter().chain(&[0xff]) {
+            h = (h ^ u64::from(b)).wrapping_mul(PRIME);
+        }
+    }
+    h
+}
+
+/// The map's hasher: the key is already a hash ([`key_of`]), taken as it is.
+#[derive(Default)]
+struct Taken(u64);
+
+impl Hasher for Taken {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed here; anything else is folded in, never dropped.
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
     }
 }
 
@@ -141,6 +176,20 @@ mod tests {
         let two = seen(&second);
         assert!(
             matches!(&two[..], [(_, DebugValue::Histogram(v))] if v.len() == 1 && v[0].into_inner() == 5.0)
+        );
+    }
+
+    #[test]
+    fn keys_tell_label_boundaries_and_measures_apart() {
+        let two = |a: &'static str, b: &'static str| [Cow::Borrowed(a), Cow::Borrowed(b)];
+        assert_ne!(key_of(&HELD, &two("ab", "")), key_of(&HELD, &two("a", "b")));
+        assert_ne!(
+            key_of(&HELD, &two("a", "b")),
+            key_of(&ACQUIRE_ATTEMPTS, &two("a", "b"))
+        );
+        assert_eq!(
+            key_of(&HELD, &two("a", "b")),
+            key_of(&HELD, &[Cow::Owned("a".into()), Cow::Borrowed("b")])
         );
     }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use redis::Script;
 
-use super::ScriptCall;
+use super::{Packed, ScriptCall};
 use crate::keys::LockKeys;
 use crate::kind::LeaseKind;
 use crate::queue::Place;
@@ -84,14 +84,17 @@ impl ScriptCall {
         let (letter, capacity, weight) = kind.weights().expect("a permit lease");
         let (arrival, lasts) = place.map_or((0, 0), |p| (p.arrival, p.lasts.as_millis().max(1)));
         let own = u8::from(own);
-        let letter = char::from(letter);
-        let arg = Self::packed(
-            format!(
-                "{} {WAKE_ID_LEN} {arrival} {lasts} {own} {letter} {capacity} {weight} ",
-                ttl.as_millis()
-            ),
-            &keys.channel,
-        );
+        let arg = Packed::new()
+            .num(ttl.as_millis())
+            .num(WAKE_ID_LEN)
+            .num(arrival)
+            .num(lasts)
+            .num(own)
+            .bytes(&[letter])
+            .num(capacity)
+            .num(weight)
+            .bytes(&keys.channel)
+            .done();
         ScriptCall::unbounded((&ACQUIRE, ACQUIRE_SRC), &all(keys), (&[token, &arg], true))
             .guarded(keys)
             .acked()
@@ -102,7 +105,11 @@ impl ScriptCall {
     ///
     /// [`Target::release_call`]: crate::engine::Target::release_call
     pub fn permits_release(keys: &LockKeys, token: &[u8], mode: u8) -> Self {
-        let arg = Self::packed(format!("{mode} {WAKE_ID_LEN} "), &keys.channel);
+        let arg = Packed::new()
+            .num(mode)
+            .num(WAKE_ID_LEN)
+            .bytes(&keys.channel)
+            .done();
         ScriptCall::unbounded((&RELEASE, RELEASE_SRC), &all(keys), (&[token, &arg], true))
             .guarded(keys)
     }
