@@ -101,8 +101,8 @@ impl LockKeys {
     pub fn new(prefix: &[u8], name: &[u8]) -> LockKeys {
         let lock = [prefix, name].concat();
         let slot = hash_slot(&lock);
-        let mut digits = [0u8; 10];
-        let tag = decimal(slot_tag(slot), &mut digits);
+        let mut digits = [0u8; 20];
+        let tag = decimal(slot_tag(slot).into(), &mut digits);
         // Each key written once at its size (this runs for every acquire: bench/notes.md).
         let own = |kind: &[u8], name: &[u8]| {
             let parts: [&[u8]; 6] = [prefix, RESERVED_PREFIX, tag, b"}:", kind, name];
@@ -161,10 +161,10 @@ pub fn slot_tag(slot: u16) -> u32 {
     static TAGS: LazyLock<Vec<u32>> = LazyLock::new(|| {
         let mut tags = vec![u32::MAX; usize::from(SLOTS)];
         let mut left = tags.len();
-        let mut digits = [0u8; 10];
+        let mut digits = [0u8; 20];
         let mut n = 0u32;
         while left > 0 {
-            let tag = &mut tags[usize::from(crc16(decimal(n, &mut digits)) % SLOTS)];
+            let tag = &mut tags[usize::from(crc16(decimal(n.into(), &mut digits)) % SLOTS)];
             if *tag == u32::MAX {
                 *tag = n;
                 left -= 1;
@@ -177,7 +177,7 @@ pub fn slot_tag(slot: u16) -> u32 {
 }
 
 /// `n` in decimal, written at the end of `buf`.
-fn decimal(mut n: u32, buf: &mut [u8; 10]) -> &[u8] {
+pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut at = buf.len();
     loop {
         at -= 1;
@@ -323,8 +323,8 @@ mod tests {
     fn hash_slots_follow_the_cluster_specification() {
         // The specification's check value, and slots `CLUSTER KEYSLOT` gives (Redis 7.0).
         assert_eq!(crc16(b"123456789"), 0x31C3);
-        let mut buf = [0u8; 10];
-        for n in [0, 7, 10, 4096, u32::MAX] {
+        let mut buf = [0u8; 20];
+        for n in [0, 7, 10, 4096, u64::from(u32::MAX), u64::MAX] {
             assert_eq!(decimal(n, &mut buf), n.to_string().as_bytes());
         }
         assert_eq!(hash_slot(b"foo"), 12182);

@@ -20,7 +20,7 @@ use std::time::Duration;
 use redis::Script;
 
 use crate::conn::Route;
-use crate::keys::LockKeys;
+use crate::keys::{decimal, LockKeys};
 use crate::queue::{Place, OBSERVERS};
 use crate::token::WAKE_ID_LEN;
 
@@ -148,18 +148,21 @@ impl Packed {
     /// A number in decimal (a value past `u64::MAX` is written as `u64::MAX`: no duration
     /// that long passes the checks).
     fn num(self, n: impl TryInto<u64>) -> Packed {
-        let mut n: u64 = n.try_into().unwrap_or(u64::MAX);
         let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.bytes(&digits[at..])
+        self.bytes(decimal(n.try_into().unwrap_or(u64::MAX), &mut digits))
+    }
+
+    /// What every acquire packs first: the TTL in ms, the wake-id length, the place's arrival
+    /// and how long it lasts in ms (`0 0` without a place), and whether a key already holding
+    /// the token is the call's own (`1`) or not (`0`).
+    fn acquiring(ttl: Duration, place: Option<&Place>, own: bool) -> Packed {
+        let (arrival, lasts) = place.map_or((0, 0), |p| (p.arrival, p.lasts.as_millis().max(1)));
+        Packed::new()
+            .num(ttl.as_millis())
+            .num(WAKE_ID_LEN)
+            .num(arrival)
+            .num(lasts)
+            .num(u8::from(own))
     }
 
     fn done(self) -> Vec<u8> {
@@ -263,14 +266,7 @@ impl ScriptCall {
         place: Option<&Place>,
         own: bool,
     ) -> Self {
-        let (arrival, lasts) = place.map_or((0, 0), |p| (p.arrival, p.lasts.as_millis().max(1)));
-        let own = u8::from(own);
-        let arg = Packed::new()
-            .num(ttl.as_millis())
-            .num(WAKE_ID_LEN)
-            .num(arrival)
-            .num(lasts)
-            .num(own)
+        let arg = Packed::acquiring(ttl, place, own)
             .bytes(&keys.channel)
             .done();
         let k = keys;
@@ -292,15 +288,7 @@ impl ScriptCall {
         place: Option<&Place>,
         own: bool,
     ) -> Self {
-        let (arrival, lasts) = place.map_or((0, 0), |p| (p.arrival, p.lasts.as_millis().max(1)));
-        let own = u8::from(own);
-        let arg = Packed::new()
-            .num(ttl.as_millis())
-            .num(WAKE_ID_LEN)
-            .num(arrival)
-            .num(lasts)
-            .num(own)
-            .done();
+        let arg = Packed::acquiring(ttl, place, own).done();
         let (all, mut args) = Self::many_parts(keys, token);
         args.push(&arg);
         ScriptCall::unbounded((&ACQUIRE_MANY, ACQUIRE_MANY_SRC), &all, (&args, true))

@@ -82,14 +82,7 @@ impl ScriptCall {
         own: bool,
     ) -> Self {
         let (letter, capacity, weight) = kind.weights().expect("a permit lease");
-        let (arrival, lasts) = place.map_or((0, 0), |p| (p.arrival, p.lasts.as_millis().max(1)));
-        let own = u8::from(own);
-        let arg = Packed::new()
-            .num(ttl.as_millis())
-            .num(WAKE_ID_LEN)
-            .num(arrival)
-            .num(lasts)
-            .num(own)
+        let arg = Packed::acquiring(ttl, place, own)
             .bytes(&[letter])
             .num(capacity)
             .num(weight)
