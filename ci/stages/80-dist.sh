@@ -21,6 +21,9 @@
 #     corrupted artifact fails the SHA256SUMS check.
 # Every server this stage starts (redis-server, pypiserver, verdaccio) is stopped by its PID.
 set -euo pipefail
+# Output is searched as `grep -q PATTERN <<<"$(command)"`, never `command | grep -q PATTERN`:
+# grep -q exits at its first match, a command still writing then dies of SIGPIPE, and pipefail
+# fails the check on a match (it did: `unzip -l` of the jar, whose .so is listed early).
 cd "$FENCELOCK_ROOT"
 PYTHON="${PYTHON:-python3}"
 
@@ -106,7 +109,7 @@ EOF
 cli_check() { # WHAT COMMAND...: `run` passes the command's exit code; the name is free after
   local what=$1; shift
   local got=0
-  PATH="$clean_path" "$@" --version | grep -qx "fencelock $version" \
+  grep -qx "fencelock $version" <<<"$(PATH="$clean_path" "$@" --version)" \
     || { echo "$what: fencelock --version is not $version" >&2; exit 1; }
   PATH="$clean_path" "$@" run "dist-cli-$what" --server "$url" -- sh -c 'exit 3' || got=$?
   [ "$got" = 3 ] || { echo "$what: fencelock run exited $got, not the command's 3" >&2; exit 1; }
@@ -132,7 +135,7 @@ installed_version=$("$work/venv/bin/python" -c 'import fencelock; print(fenceloc
 [ "$installed_version" = "$version" ] || { echo "installed $installed_version, built $version" >&2; exit 1; }
 audit=$("$tools/bin/auditwheel" show "$dist"/*.whl)
 echo "$audit"
-echo "$audit" | grep -q 'manylinux_2_17_x86_64' || { echo "the wheel is not manylinux2014" >&2; exit 1; }
+grep -q 'manylinux_2_17_x86_64' <<<"$audit" || { echo "the wheel is not manylinux2014" >&2; exit 1; }
 
 echo "--- Python: the sdist builds with a Rust toolchain and pip alone"
 # (Debug profile and the workspace's target directory: the same build as a user's, faster.)
@@ -245,15 +248,15 @@ status=$?
 set -e
 echo "$msg" | head -3
 [ $status -ne 0 ] || { echo "loading on an unsupported platform did not fail" >&2; exit 1; }
-echo "$msg" | grep -q 'fencelock has no native module for this platform (freebsd-arm64)' \
-  && echo "$msg" | grep -q 'fencelock-freebsd-arm64' \
-  && echo "$msg" | grep -q 'linux-x64-gnu, linux-arm64-gnu' \
+grep -q 'fencelock has no native module for this platform (freebsd-arm64)' <<<"$msg" \
+  && grep -q 'fencelock-freebsd-arm64' <<<"$msg" \
+  && grep -q 'linux-x64-gnu, linux-arm64-gnu' <<<"$msg" \
   || { echo "the error does not name the platform and the packages" >&2; exit 1; }
 set +e
 msg=$(cd "$app" && rm -rf node_modules/fencelock-linux-x64-gnu && node -e "require('fencelock')" 2>&1)
 status=$?
 set -e
-[ $status -ne 0 ] && echo "$msg" | grep -q "npm install fencelock-linux-x64-gnu@$version" \
+[ $status -ne 0 ] && grep -q "npm install fencelock-linux-x64-gnu@$version" <<<"$msg" \
   || { echo "a missing platform package is not named: $msg" >&2; exit 1; }
 echo "node: the loader names the platform and the package"
 
@@ -265,7 +268,7 @@ for f in include/fencelock.h lib/libfencelock.a lib/libfencelock.so "lib/libfenc
          share/man/man1/fencelock-run.1 LICENSE LICENSE-MIT README.md; do
   [ -e "$prefix/$f" ] || { echo "the archive lacks $f" >&2; exit 1; }
 done
-readelf -d "$prefix/lib/libfencelock.so.$version" | grep -q 'SONAME.*libfencelock.so.0' \
+grep -q 'SONAME.*libfencelock.so.0' <<<"$(readelf -d "$prefix/lib/libfencelock.so.$version")" \
   || { echo "no SONAME libfencelock.so.0" >&2; exit 1; }
 grep -q "FENCELOCK_VERSION \"$version\"" "$prefix/include/fencelock.h"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
@@ -278,20 +281,20 @@ LD_LIBRARY_PATH="$prefix/lib" "$work/request_id_shared" "$url"
 gcc -std=c11 -Wall -Wextra -Werror examples/c/request_id.c $(pkg-config --cflags fencelock) \
   "$(pkg-config --variable=libdir fencelock)/libfencelock.a" \
   $(pkg-config --static --libs-only-l fencelock | sed 's/-lfencelock //') -o "$work/request_id_static"
-if ldd "$work/request_id_static" | grep -q libfencelock; then
+if grep -q libfencelock <<<"$(ldd "$work/request_id_static")"; then
   echo "the static build links libfencelock dynamically" >&2; exit 1
 fi
 "$work/request_id_static" "$url"
 echo "c: shared and static builds from the archive run"
 cli_check c-archive "$prefix/bin/fencelock"
-ldd "$prefix/bin/fencelock" | grep -q 'not found' && { echo "bin/fencelock misses a library" >&2; exit 1; }
+grep -q 'not found' <<<"$(ldd "$prefix/bin/fencelock")" && { echo "bin/fencelock misses a library" >&2; exit 1; }
 
 echo "--- Java: deployed to a file:// Maven repository, used by a consumer project"
 # The jars and POM of dist/ deployed as a release is (maven-deploy-plugin into a file://
 # repository this stage makes); a separate project (ci/java-consumer) depends on
 # io.fencelock:fencelock by its coordinates only, resolved from that repository into an empty
 # local one, built and run on the clean PATH: the library comes out of the jar.
-unzip -l "$dist/fencelock-$version.jar" | grep -q ' linux-x86-64/libfencelock.so$' \
+grep -q ' linux-x86-64/libfencelock.so$' <<<"$(unzip -l "$dist/fencelock-$version.jar")" \
   || { echo "the jar does not carry linux-x86-64/libfencelock.so" >&2; exit 1; }
 maven_repo="$work/maven-repo"
 ci/maven.sh deploy:deploy-file -Durl="file://$maven_repo" -DrepositoryId=dist \
@@ -305,7 +308,7 @@ out=$(PATH="$clean_path" MAVEN_REPO_LOCAL="$work/m2-consumer" ci/maven.sh -f ci/
   -Dfencelock.repo="file://$maven_repo" -Dfencelock.version="$version" \
   -Dfencelock.build="$work/java-consumer" package exec:java -Dexec.args="$url")
 echo "$out"
-echo "$out" | grep -q '^java consumer: acquired and released, fencing token [0-9]' \
+grep -q '^java consumer: acquired and released, fencing token [0-9]' <<<"$out" \
   || { echo "the Java consumer did not take and release its lock" >&2; exit 1; }
 [ -f "$work/m2-consumer/io/fencelock/fencelock/$version/fencelock-$version.jar" ] \
   || { echo "the consumer did not resolve io.fencelock:fencelock from the repository" >&2; exit 1; }
@@ -325,14 +328,14 @@ go_env=(PATH="$clean_path" GOPROXY="file://$dist/go" GONOSUMDB=github.com/fencel
 (cd "$gomod" && env "${go_env[@]}" CGO_ENABLED=1 go build -o consumer .)
 out=$("$gomod/consumer" "$url")
 echo "$out"
-echo "$out" | grep -q '^go consumer: held dist-go with fencing token [0-9]' \
+grep -q '^go consumer: held dist-go with fencing token [0-9]' <<<"$out" \
   || { echo "the Go consumer did not take and release its lock" >&2; exit 1; }
 echo "--- Go, bad case: without cgo the build says what it needs"
 set +e
 out=$(cd "$gomod" && env "${go_env[@]}" CGO_ENABLED=0 go build -o consumer-nocgo . 2>&1)
 status=$?
 set -e
-[ $status -ne 0 ] && echo "$out" | grep -q 'fencelock_needs_CGO_ENABLED_1_on_linux_amd64' \
+[ $status -ne 0 ] && grep -q 'fencelock_needs_CGO_ENABLED_1_on_linux_amd64' <<<"$out" \
   || { echo "a build without cgo did not say why it failed: $out" >&2; exit 1; }
 env GOMODCACHE="$work/go-modcache" go clean -modcache
 
@@ -347,6 +350,6 @@ set +e
 out=$(cd "$work/corrupt" && sha256sum -c SHA256SUMS 2>&1)
 status=$?
 set -e
-[ $status -ne 0 ] && echo "$out" | grep -q "fencelock-$version-x86_64-linux-gnu.tar.gz: FAILED" \
+[ $status -ne 0 ] && grep -q "fencelock-$version-x86_64-linux-gnu.tar.gz: FAILED" <<<"$out" \
   || { echo "a corrupted archive passed the checksum: $out" >&2; exit 1; }
 echo "checksums: the corrupted archive is caught"
