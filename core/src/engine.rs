@@ -12,6 +12,7 @@ use futures_util::future::join_all;
 use crate::cleanup::Cleanups;
 use crate::config::Config;
 use crate::deadline::Clock;
+use crate::deferred::Deferred;
 use crate::error::{Error, ErrorKind, Result};
 use crate::failure::ServerFailure;
 use crate::identity::Identities;
@@ -38,6 +39,8 @@ pub(crate) struct Engine {
     pub min_ttl: Duration,
     /// Releases and undos left running in the background ([`crate::cleanup`]).
     pub cleanups: Arc<Cleanups>,
+    /// Its locks' auto-extensions, each started when first due ([`crate::deferred`]).
+    pub deferred: Arc<Deferred>,
 }
 
 /// One lock as a call addresses it: its name, its keys, the token acting on it and the kind
@@ -193,6 +196,7 @@ impl Engine {
             wake_id: token::wake_id(),
             clock,
             cleanups: Arc::default(),
+            deferred: Arc::default(),
         }
     }
 

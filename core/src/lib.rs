@@ -43,6 +43,7 @@ mod cleanup;
 mod config;
 mod conn;
 mod deadline;
+mod deferred;
 mod direct;
 mod election;
 mod engine;

@@ -173,3 +173,43 @@ async fn the_shortest_grantable_ttl_is_granted_and_shorter_extends_are_refused()
         Err(e) => assert_eq!(e.kind(), ErrorKind::NotAcquired, "{e}"),
     }
 }
+
+/// Auto-extensions wait in their manager's queue until first due, served by one task on the
+/// runtime of the lock that found none serving. When that runtime shuts down, a lock taken on
+/// another runtime is still extended (what was queued starts on its own runtime) and is not
+/// lost: its key outlives three TTLs.
+#[test]
+fn auto_extension_outlives_the_runtime_that_served_the_queue() {
+    let server = RedisServer::start();
+    let m = manager(&server);
+    let first = tokio::runtime::Runtime::new().unwrap();
+    let second = tokio::runtime::Runtime::new().unwrap();
+    // The connection is made on the runtime that stays.
+    second.block_on(async {
+        m.acquire("warm", MS(1000), None)
+            .await
+            .unwrap()
+            .release()
+            .await
+            .unwrap()
+    });
+    let a = first.block_on(async {
+        let a = m.acquire("served-a", MS(30_000), None).await.unwrap();
+        a.auto_extend(None);
+        a
+    });
+    let b = second.block_on(async {
+        let b = m.acquire("served-b", MS(300), None).await.unwrap();
+        b.auto_extend(None);
+        b
+    });
+    first.block_on(a.release()).unwrap();
+    drop(first);
+    second.block_on(async {
+        tokio::time::sleep(MS(1000)).await;
+        assert_eq!(server.get(b"served-b").as_deref(), Some(b.token()));
+        assert_eq!(b.lost_reason(), None);
+        assert!(b.is_auto_extending());
+        b.release().await.unwrap();
+    });
+}

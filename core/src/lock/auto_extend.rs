@@ -1,11 +1,22 @@
-//! A lock's auto-extension: a task that extends it until it is released, dropped or lost.
+//! A lock's auto-extension: a task that extends it until it is released, dropped or lost,
+//! started when the first extension is due (`crate::deferred`: most holds end before that, and
+//! a task spawned and aborted for each would cost a runtime thread two wake-ups a hold).
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use tokio::task::AbortHandle;
+
 use super::{Holding, Lock, Status};
+use crate::deferred::Ticket;
 use crate::error::ErrorKind;
 use crate::timing;
+
+/// Where a lock's auto-extension is: queued until its first extension is due, or running.
+pub(super) enum Extending {
+    Due(Ticket),
+    Running(AbortHandle),
+}
 
 impl Lock {
     /// Keeps the lock alive in the background: extends it every ttl/3 until it is released,
@@ -14,32 +25,66 @@ impl Lock {
     /// `NotHeld`, or validity running out, marks the lock lost (with why) and fires
     /// [`lost`](Lock::lost) and the [`on_lost`](Lock::on_lost) callbacks.
     ///
-    /// The task runs on the runtime the lock was acquired on; calling this again replaces the
-    /// previous task.
+    /// The task runs on the runtime the lock was acquired on, from when the first extension
+    /// is due; calling this again replaces the previous task.
     pub fn auto_extend(&self, max_hold: Option<Duration>) {
-        let Some(runtime) = &self.shared.runtime else {
+        let shared = &self.shared;
+        let Some(runtime) = &shared.runtime else {
             return;
         };
-        let shared = Arc::clone(&self.shared);
-        let task = runtime.spawn(async move { auto_extend_loop(shared, max_hold).await });
-        let mut st = self.shared.state();
-        if let Some(old) = st.auto_extend.replace(task.abort_handle()) {
-            old.abort();
+        let hold_until = max_hold.and_then(|m| shared.acquired_at.checked_add(m));
+        let mut st = shared.state();
+        let first = next_extension(Instant::now(), st.ttl, hold_until);
+        let ticket = shared.engine.deferred.ticket(first);
+        let old = st.auto_extend.replace(Extending::Due(ticket));
+        let held = shared.status() == Status::Held;
+        if !held {
+            st.auto_extend = None;
         }
-        if self.shared.status() != Status::Held {
-            if let Some(t) = st.auto_extend.take() {
-                t.abort();
+        drop(st);
+        match old {
+            Some(Extending::Due(t)) => {
+                shared.engine.deferred.cancel(t);
             }
+            Some(Extending::Running(task)) => task.abort(),
+            None => {}
+        }
+        if held {
+            let weak = Arc::downgrade(shared);
+            let start = move || start_extending(weak, ticket, hold_until, first);
+            shared
+                .engine
+                .deferred
+                .schedule(runtime, ticket, Box::new(start));
         }
     }
 }
 
-async fn auto_extend_loop(shared: Arc<Holding>, max_hold: Option<Duration>) {
-    let hold_until = max_hold.and_then(|m| shared.acquired_at.checked_add(m));
-    let mut next = {
-        let st = shared.state();
-        next_extension(Instant::now(), st.ttl, hold_until)
+/// The queued auto-extension with `ticket` starts: unless the lock is gone, no longer held, or
+/// its auto-extension was stopped or replaced meanwhile.
+fn start_extending(
+    lock: Weak<Holding>,
+    ticket: Ticket,
+    hold_until: Option<Instant>,
+    first: Instant,
+) {
+    let Some(shared) = lock.upgrade() else {
+        return;
     };
+    let Some(runtime) = shared.runtime.clone() else {
+        return;
+    };
+    let mut st = shared.state();
+    let queued = matches!(st.auto_extend, Some(Extending::Due(t)) if t == ticket);
+    if !queued || shared.status() != Status::Held {
+        return;
+    }
+    let task = runtime.spawn(auto_extend_loop(Arc::clone(&shared), hold_until, first));
+    st.auto_extend = Some(Extending::Running(task.abort_handle()));
+}
+
+async fn auto_extend_loop(shared: Arc<Holding>, hold_until: Option<Instant>, first: Instant) {
+    let mut next = first;
     loop {
         tokio::time::sleep_until(next.into()).await;
         if shared.status() != Status::Held {

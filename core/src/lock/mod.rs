@@ -5,13 +5,13 @@
 mod auto_extend;
 mod lost_signal;
 
+use auto_extend::Extending;
 pub use lost_signal::LostView;
 
 use std::sync::{Arc, Mutex as StdMutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
-use tokio::task::AbortHandle;
 
 use crate::engine::{Acquired, Engine, Target};
 use crate::error::{Error, ErrorKind, Result};
@@ -57,7 +57,7 @@ struct State {
     /// Extensions started, and the newest whose outcome set `valid_until` (see
     /// [`Holding::note_extended`]).
     extensions: (u64, u64),
-    auto_extend: Option<AbortHandle>,
+    auto_extend: Option<Extending>,
     /// The last extension failed for want of servers (not because the lock was gone): if
     /// validity now runs out, the lock was lost as [`LostReason::Unreachable`].
     unreachable: bool,
@@ -135,8 +135,13 @@ impl Holding {
             Status::Lost(_) => self.measured.end("lost"),
             Status::Released => {}
         }
-        if let Some(task) = self.state().auto_extend.take() {
-            task.abort();
+        let extending = self.state().auto_extend.take();
+        match extending {
+            Some(Extending::Due(ticket)) => {
+                self.engine.deferred.cancel(ticket);
+            }
+            Some(Extending::Running(task)) => task.abort(),
+            None => {}
         }
         before
     }
