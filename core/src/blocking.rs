@@ -78,6 +78,7 @@ impl LockManager {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("fencelock")
+            .on_thread_start(block_sigpipe)
             .enable_all()
             .build()
             .map_err(|e| Error::unavailable(format!("cannot start the fencelock runtime: {e}")))?;
@@ -375,4 +376,23 @@ fn block_on<F: Future>(holder: &RuntimeHolder, fut: F) -> Result<F::Output> {
     let rt = runtime(holder)?;
     let fut = std::pin::pin!(fut);
     Ok(rt.block_on(crate::lane::on_caller(fut)))
+}
+
+/// Blocks SIGPIPE on the runtime's own threads. redis-rs writes a command with `writev`, which
+/// cannot ask for `MSG_NOSIGNAL`: a write to a connection the server has closed (a restart, a
+/// failover, `CLIENT KILL`) raises SIGPIPE on the writing thread, and a process that has not
+/// ignored it dies of it. Python, Node and the JVM ignore it; a C program does not, and a Go
+/// program lets a SIGPIPE on a thread it did not start take the default action (the Go
+/// binding's tests died of it once, stage 47). Blocked on these threads, the write fails with
+/// `EPIPE`, which the connection handles as a lost connection; the program's own threads and
+/// signal handlers are untouched.
+fn block_sigpipe() {
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset before use;
+    // pthread_sigmask changes only the calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }

@@ -9,7 +9,7 @@
 //! is bounded in time and in how many threads spin at once (half the processors, at least
 //! one), so that it never takes the processor the server needs.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -125,9 +125,23 @@ impl Wire {
 
     fn send(&mut self, mut packed: &[u8], until: Instant) -> io::Result<()> {
         while !packed.is_empty() {
-            let written = match &mut self.sock {
-                Sock::Tcp(s) => s.write(packed),
-                Sock::Unix(s) => s.write(packed),
+            // MSG_NOSIGNAL, as std's TcpStream::write sends (its UnixStream does not): a
+            // closed connection fails with EPIPE and raises no SIGPIPE on the caller's thread,
+            // which a C or Go host has not ignored.
+            // SAFETY: the fd is this socket's, open while `self` lives; `packed` is valid for
+            // its length.
+            let sent = unsafe {
+                libc::send(
+                    self.sock.fd(),
+                    packed.as_ptr().cast(),
+                    packed.len(),
+                    libc::MSG_NOSIGNAL,
+                )
+            };
+            let written = if sent < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(sent as usize)
             };
             match written {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
