@@ -63,7 +63,9 @@ def test_the_redis_lock_class_excludes_a_second_process_and_a_stale_holder_canno
     RedisLock = load_example().RedisLock
     with fencelock.LockManager(server.url) as manager:
         holder = RedisLock(manager, "shared")
-        identifier = holder.acquire(acquire_timeout=1, lock_timeout=1.0)
+        # A lock_timeout well past a second process's start (over 1 s on a busy machine): the
+        # refused process must try while the lock is still held.
+        identifier = holder.acquire(acquire_timeout=1, lock_timeout=5.0)
         assert isinstance(identifier, str) and server.client().get("lock:shared") == identifier.encode()
 
         # A second process, waiting 0.3 s while the lock is held: refused.
@@ -74,12 +76,12 @@ def test_the_redis_lock_class_excludes_a_second_process_and_a_stale_holder_canno
 
         # The holder stalls past its lock_timeout; a second process waiting gets the lock then.
         started = time.monotonic()
-        successor = other_process(server, 10)
+        successor = other_process(server, 20)
         assert successor.stdout is not None
         line = successor.stdout.readline()
         assert line.startswith("acquired "), line
         successor_id = line.split()[1]
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < 20
         assert server.client().get("lock:shared") == successor_id.encode()
 
         # The stale holder's release does not touch the successor's lock.
