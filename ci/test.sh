@@ -23,6 +23,10 @@ if [ ${#stages[@]} -eq 0 ]; then
   for f in ci/stages/*.sh; do stages+=("$(basename "$f" .sh)"); done
 fi
 
+# Each stage's output also goes to target/ci-logs/<stage>.log; a failed stage's first errors
+# and last lines are printed again at the end, where a reader of the run's tail finds them.
+logs="$CARGO_TARGET_DIR/ci-logs"
+mkdir -p "$logs"
 failed=()
 for stage in "${stages[@]}"; do
   file=$(ls ci/stages/*"$stage".sh 2>/dev/null | head -n 1)
@@ -30,7 +34,7 @@ for stage in "${stages[@]}"; do
   echo
   echo "=== stage: $(basename "$file" .sh) ==="
   start=$(date +%s)
-  if bash "$file"; then
+  if bash "$file" 2>&1 | tee "$logs/$(basename "$file" .sh).log"; then
     echo "=== stage $(basename "$file" .sh): ok in $(( $(date +%s) - start )) s ==="
   else
     echo "=== stage $(basename "$file" .sh): FAILED in $(( $(date +%s) - start )) s ==="
@@ -40,6 +44,14 @@ done
 
 echo
 if [ ${#failed[@]} -gt 0 ]; then
+  for stage in "${failed[@]}"; do
+    log=$(ls "$logs"/*"$stage".log | head -n 1)
+    echo "--- $(basename "$log" .log) failed; its first errors:"
+    grep -E -m 20 'error(\[|:)|FAILED|panicked|Error:' "$log" || true
+    echo "--- its last lines:"
+    tail -n 30 "$log"
+  done
+  echo
   echo "FAILED stages: ${failed[*]}"
   exit 1
 fi

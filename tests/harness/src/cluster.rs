@@ -217,6 +217,24 @@ impl RedisCluster {
     /// replica (gossip spreads a role slowly with a long node timeout; before Redis 7.0 a node
     /// could still call a replica a master a while after the others knew better).
     pub fn wait_ready(&self, limit: Duration) {
+        let start = Instant::now();
+        loop {
+            let Some(why) = self.not_ready() else { return };
+            assert!(
+                start.elapsed() < limit,
+                "fencelock-testkit: after {limit:?}, still not: every node of the cluster is ok \
+                 ({why})"
+            );
+            // Each check opens about 24 connections to the nodes: every 100 ms, not the
+            // 10 ms of `wait_until`, not to load the machine while the cluster recovers.
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Why the cluster is not yet ready in [`wait_ready`](Self::wait_ready)'s sense (the
+    /// views of the nodes that disagree, or the node that is not ok, with its `CLUSTER INFO`
+    /// and `INFO replication`), or `None` when it is.
+    fn not_ready(&self) -> Option<String> {
         let text = |n: &RedisServer, args: &[&[u8]]| match n
             .cmd_with_timeout(args, Duration::from_millis(500))
         {
@@ -224,8 +242,7 @@ impl RedisCluster {
             _ => String::new(),
         };
         // Each node's view of the roles: (address, master or not, master id), sorted.
-        let roles = |n: &RedisServer| {
-            let nodes = text(n, &[b"CLUSTER", b"NODES"]);
+        let roles = |nodes: &str| {
             let mut view: Vec<(String, bool, String)> = nodes
                 .lines()
                 .filter_map(|l| {
@@ -237,26 +254,40 @@ impl RedisCluster {
             view.sort();
             view
         };
-        wait_until(limit, "every node of the cluster is ok", || {
-            let views: Vec<_> = self.running().map(roles).collect();
-            if views.windows(2).any(|w| w[0] != w[1]) {
-                return false;
-            }
-            self.running().all(|n| {
-                let info = text(n, &[b"CLUSTER", b"INFO"]);
-                let replication = text(n, &[b"INFO", b"replication"]);
-                // A master counts a replica for WAIT only once it is `state=online`
-                // (its full sync done), which comes after the replica says its link is up.
-                let replicas_online = replication
-                    .lines()
-                    .filter(|l| l.starts_with("slave") && l.contains("state="))
-                    .all(|l| l.contains("state=online"));
-                info.contains("cluster_state:ok")
-                    && info.contains("cluster_slots_ok:16384")
-                    && ((replication.contains("role:master") && replicas_online)
-                        || replication.contains("master_link_status:up"))
+        let running: Vec<&RedisServer> = self.running().collect();
+        let views: Vec<(u16, String)> = running
+            .iter()
+            .map(|n| (n.port(), text(n, &[b"CLUSTER", b"NODES"])))
+            .collect();
+        if views.windows(2).any(|w| roles(&w[0].1) != roles(&w[1].1)) {
+            let seen: Vec<String> = views
+                .iter()
+                .map(|(port, nodes)| format!("as the node on port {port} sees it:\n{nodes}"))
+                .collect();
+            return Some(format!("the nodes disagree on roles\n{}", seen.join("")));
+        }
+        running.iter().find_map(|n| {
+            let info = text(n, &[b"CLUSTER", b"INFO"]);
+            let replication = text(n, &[b"INFO", b"replication"]);
+            // A master counts a replica for WAIT only once it is `state=online`
+            // (its full sync done), which comes after the replica says its link is up.
+            let replicas_online = replication
+                .lines()
+                .filter(|l| l.starts_with("slave") && l.contains("state="))
+                .all(|l| l.contains("state=online"));
+            let ok = info.contains("cluster_state:ok")
+                && info.contains("cluster_slots_ok:16384")
+                && ((replication.contains("role:master") && replicas_online)
+                    || replication.contains("master_link_status:up"));
+            (!ok).then(|| {
+                let nodes = views.iter().find(|(p, _)| *p == n.port()).map(|v| &v.1);
+                format!(
+                    "the node on port {} is not ok:\n{info}{replication}{}",
+                    n.port(),
+                    nodes.map_or("", |v| v)
+                )
             })
-        });
+        })
     }
 
     /// Waits until the master on `port` gets a write acknowledged by `replicas` replicas
