@@ -33,7 +33,7 @@ src=$(cd "$compat" && go mod download -json "github.com/go-redsync/redsync/v4@$v
   python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
 echo "redsync $version's tests from $src"
 
-# A block of 48 ports free on every interface (tempredis's servers listen on all of them),
+# A block of 96 ports free on every interface (tempredis's servers listen on all of them),
 # below the kernel's range for outgoing connections' ports (which no check here can reserve).
 base=$(python3 - <<'EOF'
 import random, socket
@@ -48,21 +48,21 @@ def free(port):
     finally:
         s.close()
 for _ in range(200):
-    base = random.randrange(10000, low - 48)
-    if all(free(p) for p in range(base, base + 48)):
+    base = random.randrange(10000, low - 96)
+    if all(free(p) for p in range(base, base + 96)):
         print(base)
         break
 else:
-    raise SystemExit("no block of 48 free ports")
+    raise SystemExit("no block of 96 free ports")
 EOF
 )
-echo "servers on ports $base-$((base + 47))"
+echo "servers on ports $base-$((base + 95)): the control's first 48, the drop-in's the rest"
 
 # The test files, with the port block moved.
 place_tests() {
   local f
   for f in redsync_test.go mutex_test.go error_test.go; do
-    sed "s/51200/$base/g" "$src/$f" > "$1/$f"
+    sed "s/51200/$2/g" "$src/$f" > "$1/$f"
   done
 }
 
@@ -70,9 +70,15 @@ place_tests() {
 rm -rf "$work/control"
 cp -r "$src" "$work/control"
 chmod -R u+w "$work/control"
-place_tests "$work/control"
-echo "--- control: redsync $version itself"
-(cd "$work/control" && go test -count=1 -timeout 20m .)
+place_tests "$work/control" "$base"
+# The control runs while the drop-in is prepared and tested, on servers of its own: both
+# suites mostly sleep (their expiry tests wait out TTLs of seconds), one after the other they
+# took two minutes. Its output is printed when it ends.
+# (In a session of its own, so that a run that stops early stops it and its servers too.)
+setsid bash -c 'cd "$1" && exec go test -count=1 -timeout 20m .' _ "$work/control" \
+  > "$work/control.log" 2>&1 &
+control=$!
+trap 'kill -- -"$control" 2>/dev/null || true' EXIT
 
 # The drop-in: its sources, its module (the fencelock binding by absolute path), redsync's
 # test dependencies at the versions redsync requires.
@@ -82,7 +88,7 @@ for f in "$compat"/*.go; do
   case "$f" in *_test.go) ;; *) cp "$f" "$work/dropin/" ;; esac
 done
 cp "$compat/go.mod" "$compat/go.sum" "$work/dropin/"
-place_tests "$work/dropin"
+place_tests "$work/dropin" "$((base + 48))"
 (
   cd "$work/dropin"
   go mod edit -replace "github.com/fencelock/fencelock/bindings-go=$bindings"
@@ -103,11 +109,16 @@ EOF
   rm -f edits.txt
   go mod tidy
 )
-echo "--- the drop-in with redsync $version's tests"
 set +e
 (cd "$work/dropin" && CGO_ENABLED=1 go test -count=1 -timeout 20m -v . ) > "$work/dropin.log" 2>&1
 status=$?
+wait "$control"
+control_status=$?
 set -e
+echo "--- control: redsync $version itself"
+cat "$work/control.log"
+[ "$control_status" = 0 ] || { echo "the control (redsync itself) failed its own tests" >&2; exit 1; }
+echo "--- the drop-in with redsync $version's tests"
 grep -E '^--- (PASS|FAIL|SKIP)' "$work/dropin.log" || true
 failed=$({ grep -E '^\s*--- FAIL: \S+/' "$work/dropin.log" || true; } | sed -E 's/^\s*--- FAIL: (\S+).*/\1/' | sort -u)
 passed=$(grep -cE '^\s*--- PASS: \S+/' "$work/dropin.log" || true)
