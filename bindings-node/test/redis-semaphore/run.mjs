@@ -4,9 +4,11 @@
 //
 // 1. tsc transpiles them (and src/, which stands for the library's source modules the tests
 //    import, each giving the object of that name from the module under test) into .build/;
-// 2. three redis-servers are started on free loopback ports (the tests' REDIS_URI1..3);
-// 3. mocha runs the tests once per module under test, forked with an IPC channel over which
-//    test/shell.ts asks this script to stop a server (by PID) or start it again;
+// 2. for each module under test, three redis-servers are started on free loopback ports (the
+//    tests' REDIS_URI1..3), and the two modules' runs go on at once;
+// 3. mocha runs the tests against each module (against the drop-in, each test in a mocha run
+//    of its own), forked with an IPC channel over which test/shell.ts asks this script to
+//    stop a server (by PID) or start it again;
 // 4. the results are checked against expected.mjs: the control must pass every test, and the
 //    drop-in every test but the expected failures, each of which must fail (an expected
 //    failure that passes is an error too, so the list stays true); a few tests race with the
@@ -57,13 +59,16 @@ async function serve(servers, message) {
   await waitUntil(async () => (await admin.client('LIST')).includes(name), `client${message.num} to reconnect`, 10_000)
 }
 
+// How many mocha reports this run has asked for: each its own file.
+let reports = 0
+
 /**
  * Runs mocha against `module`: every test, or with `only` (`{ file, fullTitle }`) that one
  * test alone; `dryRun` lists the tests. Resolves with mocha's JSON report.
  */
 function mocha(module, servers, { only = null, dryRun = false } = {}) {
   const build = path.join(here, '.build', 'test')
-  const report = path.join(os.tmpdir(), `redis-semaphore-suite-${process.pid}-${Date.now()}.json`)
+  const report = path.join(os.tmpdir(), `redis-semaphore-suite-${process.pid}-${++reports}.json`)
   const env = { ...process.env, UNDER_TEST: module }
   servers.forEach((s, i) => (env[`REDIS_URI${i + 1}`] = s.url))
   const args = [
@@ -138,37 +143,46 @@ function outcomes(report) {
 }
 
 compile()
-const servers = await Promise.all([1, 2, 3].map(() => RedisServer.start()))
-let problems = []
-try {
-  for (const [what, module] of Object.entries(UNDER_TEST)) {
-    if (process.env.ONLY && !module.includes(process.env.ONLY)) continue
-    const results = module === 'redis-semaphore' ? outcomes(await mocha(module, servers)) : await isolated(module, servers)
-    const expected = module === 'redis-semaphore' ? new Map() : EXPECTED_FAILURES
-    const either = module === 'redis-semaphore' ? new Map() : EITHER
-    let passed = 0
-    let failedAsExpected = 0
-    let raced = 0
-    for (const [title, outcome] of results) {
-      if (either.has(title) && (outcome === 'passed' || either.get(title)[1].test(outcome))) {
-        raced++
-      } else if (outcome === 'passed') {
-        passed++
-        if (expected.has(title)) problems.push(`${what}: "${title}" passed, but expected.mjs lists it as failing`)
-      } else if (outcome.startsWith('failed') && expected.has(title)) {
-        failedAsExpected++
-      } else {
-        problems.push(`${what}: "${title}" ${outcome}`)
+// The control and the drop-in run at once, each on three servers of its own: both mostly wait
+// (on the suite's timeouts and, for the drop-in, on a mocha process per test), and one after
+// the other they took nearly three minutes.
+const runs = await Promise.all(
+  Object.entries(UNDER_TEST)
+    .filter(([, module]) => !process.env.ONLY || module.includes(process.env.ONLY))
+    .map(async ([what, module]) => {
+      const servers = await Promise.all([1, 2, 3].map(() => RedisServer.start()))
+      try {
+        const control = module === 'redis-semaphore'
+        return { what, control, results: control ? outcomes(await mocha(module, servers)) : await isolated(module, servers) }
+      } finally {
+        await Promise.all(servers.map((s) => s.stop()))
       }
+    }),
+)
+let problems = []
+for (const { what, control, results } of runs) {
+  const expected = control ? new Map() : EXPECTED_FAILURES
+  const either = control ? new Map() : EITHER
+  let passed = 0
+  let failedAsExpected = 0
+  let raced = 0
+  for (const [title, outcome] of results) {
+    if (either.has(title) && (outcome === 'passed' || either.get(title)[1].test(outcome))) {
+      raced++
+    } else if (outcome === 'passed') {
+      passed++
+      if (expected.has(title)) problems.push(`${what}: "${title}" passed, but expected.mjs lists it as failing`)
+    } else if (outcome.startsWith('failed') && expected.has(title)) {
+      failedAsExpected++
+    } else {
+      problems.push(`${what}: "${title}" ${outcome}`)
     }
-    for (const title of expected.keys()) {
-      if (!results.has(title)) problems.push(`${what}: "${title}" is in expected.mjs but did not run`)
-    }
-    const others = results.size - passed - failedAsExpected - raced
-    console.log(`redis-semaphore's own tests against ${what}: ${results.size} run, ${passed} passed, ${failedAsExpected} failed as expected, ${raced} either way (expected.mjs says why), ${others} otherwise`)
   }
-} finally {
-  await Promise.all(servers.map((s) => s.stop()))
+  for (const title of expected.keys()) {
+    if (!results.has(title)) problems.push(`${what}: "${title}" is in expected.mjs but did not run`)
+  }
+  const others = results.size - passed - failedAsExpected - raced
+  console.log(`redis-semaphore's own tests against ${what}: ${results.size} run, ${passed} passed, ${failedAsExpected} failed as expected, ${raced} either way (expected.mjs says why), ${others} otherwise`)
 }
 if (problems.length > 0) {
   console.error(problems.join('\n'))
