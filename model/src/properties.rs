@@ -86,7 +86,9 @@ pub fn lock() -> Vec<Property<LockModel>> {
         Property::always(OBSERVER_NEVER_GOES_BACK, |_, s: &State| {
             s.history.restarted || !s.history.observed_older
         }),
-        Property::sometimes(OBSERVED_A_NEW_TERM, |_, s: &State| s.history.observed_new_term),
+        Property::sometimes(OBSERVED_A_NEW_TERM, |_, s: &State| {
+            s.history.observed_new_term
+        }),
         Property::sometimes(RESTART_SHOWS_AN_OLDER_TERM, |_, s: &State| {
             s.history.restarted && s.history.observed_older
         }),
