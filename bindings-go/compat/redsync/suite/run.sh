@@ -75,7 +75,7 @@ place_tests "$work/control" "$base"
 # suites mostly sleep (their expiry tests wait out TTLs of seconds), one after the other they
 # took two minutes. Its output is printed when it ends.
 # (In a session of its own, so that a run that stops early stops it and its servers too.)
-setsid bash -c 'cd "$1" && exec go test -count=1 -timeout 20m .' _ "$work/control" \
+setsid --wait bash -c 'cd "$1" && exec go test -count=1 -timeout 20m .' _ "$work/control" \
   > "$work/control.log" 2>&1 &
 control=$!
 trap 'kill -- -"$control" 2>/dev/null || true' EXIT
