@@ -7,7 +7,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{fixed_port, free_port, requests, wait_until, RedisServer, Reply};
+use crate::{fixed_port, free_port, requests, wait_until, wait_until_why, RedisServer, Reply};
 
 // Moving slots between masters, as redis-cli --cluster reshard does.
 mod migrate;
@@ -217,18 +217,10 @@ impl RedisCluster {
     /// replica (gossip spreads a role slowly with a long node timeout; before Redis 7.0 a node
     /// could still call a replica a master a while after the others knew better).
     pub fn wait_ready(&self, limit: Duration) {
-        let start = Instant::now();
-        loop {
-            let Some(why) = self.not_ready() else { return };
-            assert!(
-                start.elapsed() < limit,
-                "fencelock-testkit: after {limit:?}, still not: every node of the cluster is ok \
-                 ({why})"
-            );
-            // Each check opens about 24 connections to the nodes: every 100 ms, not the
-            // 10 ms of `wait_until`, not to load the machine while the cluster recovers.
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        // Each check opens about 24 connections to the nodes: every 100 ms, not the 10 ms of
+        // `wait_until`, not to load the machine while the cluster recovers.
+        let what = "every node of the cluster is ok";
+        wait_until_why(limit, Duration::from_millis(100), what, || self.not_ready());
     }
 
     /// Why the cluster is not yet ready in [`wait_ready`](Self::wait_ready)'s sense (the

@@ -59,13 +59,29 @@ const POLL: Duration = Duration::from_millis(10);
 /// Waits until `cond` holds, checking every 10 ms; panics naming `what` (what never happened)
 /// after `limit`. The limit is an upper bound for a hang, not a speed goal: make it generous.
 pub fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    wait_until_why(limit, POLL, what, || (!cond()).then(String::new));
+}
+
+/// [`wait_until`] for a check that says why not yet (`Some(reason)`, `None` once it holds),
+/// every `poll`; the panic after `limit` gives the last reason.
+pub fn wait_until_why(
+    limit: Duration,
+    poll: Duration,
+    what: &str,
+    mut why_not: impl FnMut() -> Option<String>,
+) {
     let start = Instant::now();
-    while !cond() {
+    while let Some(why) = why_not() {
         assert!(
             start.elapsed() < limit,
-            "fencelock-testkit: after {limit:?}, still not: {what}"
+            "fencelock-testkit: after {limit:?}, still not: {what}{}",
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({why})")
+            }
         );
-        thread::sleep(POLL);
+        thread::sleep(poll);
     }
 }
 
