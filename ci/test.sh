@@ -27,17 +27,28 @@ fi
 # and last lines are printed again at the end, where a reader of the run's tail finds them.
 logs="$CARGO_TARGET_DIR/ci-logs"
 mkdir -p "$logs"
+# A stage that hangs is stopped (with every process of its group, which `timeout` leads) after
+# FENCELOCK_STAGE_TIMEOUT seconds, 25 minutes unless told: the longest stage takes under 10 on
+# a fresh clone, and a hang then fails the run with the stage named, within CI's time limit,
+# instead of using up that limit.
+stage_limit="${FENCELOCK_STAGE_TIMEOUT:-1500}"
 failed=()
 for stage in "${stages[@]}"; do
   file=$(ls ci/stages/*"$stage".sh 2>/dev/null | head -n 1)
   [ -n "$file" ] || { echo "no such stage: $stage" >&2; exit 2; }
+  name=$(basename "$file" .sh)
   echo
-  echo "=== stage: $(basename "$file" .sh) ==="
+  echo "=== stage: $name ==="
   start=$(date +%s)
-  if bash "$file" 2>&1 | tee "$logs/$(basename "$file" .sh).log"; then
-    echo "=== stage $(basename "$file" .sh): ok in $(( $(date +%s) - start )) s ==="
+  rc=0
+  timeout --kill-after=30 "$stage_limit" bash "$file" 2>&1 | tee "$logs/$name.log" || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    echo "=== stage $name: ok in $(( $(date +%s) - start )) s ==="
   else
-    echo "=== stage $(basename "$file" .sh): FAILED in $(( $(date +%s) - start )) s ==="
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+      echo "stage $name did not finish within $stage_limit s: stopped" | tee -a "$logs/$name.log"
+    fi
+    echo "=== stage $name: FAILED in $(( $(date +%s) - start )) s ==="
     failed+=("$stage")
   fi
 done

@@ -53,6 +53,8 @@ pub(crate) struct Home {
     tasks: Mutex<VecDeque<Arc<Task>>>,
     /// Whether a wake-up of the JavaScript thread is on its way.
     signalled: AtomicBool,
+    /// Set at teardown ([`Home::close`]): a task woken after it is dropped, not queued.
+    closed: AtomicBool,
     /// The JavaScript thread.
     thread: ThreadId,
 }
@@ -82,6 +84,7 @@ impl Home {
             after: std::sync::OnceLock::new(),
             tasks: Mutex::new(VecDeque::new()),
             signalled: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
             thread: std::thread::current().id(),
         }
     }
@@ -109,9 +112,20 @@ impl Home {
     }
 
     /// At teardown: the tasks are dropped (never to run again) and the wake-up is handed back
-    /// to be released.
+    /// to be released. A task woken afterwards is dropped instead of queued ([`Home::schedule`]).
+    ///
+    /// The queue's lock is never held while a task drops: a future may wake another task as
+    /// it drops (a tokio mutex guard it holds wakes the next waiter), and that wake takes the
+    /// lock. (Dropped inside one statement with the guard, the queue deadlocked the thread
+    /// ending a worker with calls in flight, and with it every runtime thread that woke one.)
     pub(crate) fn close(&self) -> Option<sys::napi_threadsafe_function> {
-        drop(std::mem::take(&mut *lock(&self.tasks)));
+        let tasks = {
+            let mut queue = lock(&self.tasks);
+            // Under the queue's lock: no task is queued after this.
+            self.closed.store(true, Ordering::Release);
+            std::mem::take(&mut *queue)
+        };
+        drop(tasks);
         lock(&self.wake).take().map(|w| w.tsfn)
     }
 
@@ -123,7 +137,15 @@ impl Home {
     /// Queues a woken task. Woken on the JavaScript thread, it runs in the round running now
     /// or before the loop next polls; woken elsewhere, the JavaScript thread is woken.
     fn schedule(&self, task: Arc<Task>) {
-        lock(&self.tasks).push_back(task);
+        let mut queue = lock(&self.tasks);
+        if self.closed.load(Ordering::Acquire) {
+            // Torn down: it never runs again, and is dropped with no lock held (see `close`).
+            drop(queue);
+            drop(task);
+            return;
+        }
+        queue.push_back(task);
+        drop(queue);
         let here = std::thread::current().id() == self.thread;
         let soon = || self.soon.get().is_some_and(|run_soon| run_soon());
         if !(here && (running() || soon())) {
@@ -420,6 +442,26 @@ mod tests {
         }
     }
 
+    /// A task's future that wakes another task as it drops (as a tokio mutex guard it holds
+    /// wakes the next waiter), and counts its drop.
+    struct WakesOnDrop(Option<Waker>, Arc<AtomicUsize>);
+
+    impl Future for WakesOnDrop {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+            Poll::Pending
+        }
+    }
+
+    impl Drop for WakesOnDrop {
+        fn drop(&mut self) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            if let Some(w) = self.0.take() {
+                w.wake();
+            }
+        }
+    }
+
     fn queued(home: &Home) -> usize {
         lock(&home.tasks).len()
     }
@@ -497,5 +539,49 @@ mod tests {
         assert!(home.close().is_none());
         assert_eq!(queued(&home), 0);
         assert_eq!(drops.load(Ordering::SeqCst), 2, "both futures dropped");
+    }
+
+    #[test]
+    fn closing_drops_a_task_that_wakes_another_as_it_drops_and_the_woken_one_too() {
+        let home = Arc::new(Home::new());
+        let drops = Arc::new(AtomicUsize::new(0));
+        // `other` is held only by the waker the first task's future keeps.
+        let other = Task::new(&home, Box::pin(Tracked(Arc::clone(&drops))));
+        let waker = Waker::from(other);
+        home.spawn(Box::pin(WakesOnDrop(Some(waker), Arc::clone(&drops))));
+        let (done, closed) = std::sync::mpsc::channel();
+        let h = Arc::clone(&home);
+        std::thread::spawn(move || {
+            let _ = h.close();
+            let _ = done.send(());
+        });
+        // A bound for a hang, not a speed: closing takes microseconds. (Dropped under the
+        // queue's lock, the first future's wake took the same lock and never returned.)
+        closed
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("close returned");
+        assert_eq!(drops.load(Ordering::SeqCst), 2, "both futures dropped");
+        assert_eq!(
+            queued(&home),
+            0,
+            "the task woken while closing is not queued"
+        );
+    }
+
+    #[test]
+    fn a_task_woken_after_closing_is_dropped_not_queued() {
+        let home = Arc::new(Home::new());
+        let drops = Arc::new(AtomicUsize::new(0));
+        let task = Task::new(&home, Box::pin(Tracked(Arc::clone(&drops))));
+        let waker = Waker::from(Arc::clone(&task));
+        drop(task);
+        assert!(home.close().is_none());
+        waker.wake();
+        assert_eq!(queued(&home), 0);
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "its future dropped with its last waker"
+        );
     }
 }

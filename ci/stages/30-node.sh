@@ -28,8 +28,9 @@ cargo test --locked -p fencelock-node --lib
 
 # Three test files at a time (node's default is one fewer than the cores: one here). Each file
 # starts servers of its own on free ports and mostly waits on them: the suite took 116 s one
-# file at a time and takes 51 s three at a time on this two-core machine.
-node --test --test-concurrency=3 test/*.test.mjs
+# file at a time and takes 51 s three at a time on this two-core machine. A file (and each of
+# its tests) that has not ended after 5 minutes fails, named, instead of hanging the run.
+node --test --test-concurrency=3 --test-timeout=300000 test/*.test.mjs
 # Again with calls on the runtime's threads instead of the JavaScript thread's event loop
 # (bindings-node/src/promise.rs, event_loop.rs); not the files whose outcome cannot depend on
 # the mode: the npm package's (packs, installs, type-checks the examples), the fencelock
@@ -42,7 +43,7 @@ for t in test/*.test.mjs; do
     *) runtime_tests+=("$t") ;;
   esac
 done
-FENCELOCK_NODE_IO=runtime node --test --test-concurrency=3 "${runtime_tests[@]}"
+FENCELOCK_NODE_IO=runtime node --test --test-concurrency=3 --test-timeout=300000 "${runtime_tests[@]}"
 node test/redlock/run.mjs
 # redis-semaphore's own tests (vendored in test/redis-semaphore/) against the library itself
 # and against fencelock/compat/redis-semaphore; one summary line each.
