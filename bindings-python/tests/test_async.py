@@ -380,7 +380,10 @@ def test_a_garbage_collected_async_lock_is_not_released(server: RedisServer, nam
     async def main() -> None:
         async with fa.LockManager(server.url) as m:
             with pytest.warns(ResourceWarning, match="garbage-collected while held and auto-extended"):
-                await m.acquire(name, 0.5, auto_extend=True)  # dropped at once
+                # Dropped at once. A TTL far longer than the collection takes on a busy machine:
+                # at 0.5 s the key once expired before the check below (a pass, then, would
+                # have proved nothing either).
+                await m.acquire(name, 30, auto_extend=True)
                 for _ in range(3):  # the loop lets go of the finished future within a few turns
                     await asyncio.sleep(0)
                     gc.collect()

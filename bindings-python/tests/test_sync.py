@@ -424,10 +424,12 @@ def test_a_collected_auto_extended_lock_warns_and_stops_extending(manager: fence
     import gc
 
     with pytest.warns(ResourceWarning, match=f'fencelock lock "{name}" .* garbage-collected while held and auto-extended'):
-        manager.acquire(name, 0.5, auto_extend=True)
+        # Extended every third of its TTL while it lived: a TTL long enough that a busy
+        # machine's collection cannot outlast it, short enough to see it expire.
+        manager.acquire(name, 2, auto_extend=True)
         gc.collect()
     assert manager.is_locked(name), "not released"
-    wait_until(lambda: server.client().get(name) is None, timeout=5, what="the key to expire, no longer extended")
+    wait_until(lambda: server.client().get(name) is None, timeout=15, what="the key to expire, no longer extended")
 
 
 def test_a_lock_held_by_a_thread_that_ends_stays_held(manager: fencelock.LockManager, name: str) -> None:
