@@ -426,8 +426,9 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
 
-    /// A task's future that counts its drops.
-    struct Tracked(Arc<AtomicUsize>);
+    /// A task's future that never finishes and counts its drops; with a waker, it wakes that
+    /// task as it drops (as a tokio mutex guard it holds wakes the next waiter).
+    struct Tracked(Arc<AtomicUsize>, Option<Waker>);
 
     impl Future for Tracked {
         type Output = ();
@@ -439,27 +440,14 @@ mod tests {
     impl Drop for Tracked {
         fn drop(&mut self) {
             self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
-    /// A task's future that wakes another task as it drops (as a tokio mutex guard it holds
-    /// wakes the next waiter), and counts its drop.
-    struct WakesOnDrop(Option<Waker>, Arc<AtomicUsize>);
-
-    impl Future for WakesOnDrop {
-        type Output = ();
-        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-            Poll::Pending
-        }
-    }
-
-    impl Drop for WakesOnDrop {
-        fn drop(&mut self) {
-            self.1.fetch_add(1, Ordering::SeqCst);
-            if let Some(w) = self.0.take() {
+            if let Some(w) = self.1.take() {
                 w.wake();
             }
         }
+    }
+
+    fn tracked(drops: &Arc<AtomicUsize>) -> LocalFuture {
+        Box::pin(Tracked(Arc::clone(drops), None))
     }
 
     fn queued(home: &Home) -> usize {
@@ -470,9 +458,7 @@ mod tests {
     fn tasks_run_in_the_order_they_were_woken() {
         let home = Arc::new(Home::new());
         let drops = Arc::new(AtomicUsize::new(0));
-        let tasks: Vec<Arc<Task>> = (0..3)
-            .map(|_| Task::new(&home, Box::pin(Tracked(Arc::clone(&drops)))))
-            .collect();
+        let tasks: Vec<Arc<Task>> = (0..3).map(|_| Task::new(&home, tracked(&drops))).collect();
         for i in [2, 0, 1] {
             Wake::wake_by_ref(&tasks[i]);
         }
@@ -487,7 +473,7 @@ mod tests {
     fn a_task_woken_twice_before_it_runs_is_queued_once() {
         let home = Arc::new(Home::new());
         let drops = Arc::new(AtomicUsize::new(0));
-        let task = Task::new(&home, Box::pin(Tracked(Arc::clone(&drops))));
+        let task = Task::new(&home, tracked(&drops));
         Wake::wake_by_ref(&task);
         Wake::wake_by_ref(&task);
         assert_eq!(queued(&home), 1);
@@ -502,9 +488,7 @@ mod tests {
     fn a_wake_from_another_thread_queues_the_task_and_signals_once() {
         let home = Arc::new(Home::new());
         let drops = Arc::new(AtomicUsize::new(0));
-        let tasks: Vec<Arc<Task>> = (0..2)
-            .map(|_| Task::new(&home, Box::pin(Tracked(Arc::clone(&drops)))))
-            .collect();
+        let tasks: Vec<Arc<Task>> = (0..2).map(|_| Task::new(&home, tracked(&drops))).collect();
         let waker = Waker::from(Arc::clone(&tasks[0]));
         std::thread::spawn(move || waker.wake()).join().unwrap();
         assert_eq!(queued(&home), 1);
@@ -533,8 +517,8 @@ mod tests {
     fn closing_drops_the_queued_tasks_and_hands_back_no_wake_up_when_none_was_set() {
         let home = Arc::new(Home::new());
         let drops = Arc::new(AtomicUsize::new(0));
-        home.spawn(Box::pin(Tracked(Arc::clone(&drops))));
-        home.spawn(Box::pin(Tracked(Arc::clone(&drops))));
+        home.spawn(tracked(&drops));
+        home.spawn(tracked(&drops));
         assert_eq!(queued(&home), 2);
         assert!(home.close().is_none());
         assert_eq!(queued(&home), 0);
@@ -546,9 +530,9 @@ mod tests {
         let home = Arc::new(Home::new());
         let drops = Arc::new(AtomicUsize::new(0));
         // `other` is held only by the waker the first task's future keeps.
-        let other = Task::new(&home, Box::pin(Tracked(Arc::clone(&drops))));
+        let other = Task::new(&home, tracked(&drops));
         let waker = Waker::from(other);
-        home.spawn(Box::pin(WakesOnDrop(Some(waker), Arc::clone(&drops))));
+        home.spawn(Box::pin(Tracked(Arc::clone(&drops), Some(waker))));
         let (done, closed) = std::sync::mpsc::channel();
         let h = Arc::clone(&home);
         std::thread::spawn(move || {
@@ -572,7 +556,7 @@ mod tests {
     fn a_task_woken_after_closing_is_dropped_not_queued() {
         let home = Arc::new(Home::new());
         let drops = Arc::new(AtomicUsize::new(0));
-        let task = Task::new(&home, Box::pin(Tracked(Arc::clone(&drops))));
+        let task = Task::new(&home, tracked(&drops));
         let waker = Waker::from(Arc::clone(&task));
         drop(task);
         assert!(home.close().is_none());
