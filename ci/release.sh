@@ -21,8 +21,8 @@
 #                                             (glibc 2.17) inside
 #   SHA256SUMS                                over all of the above
 #
-# Linux x86-64 binaries are linked against glibc 2.17 with zig (ziglang and cargo-zigbuild
-# from PyPI, installed into target/venv-release), so they run on every Linux of the last ten
+# Linux x86-64 binaries are linked against glibc 2.17 with zig (ziglang and maturin's zig
+# wrappers, from PyPI, installed into target/venv-release), so they run on every Linux of the last ten
 # years (RHEL 7 and later, Debian 8 and later, Amazon Linux 2). Other platforms are built on
 # their own machines with the same commands; their packages' names are in package.json.
 #
@@ -34,7 +34,6 @@ OUT="$ROOT/dist"
 if [ "${1:-}" = "--out" ]; then OUT="$(mkdir -p "$2" && cd "$2" && pwd)"; fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 TRIPLE=x86_64-unknown-linux-gnu
-GLIBC=2.17
 PYTHON="${PYTHON:-python3}"
 
 version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' Cargo.toml)
@@ -60,16 +59,16 @@ if [ ${#drift[@]} -gt 0 ]; then
   exit 1
 fi
 
-# --- the tools: maturin, zig and cargo-zigbuild, pinned, in a virtualenv of their own
+# --- the tools: maturin and zig, pinned, in a virtualenv of their own
 venv="$CARGO_TARGET_DIR/venv-release"
-if [ ! -x "$venv/bin/cargo-zigbuild" ]; then
+if [ ! -x "$venv/bin/maturin" ] || [ ! -d "$venv/lib/python3"*/site-packages/ziglang ]; then
   rm -rf "$venv"
   "$PYTHON" -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check \
-    "maturin==1.16.0" "ziglang==0.13.0" "cargo-zigbuild==0.20.1"
+  "$venv/bin/pip" install -q --disable-pip-version-check "maturin==1.16.0" "ziglang==0.13.0"
 fi
 export PATH="$venv/bin:$PATH"
-# cargo-zigbuild finds zig through this (ziglang ships it as a Python module).
+# maturin's zig support (cargo-zigbuild's code) finds zig through this (ziglang ships it as a
+# Python module).
 export CARGO_ZIGBUILD_ZIG_PATH="$venv/bin/python3 -m ziglang"
 
 rm -rf "$OUT"
@@ -80,18 +79,36 @@ mkdir -p "$stage"
 
 # --- Python: abi3 wheel for manylinux2014 (glibc 2.17), and the sdist
 echo "--- python wheel (manylinux2014) and sdist"
-# (A target directory of its own: maturin's zig setup and cargo-zigbuild's differ, and would
-# rebuild each other's dependencies in a shared one.)
-(cd bindings-python && CARGO_TARGET_DIR="$CARGO_TARGET_DIR/zig-python" maturin build --locked \
+# maturin runs Cargo with zig as the linker and C compiler for glibc 2.17 (CC_<triple>,
+# CARGO_TARGET_<TRIPLE>_LINKER and a few more). The Node addon, the C library and the command
+# are built below with the environment it gave Cargo, recorded here by a `cargo` in front of
+# the real one: with the same linker and compiler, that build reuses the core and every
+# dependency this one compiled (a different zig setup, such as cargo-zigbuild's, compiled
+# them all again: 95 s more at optimisation level 0).
+real_cargo=$(command -v cargo)
+shim=$(mktemp -d)
+trap 'rm -rf "$shim"' EXIT
+cat > "$shim/cargo" <<SHIM
+#!/bin/sh
+env -0 > "$shim/env"
+exec "$real_cargo" "\$@"
+SHIM
+chmod +x "$shim/cargo"
+(cd bindings-python && PATH="$shim:$PATH" maturin build --locked \
   --release --zig --compatibility manylinux2014 --target "$TRIPLE" --out "$OUT")
 (cd bindings-python && maturin sdist --out "$OUT")
+[ -s "$shim/env" ] || { echo "maturin did not run cargo through $shim/cargo" >&2; exit 1; }
+mapfile -d '' -t maturin_env < "$shim/env"
+linker_var="CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$TRIPLE")_LINKER"
+grep -qz "^$linker_var=.*zigcc" "$shim/env" \
+  || { echo "maturin's build had no zig linker for $TRIPLE ($linker_var)" >&2; exit 1; }
 
 # --- Node: the linux-x64-gnu addon (glibc 2.17) and the two npm packages
 echo "--- npm packages"
 # The Node addon, the C library and the fencelock command in one build (one feature set: the
-# core and its dependencies are compiled once for all three).
-cargo zigbuild --locked --release -p fencelock-node -p fencelock-c -p fencelock-cli \
-  --target "$TRIPLE.$GLIBC"
+# core and its dependencies are compiled once for all three), in maturin's environment.
+env -i "${maturin_env[@]}" "$real_cargo" build --locked --release \
+  -p fencelock-node -p fencelock-c -p fencelock-cli --target "$TRIPLE"
 node ci/npm-packages.js "$stage/npm" "$CARGO_TARGET_DIR/$TRIPLE/release/libfencelock_node.so"
 for dir in "$stage"/npm/*/; do
   (cd "$dir" && npm pack --silent --pack-destination "$OUT" >/dev/null)
