@@ -13,7 +13,7 @@ use fencelock::{AcquireOptions, Leader, Result};
 use crate::error::fl_status;
 use crate::error::{boundary, boundary_or};
 use crate::ffi;
-use crate::lock::{fl_interrupt_callback, fl_lock, hand_out, lock_ref, manager};
+use crate::lock::{fl_interrupt_callback, fl_lock, hand_out, lock_ref, manager, INTERRUPT_POLL};
 use crate::manager::fl_manager;
 use crate::pending::{fl_acquire_done, fl_pending, start_prepared};
 
@@ -23,9 +23,6 @@ pub const FL_ELECTION_VALUE_MAX: usize = 16384;
 pub const FL_ELECTION_VALUE_SIZE: usize = 16385;
 const _: () = assert!(FL_ELECTION_VALUE_MAX == fencelock::MAX_VALUE_LEN);
 const _: () = assert!(FL_ELECTION_VALUE_SIZE == FL_ELECTION_VALUE_MAX + 1);
-
-/// How often an interruptible campaign asks its callback whether to give up.
-const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
 /// A leader election on one name. Opaque: made by `fl_election_new`, freed by
 /// `fl_election_free`; it keeps its manager's connections alive (the manager may be freed

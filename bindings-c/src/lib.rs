@@ -44,6 +44,8 @@ mod hook;
 mod lost;
 
 mod family;
+// The one body behind the family's entry points.
+mod lease;
 
 // Acquisitions that complete through a callback (no thread per waiter).
 mod pending;

@@ -199,7 +199,7 @@ pub(crate) unsafe fn flagged_options(
 }
 
 /// How often `fl_lock_acquire_interruptible` asks its callback whether to give up.
-const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+pub(crate) const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
 pub(crate) fn hand_out(lock: Lock, out: &mut *mut fl_lock) -> Result<()> {
     *out = Box::into_raw(Box::new(fl_lock::new(lock)?));

@@ -11,6 +11,7 @@
 mod lock;
 mod manager;
 
+mod abort;
 mod args;
 pub mod cli;
 mod election;
