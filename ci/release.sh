@@ -22,9 +22,10 @@
 #   SHA256SUMS                                over all of the above
 #
 # Linux x86-64 binaries are linked against glibc 2.17 with zig (ziglang and maturin's zig
-# wrappers, from PyPI, installed into target/venv-release), so they run on every Linux of the last ten
-# years (RHEL 7 and later, Debian 8 and later, Amazon Linux 2). Other platforms are built on
-# their own machines with the same commands; their packages' names are in package.json.
+# wrappers, from PyPI, installed into target/venv-release), so they run on every Linux of the
+# last ten years (RHEL 7 and later, Debian 8 and later, Amazon Linux 2). Other platforms are
+# built on their own machines with the same commands; their packages' names are in
+# package.json.
 #
 # Usage: ci/release.sh [--out DIR]   (default dist/)
 set -euo pipefail
