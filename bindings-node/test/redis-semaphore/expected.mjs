@@ -102,3 +102,21 @@ export const EITHER = new Map([
   ['Mutex should abort when the given signal is aborted', HANDED_RACE],
   ['RedlockMutex The operation was aborted due to timeout', HANDED_RACE],
 ])
+
+// Tests of the library's own that race with the clock when the library itself runs them (the
+// control), with why and the failure that race gives: a pass, or that failure, is accepted.
+const FIFTY_MS_WINDOW = [
+  'takes the limit of 3 with lockTimeout 50 and no refresh, a second set of 3 waiting behind, ' +
+    "and reads the library's sorted set on each server once every acquire() of a set has " +
+    'resolved; the first permit of a set is taken up to tens of ms before the last one, so on ' +
+    "a busy machine (the drop-in's run beside it) it expires before the read, which counts 2. " +
+    "The library's timing, not the servers': seen once in CI (RedlockMultiSemaphore, session 39)",
+  /to have the same members as|to deeply equal \[ 3, 3, 3 \]|expected [0-2] to deeply equal 3/,
+]
+
+export const CONTROL_EITHER = new Map([
+  ['Semaphore should acquire maximum LIMIT semaphores', FIFTY_MS_WINDOW],
+  ['MultiSemaphore should acquire maximum LIMIT semaphores', FIFTY_MS_WINDOW],
+  ['RedlockSemaphore should acquire maximum LIMIT semaphores', FIFTY_MS_WINDOW],
+  ['RedlockMultiSemaphore should acquire maximum LIMIT semaphores', FIFTY_MS_WINDOW],
+])

@@ -9,7 +9,8 @@
 // 3. mocha runs the tests against each module (against the drop-in, each test in a mocha run
 //    of its own), forked with an IPC channel over which test/shell.ts asks this script to
 //    stop a server (by PID) or start it again;
-// 4. the results are checked against expected.mjs: the control must pass every test, and the
+// 4. the results are checked against expected.mjs: the control must pass every test but four
+//    whose own 50 ms window a busy machine can miss (either outcome accepted), and the
 //    drop-in every test but the expected failures, each of which must fail (an expected
 //    failure that passes is an error too, so the list stays true); a few tests race with the
 //    drop-in's background work, and either outcome of those is accepted (expected.mjs).
@@ -27,7 +28,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { RedisServer, waitUntil } from '../redis.mjs'
-import { EITHER, EXPECTED_FAILURES } from './expected.mjs'
+import { CONTROL_EITHER, EITHER, EXPECTED_FAILURES } from './expected.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const pkgDir = path.resolve(here, '..', '..')
@@ -162,7 +163,7 @@ const runs = await Promise.all(
 let problems = []
 for (const { what, control, results } of runs) {
   const expected = control ? new Map() : EXPECTED_FAILURES
-  const either = control ? new Map() : EITHER
+  const either = control ? CONTROL_EITHER : EITHER
   let passed = 0
   let failedAsExpected = 0
   let raced = 0
