@@ -34,7 +34,7 @@ use stateright::{Model, Property};
 use crate::many;
 use crate::scripts::{self, Ctx, Served};
 pub use crate::world::{
-    Action, Client, ClientState, Family, Faults, History, Hold, Key, Lease, LockModel, Phase,
+    Action, Client, ClientState, Family, Faults, History, Hold, Key, Lean, Lease, LockModel, Phase,
     Place, Pubsub, Reply, Request, Server, State, Store,
 };
 
@@ -240,6 +240,7 @@ impl LockModel {
             many,
             family: &self.family,
             pubsub: self.pubsub,
+            lean: self.lean,
         }
     }
 

@@ -29,7 +29,7 @@ use stateright::{Model, Property, Representative};
 
 use crate::scripts::{self, Ctx};
 pub use crate::votes::{Action, ClientState, History, Phase, RedlockModel, Stage, State, Vote};
-use crate::world::{Client, Hold, Pubsub, Reply, Request, Server, Store};
+use crate::world::{Client, Hold, Lean, Pubsub, Reply, Request, Server, Store};
 
 impl Model for RedlockModel {
     type State = State;
@@ -273,6 +273,7 @@ impl RedlockModel {
             many: &vec![false; listening.len()],
             family: &self.family,
             pubsub: Pubsub::Exact,
+            lean: Lean::QueueChecked,
         };
         let before = scripts::untold(&x, &s.servers[i]);
         let had = scripts::holds(&s.servers[i], c, s.now);

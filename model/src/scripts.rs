@@ -6,8 +6,8 @@
 //! ([`crate::redlock`]) both run them. The conformance test (`core/src/scripts/conformance.rs`,
 //! from [`crate::trace`]) holds these steps to the real scripts on a real server.
 
-pub use crate::world::Pubsub;
 use crate::world::{Client, Family, Key, Place, Reply, Request, Server};
+pub use crate::world::{Lean, Pubsub};
 
 /// What a script runs with: the time, the lock's TTL and a place's life (ticks), which
 /// clients listen on their wake-up channels and which of those the server sees listen (its
@@ -23,6 +23,7 @@ pub struct Ctx<'a> {
     pub many: &'a [bool],
     pub family: &'a Family,
     pub pubsub: Pubsub,
+    pub lean: Lean,
 }
 
 /// What a script did on a name: its reply (none for an undo, whose reply nobody waits for),
@@ -179,6 +180,11 @@ impl Run<'_, '_> {
         if self.server.key.is_some_and(|k| k.holder == c) {
             // Re-entry by token: the TTL reset, a new fencing token.
             let fence = self.grant(c, false);
+            return Reply::Granted { fence };
+        }
+        if self.x.lean == Lean::KeyOnly && self.server.key.is_none() {
+            // The key alone says nothing of a line whose holder's key expired under it.
+            let fence = self.grant(c, true);
             return Reply::Granted { fence };
         }
         let placed = self.take_place(c, arrival);

@@ -4,7 +4,7 @@
 
 use stateright::{Checker, HasDiscoveries, Model};
 
-use fencelock_model::lock::{Action, Faults, LockModel, Phase};
+use fencelock_model::lock::{Action, Faults, Lean, LockModel, Phase};
 use fencelock_model::properties::*;
 use fencelock_model::scripts::Pubsub;
 
@@ -198,4 +198,26 @@ fn moved_slot_model(faults: Faults) -> LockModel {
     (m.max_time, m.max_extends) = (2, 0);
     m.pubsub = Pubsub::Broadcast;
     m
+}
+
+/// Issue 56 item 5's question, whether the uncontended acquire could skip reading the line (a
+/// plain `SET NX PX` and the counter's `INCR`, as a mark on the lock's key saying that someone
+/// waits would allow): a holder's key expires while a waiter listens in line (its holder
+/// stopped, or slow to release), and a newcomer's `SET NX` takes the name ahead of the waiter.
+/// The checker finds the waiter passed at the bounds at which
+/// `three_clients_take_turns_in_line` finds the scripts' lean path (which checks the line
+/// first) never passes one.
+#[test]
+fn a_lean_path_that_reads_only_the_key_passes_a_waiter() {
+    let mut m = LockModel::small(3, Faults::NONE);
+    (m.max_time, m.max_extends) = (4, 0);
+    m.lean = Lean::KeyOnly;
+    let wanted = HasDiscoveries::AnyOf([NEVER_PASSES_A_WAITER].into_iter().collect());
+    let c = m.checker().finish_when(wanted).spawn_bfs().join();
+    let found = c.discovery(NEVER_PASSES_A_WAITER);
+    assert!(
+        found.is_some(),
+        "a grant that reads only the key kept the line's order"
+    );
+    eprintln!("a key-only lean path: {:?}", found.unwrap().into_actions());
 }
