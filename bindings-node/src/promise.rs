@@ -51,12 +51,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    /// Queues a finished call and wakes the JavaScript thread to settle it, unless it
-    /// finished in a round of that thread's tasks, after which it is settled in place
-    /// ([`settle_here`]).
-    fn deliver(&self, id: u64, outcome: Outcome) {
+    /// Queues a finished call and, with `wake`, wakes the JavaScript thread to settle it,
+    /// unless it finished in a round of that thread's tasks, after which it is settled in
+    /// place ([`settle_here`]). Without `wake` it waits for the thread's next settling.
+    fn deliver(&self, id: u64, outcome: Outcome, wake: bool) {
         lock(&self.done).push((id, outcome));
-        if !self.home.in_round() {
+        if wake && !self.home.in_round() {
             self.home.signal();
         }
     }
@@ -478,7 +478,7 @@ where
     // The call's future is boxed once here: a core call's future holds every step's state
     // (kilobytes), and the task would otherwise copy it whole when it is spawned and again
     // when it completes (bench/notes.md).
-    run(shared, id, on_loop, Box::pin(fut));
+    run(shared, id, on_loop, Box::pin(fut), |_| true);
     with_settler(env, |s| {
         let deferred = Some(deferred);
         s.pending.insert(id, Pending { deferred, settle });
@@ -491,15 +491,18 @@ where
 /// Runs `then` on the JavaScript thread with the output of `fut`: a watch (a lock's
 /// `signal`), which unlike a call does not keep the event loop alive while it waits, and costs
 /// no threadsafe function of its own (the thread's settler wakes it). On the thread's executor
-/// it ends with the release that ends it, in the same wake-up.
+/// it ends with the release that ends it, in the same wake-up. An end with nothing to tell
+/// (`None`: the lock released, detached or dropped) wakes nobody: `then` runs at the thread's
+/// next settling (a release's own reply's), where a wake-up of its own cost every lease with a
+/// loss hook two system calls and a turn of the event loop (bench/notes.md, issue 55).
 pub(crate) fn watch<O, F, S>(env: &Env, fut: F, then: S) -> Result<()>
 where
     O: Send + 'static,
-    F: Future<Output = O> + Send + 'static,
-    S: FnOnce(&Env, O) -> Result<()> + 'static,
+    F: Future<Output = Option<O>> + Send + 'static,
+    S: FnOnce(&Env, Option<O>) -> Result<()> + 'static,
 {
     let settle: Settle = Box::new(move |env, outcome: Outcome| {
-        if let Ok(out) = outcome.downcast::<std::thread::Result<O>>() {
+        if let Ok(out) = outcome.downcast::<std::thread::Result<Option<O>>>() {
             if let Ok(out) = *out {
                 then(env, out)?;
             }
@@ -520,14 +523,15 @@ where
     })?;
     // Recorded before it is spawned: its outcome is settled on this thread, after this
     // function returns.
-    run(shared, id, on_loop, Box::pin(fut));
+    run(shared, id, on_loop, Box::pin(fut), Option::is_some);
     Ok(())
 }
 
 /// Runs `fut` (boxed, its panic caught) and delivers its outcome as `id`'s: on this thread's
 /// executor when calls run `on_loop` (a task that runs before the event loop next polls, with
 /// every call started until then, so their commands leave together), else on the runtime.
-fn run<O, F>(shared: Arc<Shared>, id: u64, on_loop: bool, fut: Pin<Box<F>>)
+/// `wakes` says whether an outcome wakes the thread to be settled (see [`watch`]).
+fn run<O, F>(shared: Arc<Shared>, id: u64, on_loop: bool, fut: Pin<Box<F>>, wakes: fn(&O) -> bool)
 where
     O: Send + 'static,
     F: Future<Output = O> + Send + 'static,
@@ -535,7 +539,9 @@ where
     let home = Arc::clone(&shared.home);
     let task = async move {
         let out = AssertUnwindSafe(fut).catch_unwind().await;
-        shared.deliver(id, Box::new(out));
+        // A panic is always told.
+        let wake = out.as_ref().map_or(true, wakes);
+        shared.deliver(id, Box::new(out), wake);
     };
     if on_loop {
         home.spawn(Box::pin(task));
