@@ -169,6 +169,12 @@ impl Home {
         }
     }
 
+    /// Whether a wake-up of the JavaScript thread is on its way.
+    #[cfg(test)]
+    pub(crate) fn is_signalled(&self) -> bool {
+        self.signalled.load(Ordering::Acquire)
+    }
+
     /// The thread's wake-up arrived: runs the woken tasks with `signalled` still set (calls
     /// they finish are settled by the same wake-up), then clears it, looking once more for
     /// tasks woken from other threads just before (one woken after it signals anew).
@@ -289,6 +295,22 @@ pub(crate) fn init_thread(env: sys::napi_env, home: &Arc<Home>) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether calls run on the JavaScript thread with connections driven by its event loop (the
+/// default, or `FENCELOCK_NODE_IO=loop`), or on the runtime's threads
+/// (`FENCELOCK_NODE_IO=runtime`); read once per process. The loop saves two thread crossings
+/// per call (bench/notes.md); the runtime keeps calls moving while JavaScript code holds the
+/// thread. Any other value is an error, reported when a manager is made (`promise::loop_io`).
+pub(crate) fn calls_on_loop() -> std::result::Result<bool, &'static str> {
+    static MODE: std::sync::OnceLock<std::result::Result<bool, &'static str>> =
+        std::sync::OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var_os("FENCELOCK_NODE_IO") {
+        None => Ok(true),
+        Some(v) if v == "loop" || v.is_empty() => Ok(true),
+        Some(v) if v == "runtime" => Ok(false),
+        Some(_) => Err(r#"FENCELOCK_NODE_IO must be "loop" (the default) or "runtime""#),
+    })
 }
 
 /// Runs this thread's queued tasks before its event loop next polls: once for every task

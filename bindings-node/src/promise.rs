@@ -143,7 +143,8 @@ impl Settler {
             sys::napi_unref_threadsafe_function(env, tsfn);
             sys::napi_add_env_cleanup_hook(env, Some(teardown), ptr::null_mut());
         }
-        let on_loop = calls_on_loop() == Ok(true) && event_loop::init_thread(env, &shared.home);
+        let on_loop =
+            event_loop::calls_on_loop() == Ok(true) && event_loop::init_thread(env, &shared.home);
         Ok(Settler {
             env,
             shared,
@@ -173,22 +174,6 @@ impl Settler {
     }
 }
 
-/// Whether calls run on the JavaScript thread with connections driven by its event loop (the
-/// default, or `FENCELOCK_NODE_IO=loop`), or on the runtime's threads
-/// (`FENCELOCK_NODE_IO=runtime`); read once per process. The loop saves two thread crossings
-/// per call (bench/notes.md); the runtime keeps calls moving while JavaScript code holds the
-/// thread. Any other value is an error, reported when a manager is made ([`loop_io`]).
-fn calls_on_loop() -> std::result::Result<bool, &'static str> {
-    static MODE: std::sync::OnceLock<std::result::Result<bool, &'static str>> =
-        std::sync::OnceLock::new();
-    *MODE.get_or_init(|| match std::env::var_os("FENCELOCK_NODE_IO") {
-        None => Ok(true),
-        Some(v) if v == "loop" || v.is_empty() => Ok(true),
-        Some(v) if v == "runtime" => Ok(false),
-        Some(_) => Err(r#"FENCELOCK_NODE_IO must be "loop" (the default) or "runtime""#),
-    })
-}
-
 /// The core's hook for a manager made on this thread: its connections to plain TCP servers
 /// driven by this thread's event loop; `None` when calls run on the runtime (also when the
 /// thread's settler cannot be made: calls then fail on their own). An unknown
@@ -197,7 +182,7 @@ pub(crate) fn loop_io(
     env: &Env,
 ) -> std::result::Result<Option<Arc<dyn fencelock::ffi_support::lane::LoopIo>>, crate::error::Failure>
 {
-    calls_on_loop().map_err(crate::error::invalid)?;
+    event_loop::calls_on_loop().map_err(crate::error::invalid)?;
     let io = with_settler(env, |s| {
         s.on_loop.then(|| {
             Arc::new(crate::loop_stream::NodeLoopIo::new(Arc::clone(
@@ -491,10 +476,8 @@ where
 /// Runs `then` on the JavaScript thread with the output of `fut`: a watch (a lock's
 /// `signal`), which unlike a call does not keep the event loop alive while it waits, and costs
 /// no threadsafe function of its own (the thread's settler wakes it). On the thread's executor
-/// it ends with the release that ends it, in the same wake-up. An end with nothing to tell
-/// (`None`: the lock released, detached or dropped) wakes nobody: `then` runs at the thread's
-/// next settling (a release's own reply's), where a wake-up of its own cost every lease with a
-/// loss hook two system calls and a turn of the event loop (bench/notes.md, issue 55).
+/// it ends with the release that ends it. An end with nothing to tell (`None`: released,
+/// detached, dropped) wakes nobody: `then` runs at the next settling (bench/notes.md, issue 55).
 pub(crate) fn watch<O, F, S>(env: &Env, fut: F, then: S) -> Result<()>
 where
     O: Send + 'static,
@@ -595,4 +578,18 @@ pub(crate) fn rejected_with<'e, V: ToNapiValue>(
 #[napi(catch_unwind, js_name = "__pendingWatches", skip_typescript)]
 pub fn pending_watches(env: Env) -> Result<u32> {
     with_settler(&env, |s| (s.pending.len() - s.calls) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A watch's end with nothing to tell waits for the next settling; a call's wakes the thread.
+    #[test]
+    fn only_an_outcome_that_wakes_signals_the_thread() {
+        let (home, done) = (super::Arc::new(super::Home::new()), Default::default());
+        let shared = super::Shared { home, done };
+        shared.deliver(1, Box::new(()), false);
+        assert!(!shared.home.is_signalled());
+        shared.deliver(2, Box::new(()), true);
+        assert!(shared.home.is_signalled() && super::lock(&shared.done).len() == 2);
+    }
 }
