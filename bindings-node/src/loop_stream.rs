@@ -66,6 +66,11 @@ struct Watch {
     /// The `uv_poll_t` (made on first wait), or null.
     handle: *mut c_void,
     watching: c_int,
+    /// False from a read that would block until libuv reports the socket readable: a read
+    /// asked for meanwhile waits without a system call (the connection's task is polled
+    /// again for every command it sends, and each such read found nothing, bench/notes.md).
+    /// While false, `watching` holds `UV_READABLE`, so the report comes.
+    readable: bool,
     reader: Option<Waker>,
     writer: Option<Waker>,
 }
@@ -83,6 +88,7 @@ impl LoopStream {
                 thread,
                 handle: ptr::null_mut(),
                 watching: 0,
+                readable: true,
                 reader: None,
                 writer: None,
             })),
@@ -173,6 +179,7 @@ unsafe extern "C" fn on_ready(handle: *mut c_void, status: c_int, events: c_int)
         } else {
             events
         };
+        watch.readable |= events & UV_READABLE != 0;
         let mut idle = 0;
         for (event, waiter) in [
             (UV_READABLE, &mut watch.reader),
@@ -227,6 +234,11 @@ impl LoopStream {
         mut op: impl FnMut(&TcpStream) -> io::Result<T>,
     ) -> Poll<io::Result<T>> {
         self.check_thread()?;
+        if event == UV_READABLE && !self.io.readable {
+            // Nothing came since the last read found nothing: wait for libuv's report.
+            self.io.reader = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
         loop {
             match op(&self.io.sock) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -239,6 +251,8 @@ impl LoopStream {
                     };
                     *waiter = Some(cx.waker().clone());
                     io.want(event)?;
+                    // Watched now: libuv reports when it is readable again.
+                    io.readable &= event != UV_READABLE;
                     return Poll::Pending;
                 }
                 done => return Poll::Ready(done),
