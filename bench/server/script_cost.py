@@ -22,6 +22,9 @@ does: the acquire (on a free name) and the release. Candidates:
 - multi: MULTI / EXISTS queue / SET NX PX / INCR / EXEC pipelined in one write, then the
   compare-and-delete script;
 - noop: EVALSHA of `return 1` twice: the price of a script call alone;
+- permits and rs-semaphore: a semaphore's uncontended permit cycle (limit 4, one permit) with
+  our permit scripts (as scripts/permits.rs puts them together), against redis-semaphore
+  5.8.0's (its acquire script, then a plain ZREM);
 - ours-contended and floor-contended: a "cycle" is one critical section under contention
   instead (see `contended`): ours' release that hands over plus the refused attempt that takes
   a place, against the least a polling lock sends (release, the winner's SET NX PX, the
@@ -51,6 +54,24 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "core" / "src" / "scripts"
 
 CAD = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
+
+# redis-semaphore 5.8.0's acquire (lib/semaphore/acquire/lua.js); its release is a ZREM.
+RS_SEMAPHORE_ACQUIRE = """
+local key = KEYS[1]
+local limit = tonumber(ARGV[1])
+local identifier = ARGV[2]
+local lockTimeout = tonumber(ARGV[3])
+local now = tonumber(ARGV[4])
+local expiredTimestamp = now - lockTimeout
+redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)
+if redis.call('zcard', key) < limit then
+  redis.call('zadd', key, now, identifier)
+  redis.call('pexpire', key, lockTimeout)
+  return 1
+else
+  return 0
+end
+"""
 
 LEAN_ACQUIRE = """
 if redis.call('EXISTS', KEYS[3]) == 0 and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -226,7 +247,42 @@ def candidates(c: RespClient, baseline: str | None, extra: list[str]) -> dict[st
         (resp("EVALSHA", cad, "1", keys(n)[0], token), one)]
     cands["noop"] = lambda n: [(resp("EVALSHA", noop, "0"), one), (resp("EVALSHA", noop, "0"), one)]
     cands.update(contended(c, ours_acq, ours_rel, cad, keys, channel))
+    cands.update(permits(c, token, channel))
     return cands
+
+
+def permit_sources() -> tuple[str, str]:
+    """The permit acquire and release scripts as scripts/permits.rs puts them together."""
+    def read(*names: str) -> str:
+        return "".join((SCRIPTS / n).read_text() for n in names)
+    return (read("permits_acquire_lean.lua", "queue.lua", "permits.lua", "permits_acquire.lua"),
+            read("permits_release_lean.lua", "queue.lua", "permits.lua", "permits_release.lua"))
+
+
+def permits(c: RespClient, token: str, channel: str) -> dict[str, Cycle]:
+    """A semaphore's uncontended permit cycle (limit 4, one permit), ours against
+    redis-semaphore's (its acquire script, then its release: a plain ZREM)."""
+    acq, rel = (c.call("SCRIPT", "LOAD", src).decode() for src in permit_sources())
+    rs_acq = c.call("SCRIPT", "LOAD", RS_SEMAPHORE_ACQUIRE).decode()
+    granted: Check = lambda r: isinstance(r, list) and r[0] == 1  # noqa: E731
+    one: Check = lambda r: r == 1  # noqa: E731
+
+    def keys(n: int) -> list[str]:
+        return [f"sem-{n}", f"fencelock:{{1}}:holders:sem-{n}", "fencelock:{1}:fence",
+                f"fencelock:{{1}}:queue:sem-{n}", f"fencelock:{{1}}:deadlines:sem-{n}",
+                f"fencelock:{{1}}:ttls:sem-{n}"]
+
+    def ours(n: int) -> list[tuple[bytes, Check]]:
+        k = keys(n)
+        return [(resp("EVALSHA", acq, "6", *k, token, f"PUBLISH 30000 16 0 0 1 s 4 1 {channel}"), granted),
+                (resp("EVALSHA", rel, "6", *k, token, f"PUBLISH 1 16 {channel}"), one)]
+
+    def theirs(n: int) -> list[tuple[bytes, Check]]:
+        now = str(int(time.time() * 1000))
+        return [(resp("EVALSHA", rs_acq, "1", f"semaphore:sem-{n}", "4", token, "30000", now), one),
+                (resp("ZREM", f"semaphore:sem-{n}", token), one)]
+
+    return {"permits": ours, "rs-semaphore": theirs}
 
 
 def contended(c: RespClient, acq: str, rel: str, cad: str, keys: Callable[[int], list[str]],

@@ -68,6 +68,30 @@ describe('the surface', () => {
     assert.match(new Mutex(client, 'key', { identifierSuffix: 'abc' }).identifier, /-abc$/)
     assert.equal(new Semaphore(client, 'key', 2, { identifier: 'job-7' }).identifier, 'job-7')
   })
+
+  it('the objects over one client share their identifiers\' first 16 characters, so their waiters share one subscription', async () => {
+    const ids = Array.from({ length: 50 }, () => new Semaphore(client, 'key', 1).identifier)
+    assert.equal(new Set(ids).size, ids.length)
+    assert.equal(new Set(ids.map((id) => id.slice(0, 16))).size, 1)
+    assert.equal(new Mutex(client, 'key').identifier.slice(0, 16) === ids[0].slice(0, 16), false, 'a mutex is another manager')
+    const subscribes = async () => Number((await client.info('commandstats')).match(/cmdstat_subscribe:calls=(\d+)/)?.[1] ?? 0)
+    const before = await subscribes()
+    // Six objects wait in turn on a semaphore of 1: each but the first is refused, waits in
+    // line and is woken by the release before it.
+    const holder = new Semaphore(client, 'waits', 1, timeoutOptions)
+    await holder.acquire()
+    const waiters = Array.from({ length: 6 }, () => new Semaphore(client, 'waits', 1, { ...timeoutOptions, acquireTimeout: 5000 }))
+    const taken = waiters.map((w) => w.acquire().then(() => w.release()))
+    const queued = async () => {
+      const [queue] = await client.keys('semaphore:fencelock:*:queue:waits')
+      return queue === undefined ? 0 : client.zcard(queue)
+    }
+    await waitUntil(async () => (await queued()) === 6, 'six objects in line')
+    await holder.release()
+    await Promise.all(taken)
+    const sent = (await subscribes()) - before
+    assert.ok(sent >= 1 && sent <= 2, `${sent} SUBSCRIBE for 6 waiting objects`)
+  })
 })
 
 describe('Mutex', () => {
