@@ -24,7 +24,8 @@ does: the acquire (on a free name) and the release. Candidates:
 - noop: EVALSHA of `return 1` twice: the price of a script call alone;
 - permits and rs-semaphore: a semaphore's uncontended permit cycle (limit 4, one permit) with
   our permit scripts (as scripts/permits.rs puts them together), against redis-semaphore
-  5.8.0's (its acquire script, then a plain ZREM);
+  5.8.0's (its acquire script, then a plain ZREM); permits-contended: a semaphore of 1 under
+  contention, as ours-contended below for a lock;
 - ours-contended and floor-contended: a "cycle" is one critical section under contention
   instead (see `contended`): ours' release that hands over plus the refused attempt that takes
   a place, against the least a polling lock sends (release, the winner's SET NX PX, the
@@ -282,7 +283,33 @@ def permits(c: RespClient, token: str, channel: str) -> dict[str, Cycle]:
         return [(resp("EVALSHA", rs_acq, "1", f"semaphore:sem-{n}", "4", token, "30000", now), one),
                 (resp("ZREM", f"semaphore:sem-{n}", token), one)]
 
-    return {"permits": ours, "rs-semaphore": theirs}
+    return {"permits": ours, "rs-semaphore": theirs, "permits-contended": contended_permits(c, acq, rel, channel)}
+
+
+def contended_permits(c: RespClient, acq: str, rel: str, channel: str) -> Cycle:
+    """A semaphore of 1 under contention, as `contended` for a lock: the holder's release
+    hands the permit to the waiter in line (and publishes its wake-up), then the holder's next
+    attempt is refused and takes a place in line."""
+    tokens = ("cccccccccccccccc.1f1c2a1e-4c1b-4b8e-9d55-0c7b2b7f3a10",
+              "dddddddddddddddd.2f1c2a1e-4c1b-4b8e-9d55-0c7b2b7f3a10")
+    k = ["sem-c", "fencelock:{1}:holders:sem-c", "fencelock:{1}:fence", "fencelock:{1}:queue:sem-c",
+         "fencelock:{1}:deadlines:sem-c", "fencelock:{1}:ttls:sem-c"]
+    ttl = lasts = "30000"
+
+    def attempt(token: str, arrival: int) -> bytes:
+        return resp("EVALSHA", acq, "6", *k, token, f"PUBLISH {ttl} 16 {arrival} {lasts} 1 s 1 1 {channel}")
+
+    subscriber(c.sock.getpeername()[1], [f"{channel}|{t[:16]}" for t in tokens])
+    assert c.call("EVALSHA", acq, "6", *k, tokens[0], f"PUBLISH {ttl} 16 0 0 1 s 1 1 {channel}")[0] == 1
+    assert c.call("EVALSHA", acq, "6", *k, tokens[1], f"PUBLISH {ttl} 16 1 {lasts} 1 s 1 1 {channel}")[0] == 0
+    refused: Check = lambda r: isinstance(r, list) and r[0] == 0  # noqa: E731
+    one: Check = lambda r: r == 1  # noqa: E731
+
+    def cycle(n: int) -> list[tuple[bytes, Check]]:
+        holder = tokens[n % 2]
+        return [(resp("EVALSHA", rel, "6", *k, holder, f"PUBLISH 1 16 {channel}"), one),
+                (attempt(holder, 2 + n), refused)]
+    return cycle
 
 
 def contended(c: RespClient, acq: str, rel: str, cad: str, keys: Callable[[int], list[str]],
