@@ -78,13 +78,19 @@ end
 -- The leases' key outlives each lease (upkeep), but not always the name's key, which a queue
 -- keeps alive: once it expired with weights still counted, every lease had ended, and all
 -- their weights are given back (else they would be lost for as long as anyone waits).
+-- Returns true and the end of the first lease (nil when none is held) when it gave nothing
+-- back: the first lease read first tells both that none ended and that the leases' key exists
+-- (a sorted set is never empty), one command where nothing ended, which is most calls.
 local function reclaim(key, holders, state, now, token)
-  local ended = redis.call('ZRANGEBYSCORE', holders, '-inf', now, 'LIMIT', 0, 1000)
-  if #ended == 0 and state.held > 0 and redis.call('EXISTS', holders) == 0 then
+  local first = redis.call('ZRANGE', holders, 0, 0, 'WITHSCORES')[2]
+  local ended
+  if first and tonumber(first) <= now then
+    ended = redis.call('ZRANGEBYSCORE', holders, '-inf', now, 'LIMIT', 0, 1000)
+  elseif first == nil and state.held > 0 then
     ended = counted(key)
   end
-  if #ended == 0 then
-    return
+  if ended == nil or #ended == 0 then
+    return true, tonumber(first)
   end
   local fields = {}
   for i, t in ipairs(ended) do
@@ -100,6 +106,7 @@ local function reclaim(key, holders, state, now, token)
   redis.call('HDEL', key, unpack(fields))
   redis.call('ZREM', holders, unpack(ended))
   redis.call('HSET', key, 'held', state.held)
+  return false
 end
 
 -- Keeps both keys alive past a lease of TTL ms that starts now: renewed to twice TTL once
@@ -115,9 +122,10 @@ local function upkeep(k, ttl)
   end
 end
 
--- Keeps the name's key (its kind and limit) alive as long as its queue.
-local function upkeep_queue(k)
-  local queue_pttl = redis.call('PTTL', k.queue)
+-- Keeps the name's key (its kind and limit) alive as long as its queue (QUEUE_PTTL: the
+-- queue's PTTL as this call left it, when known; nil: read here).
+local function upkeep_queue(k, queue_pttl)
+  queue_pttl = queue_pttl or redis.call('PTTL', k.queue)
   if queue_pttl > 0 and redis.call('PTTL', k.key) < queue_pttl then
     redis.call('PEXPIRE', k.key, queue_pttl)
   end
@@ -186,11 +194,14 @@ local function hand_out(k, held, limit, now, self)
 end
 
 -- How long until the first lease ends (ms), -2 when none is held: what a refused caller
--- sleeps until at most.
-local function first_end(holders, now)
-  local first = redis.call('ZRANGE', holders, 0, 0, 'WITHSCORES')[2]
+-- sleeps until at most. FIRST: that lease's end when known (reclaim's; `false`: none held),
+-- nil: read here.
+local function first_end(holders, now, first)
+  if first == nil then
+    first = tonumber(redis.call('ZRANGE', holders, 0, 0, 'WITHSCORES')[2]) or false
+  end
   if first then
-    return math.max(tonumber(first) - now, 0)
+    return math.max(first - now, 0)
   end
   return -2
 end

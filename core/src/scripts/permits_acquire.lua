@@ -30,9 +30,13 @@ if err then
 end
 local now = now_ms()
 local token = ARGV[1]
-reclaim(k.key, k.holders, state, now, token)
+-- The first lease's end, while it is known (reclaim gave nothing back, nothing granted since).
+local known, lease_end = reclaim(k.key, k.holders, state, now, token)
+if known and not lease_end then
+  lease_end = false
+end
 local held, mine = state.held, state.mine
-local same, placed = 0, false
+local same, placed, queue_pttl = 0, false, nil
 if mine then
   if mine ~= weight then
     if kind == 's' then
@@ -52,6 +56,7 @@ elseif held + weight <= capacity then
   local first = redis.call('ZRANGE', k.queue, 0, 0)[1]
   local fits = first == nil
   if not fits then
+    lease_end = nil
     sweep(k.queue, k.deadlines, k.ttls, now)
     if arrival ~= '0' then
       -- The caller's place first, where its arrival puts it: a waiter whose place expired
@@ -76,12 +81,15 @@ elseif held + weight <= capacity then
 end
 if arrival ~= '0' and same == 0 then
   if not placed then
-    take_place(k.queue, k.deadlines, k.ttls, token, arrival, lasts, entry, now)
+    -- Nothing has touched the line since the lean part read its PTTL (QUEUE_LEFT): the sweep
+    -- and hand-out above run only when they place the caller.
+    queue_pttl = select(2, take_place(k.queue, k.deadlines, k.ttls, token, arrival, lasts,
+      entry, now, queue_left))
   end
   if state.fresh then
     redis.call('HSET', k.key, 'kind', KINDS[kind], 'limit', limit, 'held', held)
   end
-  upkeep_queue(k)
+  upkeep_queue(k, queue_pttl)
 end
 local fence = tonumber(redis.call('GET', k.fence) or '0') or 0
-return {0, first_end(k.holders, now), fence, same}
+return {0, first_end(k.holders, now, lease_end), fence, same}

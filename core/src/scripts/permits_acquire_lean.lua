@@ -10,7 +10,8 @@
 -- needs their weight takes the full path, which gives it back first. The counter's INCR comes
 -- before any write, so that a counter of the wrong type fails the script with nothing changed.
 -- A fresh name costs nine commands, a name with other holders eight or ten (the keys' upkeep).
-if redis.call('PTTL', KEYS[4]) == -2 then
+local queue_left = redis.call('PTTL', KEYS[4])
+if queue_left == -2 then
   local ttl, kind, limit, weight =
     string.match(ARGV[2], '^%S+ (%d+) %d+ %d+ %d+ [01] ([srw]) (%d+) (%d+) ')
   local meta = redis.pcall('HMGET', KEYS[1], 'kind', 'limit', 'held', '=' .. ARGV[1])
@@ -49,4 +50,5 @@ if redis.call('PTTL', KEYS[4]) == -2 then
   end
 end
 -- Someone is in line, the weight does not fit, the token holds a lease, or the name is not
--- this kind's: permits_acquire.lua decides, and names the error.
+-- this kind's: permits_acquire.lua decides, and names the error (QUEUE_LEFT, the queue's
+-- PTTL, is its too).

@@ -22,7 +22,14 @@ if err then
   return err
 end
 local now = now_ms()
-local queued = redis.call('EXISTS', k.queue) == 1
+-- Whether anyone is in line: as the lean part read it (permits_release_lean.lua), unless
+-- this call just took a place out of the line.
+local queued
+if queue_left ~= nil and not placed then
+  queued = queue_left ~= -2
+else
+  queued = redis.call('EXISTS', k.queue) == 1
+end
 if mode == '2' then
   if not queued and redis.call('EXISTS', k.holders) == 0 then
     redis.call('DEL', k.key)
@@ -39,14 +46,22 @@ local released = 0
 if state.mine then
   state.held = state.held - state.mine
   redis.call('HDEL', k.key, '=' .. token)
-  redis.call('HSET', k.key, 'held', state.held)
   redis.call('ZREM', k.holders, token)
   released = 1
 end
 if queued and state.limit then
   sweep(k.queue, k.deadlines, k.ttls, now)
-  hand_out(k, state.held, state.limit, now, nil)
-elseif not queued and redis.call('EXISTS', k.holders) == 0 then
+  local _, held = hand_out(k, state.held, state.limit, now, nil)
+  -- The weights held: a grant of hand_out's wrote them with its holder's.
+  if released == 1 and held == state.held then
+    redis.call('HSET', k.key, 'held', state.held)
+  end
+  return released
+end
+if released == 1 then
+  redis.call('HSET', k.key, 'held', state.held)
+end
+if not queued and redis.call('EXISTS', k.holders) == 0 then
   -- Nobody holds or waits: the kind and the limit go too.
   redis.call('DEL', k.key)
 end

@@ -10,7 +10,8 @@
 -- holder, seven for another. A lease that ended, or a name that is not a semaphore's or a
 -- read-write lock's, takes the full path (which gives back what ended, or names the kind).
 local mode = string.match(ARGV[2], '^%S+ ([0-3])')
-if (mode == '1' or mode == '0') and redis.call('PTTL', KEYS[4]) == -2 then
+local queue_left = (mode == '1' or mode == '0') and redis.call('PTTL', KEYS[4]) or nil
+if queue_left == -2 then
   local meta = redis.pcall('HMGET', KEYS[1], 'held', '=' .. ARGV[1])
   if meta.err == nil and meta[2] then
     local ends = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[1]))
@@ -29,4 +30,4 @@ if (mode == '1' or mode == '0') and redis.call('PTTL', KEYS[4]) == -2 then
   end
 end
 -- Someone is in line, the lease ended or is not here, or the name is not fencelock's permits:
--- permits_release.lua.
+-- permits_release.lua (which reads QUEUE_LEFT, the queue's PTTL in modes 0 and 1).

@@ -103,7 +103,8 @@ end
 -- Takes (or keeps) TOKEN's place in a lock's queue (QUEUE, DEADLINES, TTLS): arrival ARRIVAL,
 -- kept LASTS ms without a new attempt, TTL the waiter's entry for hand_over (a TTL in ms, or
 -- 'm' and one for a waiter of several names). PTTL is the queue's PTTL read earlier in the
--- same call (nil: read here).
+-- same call (nil: read here). Returns ZADD's count (1: a new place) and the queue's PTTL
+-- after it.
 -- The queue's upkeep runs about once per LASTS, not at every attempt: the three keys are kept
 -- alive for twice LASTS and renewed once less than LASTS is left, and the places of waiters
 -- that stopped trying are swept then. They always hold the same tokens and get the same
@@ -112,7 +113,8 @@ end
 -- hands it over sweeps first (release_queued.lua, acquire_queued.lua, the scripts of several
 -- names).
 local function take_place(queue, deadlines, ttls, token, arrival, lasts, ttl, now, pttl)
-  local upkeep = (pttl or redis.call('PTTL', queue)) < lasts
+  pttl = pttl or redis.call('PTTL', queue)
+  local upkeep = pttl < lasts
   if upkeep then
     sweep(queue, deadlines, ttls, now)
   end
@@ -123,6 +125,7 @@ local function take_place(queue, deadlines, ttls, token, arrival, lasts, ttl, no
     for _, key in ipairs({queue, deadlines, ttls}) do
       redis.call('PEXPIRE', key, 2 * lasts)
     end
+    return new, 2 * lasts
   end
-  return new
+  return new, pttl
 end
