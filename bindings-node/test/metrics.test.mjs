@@ -83,7 +83,8 @@ describe('prom-client', () => {
       assert.equal(await m.tryAcquire(name, { ttl: 10_000 }), null)
       await assert.rejects(m.acquire(name, { ttl: 10_000, wait: 200 }), NotAcquiredError)
       const waiter = m.acquire(name, { ttl: 10_000, wait: 30_000 })
-      await waitUntil(async () => (await server.queued(name)) === 1, 'the waiter in line', 10_000)
+      // In line and listening: a release passes over a waiter that does not listen yet.
+      await waitUntil(async () => (await server.queued(name)) === 1 && (await server.listening(name)), 'the waiter in line, listening', 10_000)
       await lock.release()
       await (await waiter).release()
       const text = await scrape()

@@ -78,7 +78,9 @@ def test_a_scrape_over_http_shows_waits_holds_and_hand_offs_by_outcome(
         waiter = threading.Thread(target=lambda: got.append(m.acquire(name, 10, wait=30)))
         waiter.start()
         client = _plain(url)
-        wait_until(lambda: _queued(client, name) == 1, 10, "the waiter in line")
+        # In line and listening: a release passes over a waiter that does not listen yet.
+        wait_until(lambda: _queued(client, name) == 1 and _listening(client, name), 10,
+                   "the waiter in line, listening")
         lock.release()
         waiter.join(30)
         got[0].release()
@@ -166,6 +168,13 @@ def test_a_name_function_that_raises_leaves_the_label_empty(server: RedisServer,
 def _queued(client: Any, name: str) -> int:
     """Places in the wait queue of ``name`` (``fencelock:{SLOT-TAG}:queue:NAME``)."""
     return sum(int(client.zcard(k)) for k in client.keys("fencelock:{*}:queue:" + name))
+
+
+def _listening(client: Any, name: str) -> bool:
+    """Whether a waiter for ``name`` listens: a subscriber on one of its wake-up channels
+    (``fencelock:{SLOT-TAG}:released:NAME|WAKE-ID``). A waiter takes its place at its first
+    refusal and subscribes after it."""
+    return len(client.pubsub_channels("fencelock:{*}:released:" + name + "|*")) > 0
 
 
 def _plain(url: str) -> Any:

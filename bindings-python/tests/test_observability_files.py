@@ -121,8 +121,11 @@ def test_every_series_the_files_name_is_in_a_scrape(server: RedisServer, name: s
         got: List[fencelock.Lock] = []
         waiter = threading.Thread(target=lambda: got.append(m.acquire(name, 10, wait=30)))
         waiter.start()
-        wait_until(lambda: sum(int(client.zcard(k)) for k in client.keys("fencelock:{*}:queue:" + name)) == 1,
-                   10, "the waiter in line")
+        # In line and listening: a waiter takes its place at its first refusal and subscribes
+        # after it, and a release passes over a waiter that does not listen yet.
+        wait_until(lambda: sum(int(client.zcard(k)) for k in client.keys("fencelock:{*}:queue:" + name)) == 1
+                   and len(client.pubsub_channels("fencelock:{*}:released:" + name + "|*")) == 1,
+                   10, "the waiter in line, listening")
         lock.release()
         waiter.join(30)
         # Taken from its holder: lost.
