@@ -96,6 +96,43 @@ def test_a_waiter_is_woken_by_the_release(conn: "redis.Redis", name: str) -> Non
     assert got and got[0] - released < 2.0
 
 
+def test_default_ids_share_their_first_16_characters_so_waiters_share_one_subscription(
+    conn: "redis.Redis", name: str
+) -> None:
+    ids = [redis_lock.Lock(conn, name).id for _ in range(50)]
+    assert len(set(ids)) == 50 and {len(i) for i in ids} == {24}
+    assert len({i[:16] for i in ids}) == 1
+
+    def subscribes() -> int:
+        return int(conn.info("commandstats").get("cmdstat_subscribe", {}).get("calls", 0))
+
+    before = subscribes()
+    holder = redis_lock.Lock(conn, name, expire=10)
+    assert holder.acquire()
+    # Six locks wait in turn: each but the first is refused, waits in line and is woken by
+    # the release before it.
+    def take() -> None:
+        lock = redis_lock.Lock(conn, name, expire=10)
+        assert lock.acquire(timeout=8)
+        lock.release()
+
+    threads = [threading.Thread(target=take) for _ in range(6)]
+    for t in threads:
+        t.start()
+    def in_line() -> int:
+        return sum(int(conn.zcard(k)) for k in conn.keys(f"lock:fencelock:*:queue:{name}"))
+
+    deadline = time.monotonic() + 5
+    while in_line() < 6:
+        assert time.monotonic() < deadline, f"{in_line()} of 6 locks in line"
+        time.sleep(0.01)
+    holder.release()
+    for t in threads:
+        t.join(10)
+    sent = subscribes() - before
+    assert 1 <= sent <= 2, f"{sent} SUBSCRIBE for 6 waiting locks"
+
+
 def test_extend_and_auto_renewal(conn: "redis.Redis", name: str) -> None:
     lock = redis_lock.Lock(conn, name, expire=2)
     assert lock.acquire()
