@@ -142,12 +142,30 @@ func (r *Redsync) NewMutex(name string, options ...Option) *Mutex {
 	return m
 }
 
-func genValue() (string, error) {
-	b := make([]byte, 16)
+// The first 16 characters of the process's mutex values (genValue), made once.
+var valuePrefix = sync.OnceValues(func() (string, error) {
+	b := make([]byte, 12)
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
 	return base64.StdEncoding.EncodeToString(b), nil
+})
+
+// genValue makes a value as redsync's (16 random bytes, base64: 24 characters), whose first
+// 16 characters (12 bytes) are the same for every value of the process and the other 8 (6
+// bytes) its own. fencelock wakes a waiter on a channel named by its token's first 16
+// characters: shared like this, the process's waiting Lock calls on a name share one
+// subscription, as fencelock's own tokens do, instead of subscribing for every call that waits.
+func genValue() (string, error) {
+	prefix, err := valuePrefix()
+	if err != nil {
+		return "", err
+	}
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return prefix + base64.StdEncoding.EncodeToString(b), nil
 }
 
 // An Option configures a mutex.

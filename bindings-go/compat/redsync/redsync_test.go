@@ -134,3 +134,85 @@ type nowhere struct{}
 func (nowhere) Get(context.Context) (redsyncredis.Conn, error) { return nil, errors.New("none") }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// The values of one process share their first 16 characters (and stay redsync's 24), so that
+// the process's waiting Lock calls on a name share one wake-up subscription.
+func TestValuesShareTheirFirst16CharactersSoWaitersShareOneSubscription(t *testing.T) {
+	s := testredis.Start(t)
+	rs := redsync.New(pools(t, "goredis", s)...)
+	values, prefixes := map[string]bool{}, map[string]bool{}
+	for i := 0; i < 50; i++ {
+		m := rs.NewMutex("values")
+		if err := m.Lock(); err != nil {
+			t.Fatal(err)
+		}
+		if v := m.Value(); len(v) != 24 {
+			t.Fatalf("value %q has %d characters, redsync's 24", v, len(v))
+		}
+		values[m.Value()], prefixes[m.Value()[:16]] = true, true
+		if ok, err := m.Unlock(); !ok || err != nil {
+			t.Fatalf("Unlock: %v %v", ok, err)
+		}
+	}
+	if len(values) != 50 || len(prefixes) != 1 {
+		t.Fatalf("%d distinct values, %d distinct first 16 characters", len(values), len(prefixes))
+	}
+	ctx := context.Background()
+	c := goredislib.NewClient(&goredislib.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.Port)})
+	defer c.Close()
+	subscribes := func() int {
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		if i := strings.Index(info, "cmdstat_subscribe:calls="); i >= 0 {
+			fmt.Sscanf(info[i+len("cmdstat_subscribe:calls="):], "%d", &n)
+		}
+		return n
+	}
+	before := subscribes()
+	holder := rs.NewMutex("waits", redsync.WithExpiry(10*time.Second))
+	if err := holder.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	// Six Lock calls wait in turn: each but the first is refused, waits in line and is woken
+	// by the release before it.
+	errs := make(chan error, 6)
+	for i := 0; i < 6; i++ {
+		go func() {
+			m := rs.NewMutex("waits", redsync.WithExpiry(10*time.Second), redsync.WithTries(1000),
+				redsync.WithRetryDelay(10*time.Millisecond))
+			if err := m.Lock(); err != nil {
+				errs <- err
+				return
+			}
+			_, err := m.Unlock()
+			errs <- err
+		}()
+	}
+	inLine := func() int64 {
+		keys, _ := c.Keys(ctx, "fencelock:{*}:queue:waits").Result()
+		var n int64
+		for _, k := range keys {
+			n += c.ZCard(ctx, k).Val()
+		}
+		return n
+	}
+	for deadline := time.Now().Add(5 * time.Second); inLine() < 6; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 6 Lock calls in line", inLine())
+		}
+	}
+	if ok, err := holder.Unlock(); !ok || err != nil {
+		t.Fatalf("Unlock: %v %v", ok, err)
+	}
+	for i := 0; i < 6; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sent := subscribes() - before; sent < 1 || sent > 2 {
+		t.Fatalf("%d SUBSCRIBE for 6 waiting Lock calls", sent)
+	}
+}
