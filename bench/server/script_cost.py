@@ -294,21 +294,35 @@ def contended_permits(c: RespClient, acq: str, rel: str, channel: str) -> Cycle:
               "dddddddddddddddd.2f1c2a1e-4c1b-4b8e-9d55-0c7b2b7f3a10")
     k = ["sem-c", "fencelock:{1}:holders:sem-c", "fencelock:{1}:fence", "fencelock:{1}:queue:sem-c",
          "fencelock:{1}:deadlines:sem-c", "fencelock:{1}:ttls:sem-c"]
+    return taking_turns(c, (acq, rel), k, tokens, channel, " s 1 1")
+
+
+def taking_turns(c: RespClient, scripts: tuple[str, str], keys: list[str], tokens: tuple[str, str],
+                 channel: str, kind: str = "") -> Cycle:
+    """Our scripts (`scripts`: the acquire's and the release's SHA) in the steady state of two
+    clients taking turns on one name (`keys`, as the scripts take them; `kind`: what a permit
+    call adds to the packed argument, " KIND LIMIT WEIGHT"): both listen, the first holds, the
+    second waits in line; a cycle is the holder's release, which hands over to the waiter,
+    then the holder's next attempt, refused, which takes a place in line."""
+    acq, rel = scripts
     ttl = lasts = "30000"
 
-    def attempt(token: str, arrival: int) -> bytes:
-        return resp("EVALSHA", acq, "6", *k, token, f"PUBLISH {ttl} 16 {arrival} {lasts} 1 s 1 1 {channel}")
+    def attempt(token: str, arrival: int, lasts: str = lasts) -> list[str]:
+        return ["EVALSHA", acq, str(len(keys)), *keys, token,
+                f"PUBLISH {ttl} 16 {arrival} {lasts} 1{kind} {channel}"]
 
+    # Both waiters listen (a release hands over only to a waiter whose process listens).
     subscriber(c.sock.getpeername()[1], [f"{channel}|{t[:16]}" for t in tokens])
-    assert c.call("EVALSHA", acq, "6", *k, tokens[0], f"PUBLISH {ttl} 16 0 0 1 s 1 1 {channel}")[0] == 1
-    assert c.call("EVALSHA", acq, "6", *k, tokens[1], f"PUBLISH {ttl} 16 1 {lasts} 1 s 1 1 {channel}")[0] == 0
+    assert c.call(*attempt(tokens[0], 0, "0"))[0] == 1
+    assert c.call(*attempt(tokens[1], 1))[0] == 0
     refused: Check = lambda r: isinstance(r, list) and r[0] == 0  # noqa: E731
     one: Check = lambda r: r == 1  # noqa: E731
 
     def cycle(n: int) -> list[tuple[bytes, Check]]:
+        # Turns alternate: an even number of cycles (every run here) ends where it began.
         holder = tokens[n % 2]
-        return [(resp("EVALSHA", rel, "6", *k, holder, f"PUBLISH 1 16 {channel}"), one),
-                (attempt(holder, 2 + n), refused)]
+        return [(resp("EVALSHA", rel, str(len(keys)), *keys, holder, f"PUBLISH 1 16 {channel}"), one),
+                (resp(*attempt(holder, 2 + n)), refused)]
     return cycle
 
 
@@ -329,25 +343,10 @@ def contended(c: RespClient, acq: str, rel: str, cad: str, keys: Callable[[int],
     tokens = ("aaaaaaaaaaaaaaaa.1f1c2a1e-4c1b-4b8e-9d55-0c7b2b7f3a10",
               "bbbbbbbbbbbbbbbb.2f1c2a1e-4c1b-4b8e-9d55-0c7b2b7f3a10")
     ours_k, floor_k = keys(-1), keys(-2)
-    ttl, lasts = "30000", "30000"
-
-    def attempt(token: str, arrival: int) -> bytes:
-        return resp("EVALSHA", acq, "5", *ours_k, token, f"PUBLISH {ttl} 16 {arrival} {lasts} 1 {channel}")
-
-    # Both waiters listen (a release hands the lock only to a waiter whose process listens).
-    subscriber(c.sock.getpeername()[1], [f"{channel}|{t[:16]}" for t in tokens])
-    # The steady state's start: the first holds, the second waits in line.
-    assert c.call("EVALSHA", acq, "5", *ours_k, tokens[0], f"PUBLISH {ttl} 16 0 0 1 {channel}")[0] == 1
-    assert c.call("EVALSHA", acq, "5", *ours_k, tokens[1], f"PUBLISH {ttl} 16 1 {lasts} 1 {channel}")[0] == 0
+    ttl = "30000"
+    ours = taking_turns(c, (acq, rel), ours_k, tokens, channel)
     assert c.call("SET", floor_k[0], tokens[0], "NX", "PX", ttl) == "OK"
-    refused: Check = lambda r: isinstance(r, list) and r[0] == 0  # noqa: E731
     one: Check = lambda r: r == 1  # noqa: E731
-
-    def ours(n: int) -> list[tuple[bytes, Check]]:
-        # Turns alternate: an even number of cycles (every run here) ends where it began.
-        holder = tokens[n % 2]
-        return [(resp("EVALSHA", rel, "5", *ours_k, holder, f"PUBLISH 1 16 {channel}"), one),
-                (attempt(holder, 2 + n), refused)]
 
     def floor(n: int) -> list[tuple[bytes, Check]]:
         holder, other = tokens[n % 2], tokens[1 - n % 2]
