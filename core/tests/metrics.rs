@@ -426,18 +426,30 @@ async fn run(url: &str) -> String {
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let queue = fencelock::ffi_support::keys::LockKeys::new(b"", b"orders").queue;
-    for _ in 0..500 {
-        let n: i64 = redis::cmd("ZCARD")
-            .arg(&queue)
-            .query_async(&mut redis)
-            .await
-            .unwrap();
-        if n == 1 {
-            break;
+    let keys = fencelock::ffi_support::keys::LockKeys::new(b"", b"orders");
+    let mut wake = keys.channel.clone();
+    wake.extend_from_slice(b"|*");
+    // In line and listening: a waiter takes its place at its first refusal and subscribes
+    // after it, and a release passes over a waiter that does not listen yet.
+    let in_line_listening = || {
+        let mut redis = redis.clone();
+        let (queue, wake) = (keys.queue.clone(), wake.clone());
+        async move {
+            let n: i64 = redis::cmd("ZCARD")
+                .arg(&queue)
+                .query_async(&mut redis)
+                .await
+                .unwrap();
+            let channels: Vec<Vec<u8>> = redis::cmd("PUBSUB")
+                .arg("CHANNELS")
+                .arg(&wake)
+                .query_async(&mut redis)
+                .await
+                .unwrap();
+            n == 1 && !channels.is_empty()
         }
-        tokio::time::sleep(MS(10)).await;
-    }
+    };
+    fencelock_testkit::wait_for(MS(5000), "the waiter in line, listening", in_line_listening).await;
     lock.release().await.unwrap();
     let next = waiter.await.unwrap().unwrap();
     // Cancelled: a waiting call dropped.
