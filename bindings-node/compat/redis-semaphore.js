@@ -88,17 +88,19 @@ function checkCount(value, what) {
 const idPrefixes = new WeakMap()
 
 /**
- * A new identifier for a lock object over `manager`: a UUID v4 as redis-semaphore's, whose
- * first 16 characters (52 random bits, with the version digit) are the same for every object
- * over that manager and the other 20 (70 random bits, with the variant) its own. fencelock
+ * A new identifier for a lock object over `manager` (`-suffix` after it, given one): a UUID v4
+ * as redis-semaphore's, whose first 16 characters (52 random bits, with the version digit) are
+ * the same for every object over that manager and the other 20 (70 random bits, with the
+ * variant) its own. fencelock
  * wakes a waiter on a channel named by its token's first 16 characters: shared like this, the
  * manager's waiters of a name share one subscription, as fencelock's own tokens do, instead of
  * subscribing and unsubscribing for every object that waits.
  */
-function identifierOf(manager) {
+function identifierOf(manager, suffix) {
   let prefix = idPrefixes.get(manager)
   if (prefix === undefined) idPrefixes.set(manager, (prefix = randomUUID().slice(0, 16)))
-  return prefix + randomUUID().slice(16)
+  const uuid = prefix + randomUUID().slice(16)
+  return suffix ? `${uuid}-${suffix}` : uuid
 }
 
 /** A failure that means "not acquired in time" (false), not an error to throw. */
@@ -141,8 +143,7 @@ class Lock {
     }
     this._kind = kind
     this._key = key
-    const uuid = identifier || externallyAcquiredIdentifier ? undefined : take.newIdentifier()
-    this._identifier = identifier || externallyAcquiredIdentifier || (identifierSuffix ? `${uuid}-${identifierSuffix}` : uuid)
+    this._identifier = identifier || externallyAcquiredIdentifier || take.newIdentifier(identifierSuffix)
     this._acquiredExternally = !!acquiredExternally || !!externallyAcquiredIdentifier
     this._acquireOptions = { lockTimeout, acquireTimeout, acquireAttemptsLimit, retryInterval, identifier: this._identifier }
     this._refreshTimeInterval = refreshInterval
@@ -236,7 +237,7 @@ class Lock {
 /** How a mutex takes and gives back its lease: fencelock's lock on the name. */
 function mutexOf(manager, name) {
   return {
-    newIdentifier: () => identifierOf(manager),
+    newIdentifier: (suffix) => identifierOf(manager, suffix),
     acquire: (options) => manager.acquire(name, options),
     release: (token) => manager.release(name, token),
   }
@@ -265,7 +266,7 @@ function semaphoreHandle(manager, name, limit) {
 function semaphoreOf(manager, name, limit, permits) {
   const semaphore = semaphoreHandle(manager, name, limit)
   return {
-    newIdentifier: () => identifierOf(manager),
+    newIdentifier: (suffix) => identifierOf(manager, suffix),
     acquire: (options) => {
       options.count = permits
       return semaphore.acquire(options).catch((err) => Promise.reject(oldLayout(err, name)))

@@ -78,9 +78,9 @@ end
 -- The leases' key outlives each lease (upkeep), but not always the name's key, which a queue
 -- keeps alive: once it expired with weights still counted, every lease had ended, and all
 -- their weights are given back (else they would be lost for as long as anyone waits).
--- Returns true and the end of the first lease (nil when none is held) when it gave nothing
--- back: the first lease read first tells both that none ended and that the leases' key exists
--- (a sorted set is never empty), one command where nothing ended, which is most calls.
+-- Returns, when it gave nothing back, the end of the first lease (false when none is held),
+-- else nil: the first lease read first tells both that none ended and that the leases' key
+-- exists (a sorted set is never empty), one command where nothing ended, which is most calls.
 local function reclaim(key, holders, state, now, token)
   local first = redis.call('ZRANGE', holders, 0, 0, 'WITHSCORES')[2]
   local ended
@@ -90,7 +90,7 @@ local function reclaim(key, holders, state, now, token)
     ended = counted(key)
   end
   if ended == nil or #ended == 0 then
-    return true, tonumber(first)
+    return tonumber(first) or false
   end
   local fields = {}
   for i, t in ipairs(ended) do
@@ -106,7 +106,7 @@ local function reclaim(key, holders, state, now, token)
   redis.call('HDEL', key, unpack(fields))
   redis.call('ZREM', holders, unpack(ended))
   redis.call('HSET', key, 'held', state.held)
-  return false
+  return nil
 end
 
 -- Keeps both keys alive past a lease of TTL ms that starts now: renewed to twice TTL once

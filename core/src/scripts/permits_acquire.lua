@@ -30,11 +30,9 @@ if err then
 end
 local now = now_ms()
 local token = ARGV[1]
--- The first lease's end, while it is known (reclaim gave nothing back, nothing granted since).
-local known, lease_end = reclaim(k.key, k.holders, state, now, token)
-if known and not lease_end then
-  lease_end = false
-end
+-- The first lease's end while it is known (reclaim gave nothing back, nothing granted since;
+-- false: none held), else nil.
+local lease_end = reclaim(k.key, k.holders, state, now, token)
 local held, mine = state.held, state.mine
 local same, placed, queue_pttl = 0, false, nil
 if mine then
